@@ -1,0 +1,55 @@
+/**
+ * The contract of the native addon (native/addon.cc), as seen from TypeScript.
+ * src/audio/index.ts loads the addon and re-exports these with friendly errors.
+ * See docs/features.md for the numbers behind steps, levels and features.
+ */
+
+/** Where the audio comes from: a file on disk or bytes in memory. */
+export type AudioSource = { path: string } | { buffer: Buffer };
+
+/** Facts about a decoded file, known after the header is read. */
+export interface AudioInfo {
+  /** Native sample rate of the file, Hz. */
+  sampleRate: number;
+  channels: number;
+  /** Frames (samples per channel) at the native rate. */
+  frames: number;
+  durationSec: number;
+  /** Container: 'WAV' | 'FLAC' | 'MP3' | 'OGG' | ... */
+  format: string;
+  /** Sample encoding: 'PCM_16', 'PCM_24', 'FLOAT', 'MPEG_LAYER_III', ... */
+  subtype: string;
+}
+
+/** Front-end output for one channel over a run of consecutive 64 ms steps. */
+export interface FeatureChunk {
+  /** Channel index in the source (0-based). */
+  channel: number;
+  /** Index of the first step of this chunk within the channel. */
+  startStep: number;
+  /** Number of steps in this chunk. */
+  steps: number;
+  /** Step levels in dBFS, length `steps`. */
+  levels: Float32Array;
+  /** Log-mel features, time-major, length `steps * 4 * 64`. */
+  features: Float32Array;
+}
+
+export interface OpenOptions {
+  /** Analyse only this channel (0-based); default: every channel. */
+  channel?: number;
+  /** Audio decoded per read() call, seconds (default 30). Bounds memory. */
+  chunkSeconds?: number;
+  /** Reject files longer than this (combined over the analysed channels), seconds. */
+  maxDurationSec?: number;
+}
+
+/** Stable error codes raised by the addon (Error.code). */
+export type AudioErrorCode =
+  | 'UNSUPPORTED_FORMAT'
+  | 'CORRUPT_AUDIO'
+  | 'EMPTY_AUDIO'
+  | 'INVALID_CHANNEL'
+  | 'DURATION_LIMIT_EXCEEDED'
+  | 'INVALID_ARGUMENT'
+  | 'IO_ERROR';
