@@ -40,7 +40,7 @@ def test_filterbank_edges():
     W = F.mel_filterbank()
     assert W.shape == (64, 257)
     assert W[:, 0].sum() == 0  # 0 Hz below 50 Hz
-    assert W[:, 256].sum() == 0  # 8000 Hz is the last upper edge (strict <)
+    assert W[:, 256].sum() < 1e-12  # 8000 Hz is the last upper edge (strict <; float rounding may leave ~1e-15)
     assert W.max() <= 1.0
 
 
