@@ -1,0 +1,246 @@
+/**
+ * One typed configuration for the service, from command-line flags and environment
+ * variables (flags win over env, env wins over defaults). Every option is listed in
+ * OPTIONS below with its flag, env var, default and meaning; docs/api.md mirrors it.
+ */
+import { readFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
+import { resolve } from 'node:path';
+
+export interface ApiKeyEntry {
+  key: string;
+  organizationId: string;
+  projectId: string;
+}
+
+export interface Limits {
+  /** Direct upload body cap, bytes (spec: 15 MB). */
+  maxUploadBytes: number;
+  /** Audio duration cap, seconds, combined over the processed channels (spec: 1 hour). */
+  maxAudioDurationSec: number;
+  /** JSON result cap, bytes (spec: 30 MB). */
+  maxResultBytes: number;
+  /** URL method download cap, bytes. */
+  maxDownloadBytes: number;
+  /** URL method download timeout (whole transfer), ms. */
+  downloadTimeoutMs: number;
+  /** Largest accepted output_period, ms (a multiple of 64). */
+  maxOutputPeriodMs: number;
+  /** Per-key request rate: sustained requests per second on the job endpoints. */
+  rateLimitRps: number;
+  /** Per-key request burst (token bucket size). */
+  rateLimitBurst: number;
+  /** Per-key cap on unfinished (queued + processing) jobs. */
+  maxActiveJobsPerKey: number;
+}
+
+export interface CallbackConfig {
+  /** Per-attempt timeout, ms (spec: 10 s). */
+  timeoutMs: number;
+  /** Retries after a 5xx, a timeout or a network error (spec: 3). */
+  retries: number;
+  /** First retry delay, ms; doubles on each retry. */
+  backoffMs: number;
+  /** Callbacks delivered at the same time (a slow receiver never blocks the others). */
+  concurrency: number;
+}
+
+export interface Config {
+  host: string;
+  port: number;
+  grpcPort: number;
+  dataDir: string;
+  modelsDir: string;
+  apiKeys: ApiKeyEntry[];
+  apiKeysFile?: string;
+  /** Distributed mode (NATS JetStream); not used yet, the embedded store runs. */
+  natsUrl?: string;
+  /** Jobs processed at the same time by this process. */
+  concurrency: number;
+  /** Finished jobs and their results are purged this long after they finish, seconds. */
+  retentionSec: number;
+  /** How often the retention sweeper runs, ms. */
+  sweepIntervalMs: number;
+  /** A job interrupted this many times (crash, restart) fails with JOB_INTERRUPTED. */
+  maxJobAttempts: number;
+  limits: Limits;
+  callbacks: CallbackConfig;
+  logLevel: string;
+}
+
+type Kind = 'string' | 'int' | 'number' | 'keys';
+
+interface OptionDef {
+  /** Dotted path in Config. */
+  path: string;
+  flag: string;
+  env: string;
+  kind: Kind;
+  def: () => unknown;
+  doc: string;
+  min?: number;
+}
+
+const MiB = 1024 * 1024;
+
+/** Every configuration option: flag, env var, default, meaning. */
+export const OPTIONS: readonly OptionDef[] = [
+  { path: 'host', flag: '--host', env: 'HOST', kind: 'string', def: () => '127.0.0.1', doc: 'REST listen address (use 0.0.0.0 to listen on all interfaces, e.g. in a container)' },
+  { path: 'port', flag: '--port', env: 'PORT', kind: 'int', min: 0, def: () => 8080, doc: 'REST port' },
+  { path: 'grpcPort', flag: '--grpc-port', env: 'GRPC_PORT', kind: 'int', min: 0, def: () => 50051, doc: 'gRPC streaming port (streaming issue)' },
+  { path: 'dataDir', flag: '--data-dir', env: 'DATA_DIR', kind: 'string', def: () => resolve('data'), doc: 'where jobs, queued work, uploads and results are kept' },
+  { path: 'modelsDir', flag: '--models-dir', env: 'MODELS_DIR', kind: 'string', def: () => resolve('models'), doc: 'model directory (models/<name>/manifest.json)' },
+  { path: 'apiKeys', flag: '--api-keys', env: 'API_KEYS', kind: 'keys', def: () => [], doc: 'comma-separated key:organization_id:project_id entries' },
+  { path: 'apiKeysFile', flag: '--api-keys-file', env: 'API_KEYS_FILE', kind: 'string', def: () => undefined, doc: 'file with one key:organization_id:project_id per line (# comments)' },
+  { path: 'natsUrl', flag: '--nats-url', env: 'NATS_URL', kind: 'string', def: () => undefined, doc: 'NATS JetStream URL for distributed mode (later issue; ignored for now)' },
+  { path: 'concurrency', flag: '--concurrency', env: 'CONCURRENCY', kind: 'int', min: 0, def: () => availableParallelism(), doc: 'jobs processed at the same time (0: accept jobs but process none)' },
+  { path: 'retentionSec', flag: '--retention', env: 'RETENTION_SECONDS', kind: 'number', min: 0, def: () => 24 * 3600, doc: 'seconds after a job finishes before the job and its results are purged' },
+  { path: 'sweepIntervalMs', flag: '--sweep-interval-ms', env: 'SWEEP_INTERVAL_MS', kind: 'int', min: 10, def: () => 60_000, doc: 'how often expired jobs are purged, ms' },
+  { path: 'maxJobAttempts', flag: '--max-job-attempts', env: 'MAX_JOB_ATTEMPTS', kind: 'int', min: 1, def: () => 3, doc: 'processing attempts (restarts included) before a job fails with JOB_INTERRUPTED' },
+  { path: 'limits.maxUploadBytes', flag: '--max-upload-bytes', env: 'MAX_UPLOAD_BYTES', kind: 'int', min: 1, def: () => 15 * MiB, doc: 'direct upload size limit, bytes (413 above)' },
+  { path: 'limits.maxAudioDurationSec', flag: '--max-audio-duration', env: 'MAX_AUDIO_DURATION_SECONDS', kind: 'number', min: 1, def: () => 3600, doc: 'audio duration limit over all processed channels, seconds' },
+  { path: 'limits.maxResultBytes', flag: '--max-result-bytes', env: 'MAX_RESULT_BYTES', kind: 'int', min: 1, def: () => 30 * MiB, doc: 'JSON result size limit, bytes' },
+  { path: 'limits.maxDownloadBytes', flag: '--max-download-bytes', env: 'MAX_DOWNLOAD_BYTES', kind: 'int', min: 1, def: () => 1024 * MiB, doc: 'URL method download size limit, bytes' },
+  { path: 'limits.downloadTimeoutMs', flag: '--download-timeout-ms', env: 'DOWNLOAD_TIMEOUT_MS', kind: 'int', min: 1, def: () => 300_000, doc: 'URL method download timeout, ms' },
+  { path: 'limits.maxOutputPeriodMs', flag: '--max-output-period', env: 'MAX_OUTPUT_PERIOD_MS', kind: 'int', min: 64, def: () => 600_000, doc: 'largest accepted output_period, ms' },
+  { path: 'limits.rateLimitRps', flag: '--rate-limit-rps', env: 'RATE_LIMIT_RPS', kind: 'number', min: 0.001, def: () => 50, doc: 'per-key sustained request rate on the job endpoints, requests/s' },
+  { path: 'limits.rateLimitBurst', flag: '--rate-limit-burst', env: 'RATE_LIMIT_BURST', kind: 'int', min: 1, def: () => 500, doc: 'per-key request burst' },
+  { path: 'limits.maxActiveJobsPerKey', flag: '--max-active-jobs', env: 'MAX_ACTIVE_JOBS_PER_KEY', kind: 'int', min: 1, def: () => 1000, doc: 'per-key limit of unfinished (queued + processing) jobs' },
+  { path: 'callbacks.timeoutMs', flag: '--callback-timeout-ms', env: 'CALLBACK_TIMEOUT_MS', kind: 'int', min: 1, def: () => 10_000, doc: 'callback attempt timeout, ms' },
+  { path: 'callbacks.retries', flag: '--callback-retries', env: 'CALLBACK_RETRIES', kind: 'int', min: 0, def: () => 3, doc: 'callback retries after 5xx / timeout / network error' },
+  { path: 'callbacks.backoffMs', flag: '--callback-backoff-ms', env: 'CALLBACK_BACKOFF_MS', kind: 'int', min: 0, def: () => 1000, doc: 'first callback retry delay, ms (doubles each retry)' },
+  { path: 'callbacks.concurrency', flag: '--callback-concurrency', env: 'CALLBACK_CONCURRENCY', kind: 'int', min: 1, def: () => 64, doc: 'callbacks delivered at the same time' },
+  { path: 'logLevel', flag: '--log-level', env: 'LOG_LEVEL', kind: 'string', def: () => 'info', doc: 'fatal, error, warn, info, debug, trace or silent' },
+];
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+/** Parses "key:org:project" entries separated by commas or newlines; '#' starts a comment line. */
+export function parseApiKeys(text: string, origin: string): ApiKeyEntry[] {
+  const out: ApiKeyEntry[] = [];
+  for (const raw of text.split(/[,\n]/)) {
+    const line = raw.trim();
+    if (line === '' || line.startsWith('#')) continue;
+    const parts = line.split(':');
+    if (parts.length !== 3 || parts.some((p) => p.trim() === '')) {
+      throw new ConfigError(`${origin}: API key entries must be key:organization_id:project_id (got an entry with ${parts.length} part(s))`);
+    }
+    const [key, organizationId, projectId] = parts.map((p) => p.trim()) as [string, string, string];
+    if (key.length < 8) throw new ConfigError(`${origin}: API keys must be at least 8 characters`);
+    out.push({ key, organizationId, projectId });
+  }
+  return out;
+}
+
+function convert(def: OptionDef, value: string, origin: string): unknown {
+  switch (def.kind) {
+    case 'string':
+      return value;
+    case 'keys':
+      return parseApiKeys(value, origin);
+    case 'int':
+    case 'number': {
+      const n = Number(value);
+      if (value.trim() === '' || !Number.isFinite(n) || (def.kind === 'int' && !Number.isInteger(n))) {
+        throw new ConfigError(`${origin}: expected ${def.kind === 'int' ? 'an integer' : 'a number'}, got ${JSON.stringify(value)}`);
+      }
+      if (def.min !== undefined && n < def.min) throw new ConfigError(`${origin}: must be >= ${def.min}`);
+      return n;
+    }
+  }
+}
+
+function setPath(target: Record<string, unknown>, path: string, value: unknown): void {
+  const parts = path.split('.');
+  let obj = target;
+  for (const p of parts.slice(0, -1)) {
+    obj[p] ??= {};
+    obj = obj[p] as Record<string, unknown>;
+  }
+  obj[parts[parts.length - 1]!] = value;
+}
+
+/** Usage text for `serve --help`. */
+export function usage(): string {
+  const lines = ['Usage: auris serve [options]', '', 'Options (flag / environment variable, default):'];
+  for (const o of OPTIONS) {
+    const d = o.def();
+    const shown = d === undefined ? '-' : Array.isArray(d) ? '-' : String(d);
+    lines.push(`  ${o.flag.padEnd(24)} ${o.env.padEnd(28)} ${shown.padEnd(12)} ${o.doc}`);
+  }
+  return lines.join('\n');
+}
+
+/**
+ * Builds the configuration from flags (`--port 8080` or `--port=8080`) and env.
+ * Unknown flags are an error. API keys from API_KEYS and API_KEYS_FILE are merged.
+ */
+export function loadConfig(argv: readonly string[] = [], env: NodeJS.ProcessEnv = process.env): Config {
+  const flags = new Map<string, string>();
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (!arg.startsWith('--')) throw new ConfigError(`unexpected argument ${JSON.stringify(arg)}`);
+    const eq = arg.indexOf('=');
+    const name = eq >= 0 ? arg.slice(0, eq) : arg;
+    if (!OPTIONS.some((o) => o.flag === name)) throw new ConfigError(`unknown option ${name}\n\n${usage()}`);
+    let value: string | undefined;
+    if (eq >= 0) value = arg.slice(eq + 1);
+    else {
+      value = argv[i + 1];
+      i++;
+    }
+    if (value === undefined) throw new ConfigError(`option ${name} needs a value`);
+    flags.set(name, value);
+  }
+
+  const cfg: Record<string, unknown> = {};
+  for (const o of OPTIONS) {
+    let value: unknown = o.def();
+    const fromEnv = env[o.env];
+    if (fromEnv !== undefined && fromEnv !== '') value = convert(o, fromEnv, `env ${o.env}`);
+    const fromFlag = flags.get(o.flag);
+    if (fromFlag !== undefined) value = convert(o, fromFlag, `flag ${o.flag}`);
+    if (value !== undefined) setPath(cfg, o.path, value);
+  }
+  const config = cfg as unknown as Config;
+  config.dataDir = resolve(config.dataDir);
+  config.modelsDir = resolve(config.modelsDir);
+  if (config.apiKeysFile) {
+    let text: string;
+    try {
+      text = readFileSync(config.apiKeysFile, 'utf8');
+    } catch (err) {
+      throw new ConfigError(`API_KEYS_FILE ${config.apiKeysFile}: ${(err as Error).message}`);
+    }
+    config.apiKeys = [...config.apiKeys, ...parseApiKeys(text, `API_KEYS_FILE ${config.apiKeysFile}`)];
+  }
+  if (config.limits.maxOutputPeriodMs % 64 !== 0) throw new ConfigError('MAX_OUTPUT_PERIOD_MS must be a multiple of 64');
+  const seen = new Set<string>();
+  for (const k of config.apiKeys) {
+    if (seen.has(k.key)) throw new ConfigError('the same API key is configured twice');
+    seen.add(k.key);
+  }
+  return config;
+}
+
+export type DeepPartial<T> = { [K in keyof T]?: T[K] extends object ? (T[K] extends unknown[] ? T[K] : DeepPartial<T[K]>) : T[K] };
+
+/** Deep merge of plain objects (arrays and other values are replaced). */
+export function mergeConfig<T>(base: T, over: DeepPartial<T>): T {
+  const out = { ...base } as Record<string, unknown>;
+  for (const [k, v] of Object.entries(over as Record<string, unknown>)) {
+    if (v === undefined) continue;
+    const cur = out[k];
+    if (v && typeof v === 'object' && !Array.isArray(v) && cur && typeof cur === 'object' && !Array.isArray(cur)) {
+      out[k] = mergeConfig(cur, v as DeepPartial<typeof cur>);
+    } else out[k] = v;
+  }
+  return out as T;
+}
+
+/** The defaults (no flags, no env), with overrides (for tests and embedding). */
+export function defaultConfig(overrides: DeepPartial<Config> = {}): Config {
+  return mergeConfig(loadConfig([], {}), overrides);
+}

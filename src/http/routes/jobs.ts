@@ -1,0 +1,286 @@
+/**
+ * The file-processing job endpoints (SPEC "Endpoints").
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Readable } from 'node:stream';
+import type { Config } from '../../config';
+import { serializeJob } from '../../jobs/record';
+import type { JobService, Owner } from '../../jobs/service';
+import { BlobTooLargeError, type JobRequest } from '../../jobs/types';
+import { ApiError } from '../errors';
+import {
+  AUDIO_MEDIA_TYPES,
+  createJobQuerySchema,
+  JSON_MEDIA_TYPE,
+  jobIdParamsSchema,
+  problemResponses,
+  resultsSchema,
+  urlBodySchema,
+} from '../schemas';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    owner?: Owner;
+  }
+}
+
+export interface JobRoutesOptions {
+  config: Config;
+  service: JobService;
+  listModels: () => string[];
+  volumeRange: { min: number; max: number };
+}
+
+interface CreateQuery {
+  models: string;
+  output_period: number;
+  channel?: number;
+  include_summary?: boolean;
+  include_transitions?: boolean;
+  include_raw_values?: boolean;
+  volume_threshold?: number;
+  callback?: string;
+}
+
+const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+const security = [{ ApiKey: [] }];
+const TAG = ['File processing'];
+
+function ownerOf(req: FastifyRequest): Owner {
+  if (!req.owner) throw new ApiError('MISSING_API_KEY', 'The x-api-key header is required.');
+  return req.owner;
+}
+
+function mediaType(req: FastifyRequest): string {
+  return (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+}
+
+export async function jobRoutes(app: FastifyInstance, opts: JobRoutesOptions): Promise<void> {
+  const { config, service } = opts;
+
+  // Audio bodies are not parsed: the handler streams them to the blob store under the size cap.
+  app.addContentTypeParser([...AUDIO_MEDIA_TYPES], (_req, payload, done) => done(null, payload));
+
+  app.post<{ Querystring: CreateQuery; Body: unknown }>(
+    '/file-processing/jobs',
+    {
+      schema: {
+        operationId: 'createJob',
+        tags: TAG,
+        summary: 'Create a job',
+        description:
+          'Creates a job for one audio file. URL method: `Content-Type: application/json` with `{"url": "..."}`. ' +
+          `Direct upload: the raw bytes with the audio media type (${AUDIO_MEDIA_TYPES.join(', ')}), at most ${config.limits.maxUploadBytes} bytes.`,
+        security,
+        querystring: createJobQuerySchema(config, opts.volumeRange),
+        body: { content: { [JSON_MEDIA_TYPE]: { schema: urlBodySchema } } },
+        response: {
+          201: {
+            description: 'The job was created and queued. Location: the job URL.',
+            headers: { Location: { type: 'string', description: 'Path of the job' } },
+            content: { [JSON_MEDIA_TYPE]: { schema: { $ref: 'Job#' } } },
+          },
+          ...problemResponses([400, 401, 413, 415, 429, 500, 503]),
+        },
+      },
+    },
+    async (req, reply) => {
+      const owner = ownerOf(req);
+      const q = req.query;
+      const models = [...new Set(q.models.split(','))];
+      const valid = opts.listModels();
+      const unknown = models.filter((m) => !valid.includes(m));
+      if (unknown.length) {
+        drain(req);
+        throw new ApiError('UNKNOWN_MODEL', `Unknown model(s): ${unknown.join(', ')}. Valid models: ${valid.join(', ') || '(none installed)'}.`, {
+          unknown_models: unknown,
+          valid_models: valid,
+        });
+      }
+      const request: JobRequest = {
+        models,
+        output_period: q.output_period,
+        channel: q.channel ?? null,
+        include_summary: q.include_summary ?? false,
+        include_transitions: q.include_transitions ?? false,
+        include_raw_values: q.include_raw_values ?? false,
+        volume_threshold: q.volume_threshold ?? null,
+        callback: q.callback ?? null,
+      };
+      if (request.callback !== null) checkHttpUrl(request.callback, 'callback', 'INVALID_PARAMETER');
+
+      const active = await service.activeJobsOfKey(owner.key_id);
+      if (active >= config.limits.maxActiveJobsPerKey) {
+        drain(req);
+        throw new ApiError(
+          'TOO_MANY_ACTIVE_JOBS',
+          `This API key has ${active} unfinished jobs, the limit is ${config.limits.maxActiveJobsPerKey}; wait for some to finish.`,
+          { retry_after: 5 },
+          5,
+        );
+      }
+
+      const type = mediaType(req);
+      let job;
+      if (type === JSON_MEDIA_TYPE) {
+        const body = req.body as { url: string };
+        checkHttpUrl(body.url, 'url', 'INVALID_BODY');
+        job = await service.create(owner, request, { method: 'url', url: body.url });
+      } else if ((AUDIO_MEDIA_TYPES as readonly string[]).includes(type) && req.body) {
+        const declared = Number(req.headers['content-length']);
+        if (Number.isFinite(declared) && declared > config.limits.maxUploadBytes) {
+          drain(req);
+          throw tooLarge(config);
+        }
+        try {
+          job = await service.create(owner, request, { method: 'upload', contentType: type, body: req.body as Readable });
+        } catch (err) {
+          if (err instanceof BlobTooLargeError) {
+            drain(req);
+            throw tooLarge(config);
+          }
+          throw err;
+        }
+        if (job.record.source.size_bytes === 0) {
+          await service.delete(owner, job.record.job_id);
+          throw new ApiError('INVALID_BODY', 'The uploaded audio is empty.');
+        }
+      } else {
+        throw unsupportedMediaType(type);
+      }
+      const location = `/file-processing/jobs/${job.record.job_id}`;
+      return reply.code(201).header('location', location).type(JSON_MEDIA_TYPE).send(serializeJob(job.record));
+    },
+  );
+
+  app.get<{ Params: { jobId: string } }>(
+    '/file-processing/jobs/:jobId',
+    {
+      schema: {
+        operationId: 'getJob',
+        tags: TAG,
+        summary: 'Get a job',
+        description: 'The job record. Poll it, or pass `callback` at creation to be notified with this same body.',
+        security,
+        params: jobIdParamsSchema,
+        response: {
+          200: { description: 'The job', content: { [JSON_MEDIA_TYPE]: { schema: { $ref: 'Job#' } } } },
+          ...problemResponses([401, 404, 429, 500]),
+        },
+      },
+    },
+    async (req, reply) => {
+      const job = await findJob(service, ownerOf(req), req.params.jobId);
+      return reply.type(JSON_MEDIA_TYPE).send(serializeJob(job.record));
+    },
+  );
+
+  app.get<{ Params: { jobId: string } }>(
+    '/file-processing/jobs/:jobId/results',
+    {
+      schema: {
+        operationId: 'getJobResults',
+        tags: TAG,
+        summary: 'Get the results of a job',
+        description:
+          'The results envelope once the job has succeeded. While the job is queued or processing: 409 RESULTS_NOT_READY with Retry-After; after a failure: 409 JOB_FAILED with the job error.',
+        security,
+        params: jobIdParamsSchema,
+        response: {
+          200: { description: 'The results envelope', content: { [JSON_MEDIA_TYPE]: { schema: resultsSchema } } },
+          ...problemResponses([401, 404, 409, 429, 500]),
+        },
+      },
+    },
+    async (req, reply) => {
+      const owner = ownerOf(req);
+      const id = req.params.jobId;
+      if (!UUID_RE.test(id)) throw notFound(id);
+      const r = await service.results(owner, id);
+      switch (r.state) {
+        case 'missing':
+          throw notFound(id);
+        case 'failed':
+          throw new ApiError('JOB_FAILED', `Job ${id} failed (${r.job.record.error?.code}): ${r.job.record.error?.message}`, {
+            job_status: r.job.record.status,
+            job_error: r.job.record.error,
+          });
+        case 'not_ready':
+          throw new ApiError('RESULTS_NOT_READY', `Job ${id} is ${r.job.record.status}; results are not ready yet.`, { job_status: r.job.record.status, retry_after: 1 }, 1);
+        case 'ready':
+          return reply.type(JSON_MEDIA_TYPE).header('content-length', r.size).send(r.stream);
+      }
+    },
+  );
+
+  app.delete<{ Params: { jobId: string } }>(
+    '/file-processing/jobs/:jobId',
+    {
+      schema: {
+        operationId: 'deleteJob',
+        tags: TAG,
+        summary: 'Delete a job',
+        description: 'Deletes the job, its uploaded audio and its results, whatever its status (a running job is stopped). No callback is sent for a deleted job.',
+        security,
+        params: jobIdParamsSchema,
+        response: {
+          204: { description: 'Deleted', type: 'null' },
+          ...problemResponses([401, 404, 429, 500]),
+        },
+      },
+    },
+    async (req, reply) => {
+      const owner = ownerOf(req);
+      const id = req.params.jobId;
+      if (!UUID_RE.test(id) || !(await service.delete(owner, id))) throw notFound(id);
+      return reply.code(204).send();
+    },
+  );
+}
+
+async function findJob(service: JobService, owner: Owner, id: string) {
+  if (!UUID_RE.test(id)) throw notFound(id);
+  const job = await service.get(owner, id);
+  if (!job) throw notFound(id);
+  return job;
+}
+
+const notFound = (id: string): ApiError => new ApiError('JOB_NOT_FOUND', `No job ${id} in this project.`);
+
+const tooLarge = (config: Config): ApiError =>
+  new ApiError('PAYLOAD_TOO_LARGE', `The upload is larger than ${config.limits.maxUploadBytes} bytes; use the URL method for larger files.`, {
+    limit_bytes: config.limits.maxUploadBytes,
+  });
+
+export function unsupportedMediaType(type: string): ApiError {
+  return new ApiError(
+    'UNSUPPORTED_MEDIA_TYPE',
+    type
+      ? `Content-Type ${type} is not accepted: send application/json with {"url": ...} or the audio bytes with an audio media type.`
+      : 'A body is required: application/json with {"url": ...} or the audio bytes with an audio media type.',
+    { supported_media_types: [JSON_MEDIA_TYPE, ...AUDIO_MEDIA_TYPES] },
+  );
+}
+
+function checkHttpUrl(value: string, parameter: string, code: 'INVALID_PARAMETER' | 'INVALID_BODY'): void {
+  let ok = false;
+  try {
+    const u = new URL(value);
+    ok = (u.protocol === 'http:' || u.protocol === 'https:') && u.hostname !== '';
+  } catch {
+    ok = false;
+  }
+  if (!ok) {
+    throw new ApiError(code, `${parameter} must be an absolute http or https URL.`, {
+      errors: [{ parameter, message: 'must be an absolute http or https URL' }],
+    });
+  }
+}
+
+/** Lets an unread upload body flow to nowhere so the client can read the error answer. */
+function drain(req: FastifyRequest): void {
+  const body = req.body as Readable | undefined;
+  if (body && typeof (body as Readable).resume === 'function') (body as Readable).resume();
+}
+
+export type { FastifyReply };

@@ -1,0 +1,306 @@
+/**
+ * The REST server: Fastify app + job worker pool + callback dispatcher + retention sweeper,
+ * on the Backends interfaces (embedded local-disk implementations by default).
+ */
+import fastifySwagger from '@fastify/swagger';
+import fastifySwaggerUi from '@fastify/swagger-ui';
+import Fastify, { type FastifyError, type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import type { AddressInfo } from 'node:net';
+import { CallbackDispatcher } from '../callbacks/dispatcher';
+import { type Config, defaultConfig, type DeepPartial, mergeConfig } from '../config';
+import { type Analyzer, pipelineAnalyzer } from '../jobs/analyzer';
+import { openEmbeddedBackends } from '../jobs/embedded';
+import { JobMetrics } from '../jobs/metrics';
+import { RetentionSweeper } from '../jobs/retention';
+import { JobService } from '../jobs/service';
+import { isTerminal, type Backends } from '../jobs/types';
+import { JobWorker } from '../jobs/worker';
+import { ApiKeyRegistry, generateDevKey, RateLimiter } from './auth';
+import { API_ERRORS, ApiError, PROBLEM_CONTENT_TYPE, problemSchema } from './errors';
+import { jobRoutes, unsupportedMediaType } from './routes/jobs';
+import { AUDIO_MEDIA_TYPES, jobRecordSchema } from './schemas';
+
+/** Default range accepted for volume_threshold (dBFS of the step level; see docs/results.md). */
+export const VOLUME_THRESHOLD_RANGE = { min: -120, max: 0 };
+
+export interface ServerOptions {
+  config?: Config;
+  /** Overrides applied on top of `config` (or the defaults). */
+  overrides?: DeepPartial<Config>;
+  analyzer?: Analyzer;
+  /** Storage; default: the embedded implementation under config.dataDir. */
+  backends?: Backends;
+  /** Fastify logger option; default JSON logs at config.logLevel. */
+  logger?: FastifyServerOptions['logger'];
+  /** Start the worker pool (default true; false: accept jobs, process none). */
+  startWorker?: boolean;
+  /** Start the callback dispatcher (default true). */
+  startDispatcher?: boolean;
+}
+
+export interface AurisServer {
+  app: FastifyInstance;
+  config: Config;
+  backends: Backends;
+  service: JobService;
+  worker: JobWorker;
+  dispatcher: CallbackDispatcher;
+  sweeper: RetentionSweeper;
+  metrics: JobMetrics;
+  /** The development key, when no key was configured. */
+  devKey: string | null;
+  /** http://host:port once listening. */
+  url: string;
+  listen(): Promise<string>;
+  close(): Promise<void>;
+}
+
+export async function createServer(opts: ServerOptions = {}): Promise<AurisServer> {
+  const base = opts.config ?? defaultConfig();
+  const config = opts.overrides ? mergeConfig(base, opts.overrides) : base;
+  const app = Fastify({
+    logger: opts.logger ?? { level: config.logLevel },
+    bodyLimit: 1024 * 1024, // JSON bodies; uploads stream under limits.maxUploadBytes
+    trustProxy: false,
+    ajv: { customOptions: { removeAdditional: false, coerceTypes: true, allErrors: true, keywords: ['example'] } },
+    return503OnClosing: true,
+    forceCloseConnections: 'idle',
+  });
+
+  let devKey: string | null = null;
+  let keys = config.apiKeys;
+  if (keys.length === 0) {
+    const dev = generateDevKey();
+    devKey = dev.key;
+    keys = [dev];
+    app.log.warn(
+      { api_key: dev.key, organization_id: dev.organizationId, project_id: dev.projectId },
+      'no API key configured (API_KEYS / API_KEYS_FILE): generated a development key for this run',
+    );
+  }
+  const registry = new ApiKeyRegistry(keys);
+  const limiter = new RateLimiter(config.limits.rateLimitRps, config.limits.rateLimitBurst);
+
+  let backendsRef: Backends | null = null;
+  const metrics = new JobMetrics(() => backendsRef?.jobs ?? null);
+  const backends = opts.backends ?? (await openEmbeddedBackends(config.dataDir, (m) => app.log.warn(m)));
+  backendsRef = backends;
+  const analyzer = opts.analyzer ?? pipelineAnalyzer(config.modelsDir);
+  const service = new JobService(backends, config, metrics);
+  const worker = new JobWorker(backends, analyzer, config, metrics, app.log.child({ component: 'worker' }));
+  service.onDeleted = (id) => worker.cancel(id);
+  const dispatcher = new CallbackDispatcher(backends.events, config.callbacks, metrics, app.log.child({ component: 'callbacks' }));
+  const sweeper = new RetentionSweeper(backends, service, config.sweepIntervalMs, app.log.child({ component: 'retention' }));
+
+  // Recovery: drop orphaned blobs, re-enqueue unfinished jobs the queue does not hold.
+  const orphans = await sweeper.removeOrphans();
+  if (orphans) app.log.info({ removed: orphans }, 'removed blobs of no job');
+  const pending = new Set(await backends.queue.pending());
+  let requeued = 0;
+  for (const job of await backends.jobs.list()) {
+    if (!isTerminal(job.record.status) && !pending.has(job.record.job_id)) {
+      await backends.queue.enqueue(job.record.job_id);
+      requeued++;
+    }
+  }
+  if (requeued) app.log.info({ requeued }, 're-enqueued unfinished jobs');
+  await sweeper.sweep();
+
+  // Errors: every one as application/problem+json with a stable code.
+  app.setErrorHandler((err: FastifyError | ApiError, req, reply) => {
+    const apiErr = toApiError(err);
+    if (apiErr.status >= 500) req.log.error({ err }, 'request failed');
+    if (apiErr.retryAfter !== undefined) void reply.header('retry-after', String(apiErr.retryAfter));
+    return reply.code(apiErr.status).type(PROBLEM_CONTENT_TYPE).send(JSON.stringify(apiErr.toProblem(req.url.split('?')[0])));
+  });
+  app.setNotFoundHandler((req, reply) => {
+    const e = new ApiError('NOT_FOUND', `No route ${req.method} ${req.url.split('?')[0]}.`);
+    return reply.code(404).type(PROBLEM_CONTENT_TYPE).send(JSON.stringify(e.toProblem(req.url.split('?')[0])));
+  });
+
+  app.addSchema(problemSchema);
+  app.addSchema(jobRecordSchema);
+
+  await app.register(fastifySwagger, {
+    openapi: {
+      openapi: '3.0.3',
+      info: {
+        title: 'auris file-processing API',
+        version: '0.1.0',
+        description:
+          'Asynchronous audio analysis jobs (speech/music/other, arousal, voice gender per time step). ' +
+          'Every error is an RFC 9457 application/problem+json body with a stable `code`; failed jobs carry `error.code`. See docs/api.md.',
+      },
+      servers: [{ url: '/' }],
+      components: { securitySchemes: { ApiKey: { type: 'apiKey', in: 'header', name: 'x-api-key' } } },
+      tags: [{ name: 'File processing' }, { name: 'Operations' }],
+    },
+    refResolver: { buildLocalReference: (json, _base, _frag, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
+    transformObject: (doc) => addAudioBodies((doc as { openapiObject: OpenApiDoc }).openapiObject) as never,
+  });
+  await app.register(fastifySwaggerUi, { routePrefix: '/docs' });
+
+  // Auth and the per-key rate limit on the job endpoints.
+  app.addHook('onRequest', async (req, reply) => {
+    if (!req.url.startsWith('/file-processing/')) return;
+    const raw = req.headers['x-api-key'];
+    const key = Array.isArray(raw) ? raw[0] : raw;
+    if (!key) throw new ApiError('MISSING_API_KEY', 'The x-api-key header is required.');
+    const owner = registry.lookup(key);
+    if (!owner) throw new ApiError('INVALID_API_KEY', 'The x-api-key is not valid.');
+    req.owner = owner;
+    const wait = limiter.take(owner.key_id);
+    if (wait > 0) {
+      void reply.header('retry-after', String(wait));
+      throw new ApiError('RATE_LIMITED', `Too many requests for this API key; retry after ${wait} s.`, { retry_after: wait }, wait);
+    }
+  });
+
+  let closing = false;
+  let listening = false;
+  await app.register(jobRoutes, { config, service, listModels: () => analyzer.listModels(), volumeRange: VOLUME_THRESHOLD_RANGE });
+
+  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  app.get(
+    '/healthz',
+    {
+      schema: {
+        operationId: 'healthz',
+        tags: ['Operations'],
+        summary: 'Liveness',
+        response: { 200: { type: 'object', properties: { status: { type: 'string' } } } },
+      },
+    },
+    async () => ({ status: 'ok' }),
+  );
+  app.get(
+    '/readyz',
+    {
+      schema: {
+        operationId: 'readyz',
+        tags: ['Operations'],
+        summary: 'Readiness: storage open, workers running, models installed',
+        response: {
+          200: {
+            type: 'object',
+            properties: { status: { type: 'string' }, models: { type: 'array', items: { type: 'string' } }, workers: { type: 'integer' } },
+          },
+          503: { description: 'Not ready (SERVICE_UNAVAILABLE)', content: { [PROBLEM_CONTENT_TYPE]: { schema: { $ref: 'Problem#' } } } },
+        },
+      },
+    },
+    async (_req, reply) => {
+      const models = analyzer.listModels();
+      const reasons: string[] = [];
+      if (closing) reasons.push('shutting down');
+      if (!listening) reasons.push('starting');
+      if (models.length === 0) reasons.push(`no models installed in ${config.modelsDir}`);
+      if (config.concurrency > 0 && opts.startWorker !== false && !worker.isRunning) reasons.push('workers not running');
+      if (reasons.length) {
+        throw new ApiError('SERVICE_UNAVAILABLE', `Not ready: ${reasons.join('; ')}.`, { reasons }, 5);
+      }
+      return reply.send({ status: 'ready', models, workers: config.concurrency });
+    },
+  );
+  app.get(
+    '/metrics',
+    { schema: { operationId: 'metrics', tags: ['Operations'], summary: 'Prometheus metrics', produces: ['text/plain'] } },
+    async (_req, reply) => reply.type(metrics.registry.contentType).send(await metrics.registry.metrics()),
+  );
+
+  const server: AurisServer = {
+    app,
+    config,
+    backends,
+    service,
+    worker,
+    dispatcher,
+    sweeper,
+    metrics,
+    devKey,
+    url: '',
+    async listen() {
+      await app.listen({ host: config.host, port: config.port });
+      const addr = app.server.address() as AddressInfo;
+      const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
+      server.url = `http://${host}:${addr.port}`;
+      listening = true;
+      if (opts.startWorker !== false) worker.start();
+      if (opts.startDispatcher !== false) dispatcher.start();
+      sweeper.start();
+      return server.url;
+    },
+    async close() {
+      if (closing) return;
+      closing = true;
+      await app.close();
+      await worker.stop();
+      await dispatcher.stop();
+      await sweeper.stop();
+      await backends.close();
+      await analyzer.close?.();
+    },
+  };
+  return server;
+}
+
+/** Maps Fastify's own errors (validation, body parsing) to the catalogue. */
+function toApiError(err: FastifyError | ApiError): ApiError {
+  if (err instanceof ApiError) return err;
+  const fe = err as FastifyError & { validation?: Array<Record<string, unknown>>; validationContext?: string };
+  if (fe.validation) {
+    const inBody = fe.validationContext === 'body';
+    const errors = fe.validation.map((v) => {
+      const params = (v.params ?? {}) as Record<string, unknown>;
+      const path = String(v.instancePath ?? '').replace(/^\//, '').replace(/\//g, '.');
+      const parameter = (params.missingProperty as string) ?? (params.additionalProperty as string) ?? (path || (inBody ? 'body' : fe.validationContext ?? ''));
+      let message = String(v.message ?? 'is invalid');
+      if (params.additionalProperty) message = `unknown ${inBody ? 'field' : 'parameter'}`;
+      else if (params.missingProperty) message = 'is required';
+      return { parameter, message };
+    });
+    const detail = errors.map((e) => `${e.parameter}: ${e.message}`).join('; ');
+    return new ApiError(inBody ? 'INVALID_BODY' : 'INVALID_PARAMETER', detail, { errors });
+  }
+  switch (fe.code) {
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return unsupportedMediaType('');
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new ApiError('PAYLOAD_TOO_LARGE', 'The request body is too large.');
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+      return new ApiError('INVALID_BODY', 'The body must be a JSON object: {"url": "..."}.');
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return new ApiError('INVALID_BODY', 'The Content-Length does not match the body.');
+  }
+  if (fe.statusCode === 415) return unsupportedMediaType('');
+  if (fe.statusCode === 413) return new ApiError('PAYLOAD_TOO_LARGE', 'The request body is too large.');
+  if (fe.statusCode && fe.statusCode >= 400 && fe.statusCode < 500) {
+    if (fe.statusCode === 404) return new ApiError('NOT_FOUND', fe.message);
+    if (fe.statusCode === 405) return new ApiError('METHOD_NOT_ALLOWED', fe.message);
+    if (fe.statusCode === 429) return new ApiError('RATE_LIMITED', fe.message);
+    return new ApiError('INVALID_BODY', fe.message);
+  }
+  if (fe.statusCode === 503) return new ApiError('SERVICE_UNAVAILABLE', 'The server is shutting down.');
+  return new ApiError('INTERNAL_ERROR', 'An unexpected error occurred.');
+}
+
+interface OpenApiDoc {
+  paths?: Record<string, Record<string, { requestBody?: { content?: Record<string, unknown>; required?: boolean; description?: string } }>>;
+  [k: string]: unknown;
+}
+
+/** The direct-upload bodies are streamed, not schema-validated; list them in the document. */
+function addAudioBodies(doc: OpenApiDoc): OpenApiDoc {
+  const op = doc.paths?.['/file-processing/jobs']?.post;
+  if (op) {
+    op.requestBody ??= {};
+    op.requestBody.required = true;
+    op.requestBody.description = 'URL method: JSON `{"url": ...}`. Direct upload: the raw audio bytes with their audio media type.';
+    op.requestBody.content ??= {};
+    for (const t of AUDIO_MEDIA_TYPES) op.requestBody.content[t] = { schema: { type: 'string', format: 'binary' } };
+  }
+  return doc;
+}
+
+export { API_ERRORS };

@@ -1,0 +1,35 @@
+import { join } from 'node:path';
+import type { Backends } from '../types';
+import { EmbeddedBlobStore } from './blob-store';
+import { EmbeddedEventBus } from './event-bus';
+import { EmbeddedJobQueue } from './queue';
+import { EmbeddedJobStore } from './job-store';
+
+export { EmbeddedBlobStore, EmbeddedEventBus, EmbeddedJobQueue, EmbeddedJobStore };
+
+/**
+ * The embedded default: everything on the local disk under `dataDir`
+ *   jobs/<id>.json      job records
+ *   queue/<id>.json     queued or in-flight work (removed on ack)
+ *   blobs/uploads/<id>  uploaded audio until the job finishes
+ *   blobs/results/<id>.json results
+ *   events/<id>.json    job-finished events not yet delivered
+ */
+export async function openEmbeddedBackends(dataDir: string, log?: (msg: string) => void): Promise<Backends> {
+  const [jobs, queue, blobs, events] = await Promise.all([
+    EmbeddedJobStore.open(join(dataDir, 'jobs'), log),
+    EmbeddedJobQueue.open(join(dataDir, 'queue')),
+    EmbeddedBlobStore.open(join(dataDir, 'blobs')),
+    EmbeddedEventBus.open(join(dataDir, 'events')),
+  ]);
+  return {
+    jobs,
+    queue,
+    blobs,
+    events,
+    close: async () => {
+      await queue.close();
+      await events.close();
+    },
+  };
+}

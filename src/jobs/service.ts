@@ -1,0 +1,131 @@
+/**
+ * Job lifecycle operations used by the REST routes: create, read, delete, results.
+ * Depends only on the Backends interfaces.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Readable } from 'node:stream';
+import type { Config } from '../config';
+import type { JobMetrics } from './metrics';
+import { isTerminal, type Backends, type JobRecord, type JobRequest, type StoredJob } from './types';
+
+export interface Owner {
+  organization_id: string;
+  project_id: string;
+  key_id: string;
+}
+
+export type NewJobSource =
+  | { method: 'upload'; contentType: string; body: Readable; declaredLength?: number }
+  | { method: 'url'; url: string };
+
+export type ResultsState =
+  | { state: 'ready'; stream: Readable; size: number }
+  | { state: 'not_ready'; job: StoredJob }
+  | { state: 'failed'; job: StoredJob }
+  | { state: 'missing' };
+
+export const uploadKey = (jobId: string): string => `uploads/${jobId}`;
+export const resultsKey = (jobId: string): string => `results/${jobId}.json`;
+export const resultsPath = (jobId: string): string => `/file-processing/jobs/${jobId}/results`;
+
+export class JobService {
+  /** Called after a DELETE so a worker in this process stops the job at once. */
+  onDeleted: ((jobId: string) => void) | null = null;
+
+  constructor(
+    private readonly backends: Backends,
+    private readonly config: Config,
+    private readonly metrics: JobMetrics,
+  ) {}
+
+  /** Creates and enqueues a job. Throws BlobTooLargeError for an upload over the limit. */
+  async create(owner: Owner, request: JobRequest, source: NewJobSource): Promise<StoredJob> {
+    const jobId = randomUUID();
+    let size: number | null = null;
+    let uploadBlob: string | null = null;
+    if (source.method === 'upload') {
+      uploadBlob = uploadKey(jobId);
+      size = (await this.backends.blobs.putStream(uploadBlob, source.body, { maxBytes: this.config.limits.maxUploadBytes })).size;
+    }
+    const record: JobRecord = {
+      job_id: jobId,
+      status: 'queued',
+      progress: 0,
+      created_at: new Date().toISOString(),
+      started_at: null,
+      finished_at: null,
+      expires_at: null,
+      request,
+      source: {
+        method: source.method,
+        url: source.method === 'url' ? source.url : null,
+        content_type: source.method === 'upload' ? source.contentType : null,
+        size_bytes: size,
+      },
+      audio: null,
+      results_url: null,
+      results_size_bytes: null,
+      error: null,
+    };
+    const job: StoredJob = { record, owner, attempts: 0, upload_blob: uploadBlob, results_blob: null, event_id: null };
+    try {
+      await this.backends.jobs.create(job);
+      await this.backends.queue.enqueue(jobId);
+    } catch (err) {
+      await this.backends.jobs.delete(jobId).catch(() => undefined);
+      if (uploadBlob) await this.backends.blobs.delete(uploadBlob).catch(() => undefined);
+      throw err;
+    }
+    this.metrics.jobsCreated.inc();
+    return job;
+  }
+
+  /** The job if it exists and belongs to the owner's organization and project. */
+  async get(owner: Owner, jobId: string): Promise<StoredJob | null> {
+    const cur = await this.backends.jobs.get(jobId);
+    if (!cur || !sameProject(cur.value.owner, owner)) return null;
+    return cur.value;
+  }
+
+  /** Deletes the job, its upload and its results. False if there was no such job for the owner. */
+  async delete(owner: Owner, jobId: string): Promise<boolean> {
+    const job = await this.get(owner, jobId);
+    if (!job) return false;
+    await this.purge(job);
+    this.onDeleted?.(jobId);
+    return true;
+  }
+
+  /** Removes a job and everything it stored (used by DELETE and by retention). */
+  async purge(job: StoredJob): Promise<void> {
+    const id = job.record.job_id;
+    await this.backends.jobs.delete(id);
+    await Promise.all([
+      this.backends.blobs.delete(uploadKey(id)),
+      this.backends.blobs.delete(resultsKey(id)),
+      job.upload_blob ? this.backends.blobs.delete(job.upload_blob) : undefined,
+      job.results_blob ? this.backends.blobs.delete(job.results_blob) : undefined,
+    ]);
+  }
+
+  async results(owner: Owner, jobId: string): Promise<ResultsState> {
+    const job = await this.get(owner, jobId);
+    if (!job) return { state: 'missing' };
+    if (job.record.status === 'failed') return { state: 'failed', job };
+    if (job.record.status !== 'succeeded' || !job.results_blob) return { state: 'not_ready', job };
+    const blob = await this.backends.blobs.getStream(job.results_blob);
+    if (!blob) return { state: 'missing' };
+    return { state: 'ready', ...blob };
+  }
+
+  /** Unfinished jobs created with this API key. */
+  async activeJobsOfKey(keyId: string): Promise<number> {
+    let n = 0;
+    for (const j of await this.backends.jobs.list()) if (j.owner.key_id === keyId && !isTerminal(j.record.status)) n++;
+    return n;
+  }
+}
+
+function sameProject(a: Owner, b: Owner): boolean {
+  return a.organization_id === b.organization_id && a.project_id === b.project_id;
+}

@@ -1,0 +1,317 @@
+/**
+ * The bounded worker pool: `concurrency` loops pull job ids from the JobQueue and run
+ * them through the Analyzer. Depends only on the Backends interfaces.
+ */
+import { randomBytes, randomUUID } from 'node:crypto';
+import { mkdir, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { AudioSource } from '../audio/types';
+import type { Config } from '../config';
+import type { Analyzer, AnalyzeOptions } from './analyzer';
+import { JOB_ERROR_CODES, JobFailure, toJobError } from './errors';
+import { fetchSource } from './fetch-source';
+import type { JobMetrics } from './metrics';
+import { mutateJob } from './record';
+import { resultsKey, resultsPath } from './service';
+import { isTerminal, type Backends, type JobFinishedEvent, type QueueMessage, type StoredJob } from './types';
+
+export interface WorkerLogger {
+  info(obj: object, msg: string): void;
+  warn(obj: object, msg: string): void;
+  error(obj: object, msg: string): void;
+}
+
+const PROGRESS_WRITE_INTERVAL_MS = 500;
+const HEARTBEAT_MS = 10_000;
+
+class Shutdown extends Error {}
+class Deleted extends Error {}
+
+export class JobWorker {
+  private readonly loops: Promise<void>[] = [];
+  private readonly running = new Map<string, AbortController>();
+  private stopController = new AbortController();
+  private started = false;
+
+  constructor(
+    private readonly backends: Backends,
+    private readonly analyzer: Analyzer,
+    private readonly config: Config,
+    private readonly metrics: JobMetrics,
+    private readonly log: WorkerLogger,
+  ) {}
+
+  get isRunning(): boolean {
+    return this.started;
+  }
+
+  start(): void {
+    if (this.started) return;
+    this.started = true;
+    this.stopController = new AbortController();
+    for (let i = 0; i < this.config.concurrency; i++) this.loops.push(this.loop());
+  }
+
+  /** Stops pulling; running jobs are interrupted and given back to the queue (picked up again on the next start). */
+  async stop(): Promise<void> {
+    if (!this.started) return;
+    this.started = false;
+    this.stopController.abort();
+    for (const c of this.running.values()) c.abort(new Shutdown('shutdown'));
+    await Promise.all(this.loops.splice(0));
+  }
+
+  /** Stops a job of this process at once (it was deleted). */
+  cancel(jobId: string): void {
+    this.running.get(jobId)?.abort(new Deleted('deleted'));
+  }
+
+  /** Number of jobs being processed now. */
+  get busy(): number {
+    return this.running.size;
+  }
+
+  private async loop(): Promise<void> {
+    const signal = this.stopController.signal;
+    while (!signal.aborted) {
+      let msg: QueueMessage | null;
+      try {
+        msg = await this.backends.queue.pull(signal);
+      } catch (err) {
+        this.log.error({ err }, 'queue pull failed');
+        await new Promise((r) => setTimeout(r, 1000));
+        continue;
+      }
+      if (!msg) break;
+      try {
+        await this.process(msg);
+      } catch (err) {
+        // Only storage failures get here; leave the message for a later delivery.
+        this.log.error({ err, job_id: msg.jobId }, 'job processing crashed');
+        await msg.nak().catch(() => undefined);
+      }
+    }
+  }
+
+  private async process(msg: QueueMessage): Promise<void> {
+    const { jobs, blobs } = this.backends;
+    const jobId = msg.jobId;
+    const cur = await jobs.get(jobId);
+    if (!cur) {
+      await msg.ack(); // deleted while queued
+      return;
+    }
+    if (isTerminal(cur.value.record.status)) {
+      // Finished before a crash that came before the ack: make sure the event went out.
+      await this.publishFinished(cur.value);
+      await msg.ack();
+      return;
+    }
+    if (cur.value.attempts >= this.config.maxJobAttempts) {
+      await this.finish(jobId, { code: 'JOB_INTERRUPTED', message: JOB_ERROR_CODES.JOB_INTERRUPTED }, null);
+      await msg.ack();
+      return;
+    }
+
+    const controller = new AbortController();
+    this.running.set(jobId, controller);
+    const started = Date.now();
+    const heartbeat = setInterval(() => void msg.working().catch(() => undefined), HEARTBEAT_MS);
+    let tmpFile: string | null = null;
+    let release: (() => Promise<void>) | null = null;
+    try {
+      const marked = await mutateJob(jobs, jobId, (j) => {
+        j.attempts += 1;
+        j.record.status = 'processing';
+        j.record.progress = 0;
+        j.record.started_at = new Date().toISOString();
+        return j;
+      });
+      if (!marked) throw new Deleted('deleted');
+      const job = marked.value;
+      const req = job.record.request;
+      this.log.info({ job_id: jobId, attempt: job.attempts }, 'job processing');
+
+      // The audio: the upload, or a download of the URL into a temporary file.
+      let source: AudioSource;
+      if (job.record.source.method === 'upload') {
+        const file = job.upload_blob ? await blobs.localFile(job.upload_blob) : null;
+        if (!file) throw new JobFailure('PROCESSING_FAILED', 'The uploaded audio is no longer available.');
+        release = file.release;
+        source = { path: file.path };
+      } else {
+        const tmpDir = join(this.config.dataDir, 'tmp');
+        await mkdir(tmpDir, { recursive: true });
+        tmpFile = join(tmpDir, `${jobId}-${randomBytes(4).toString('hex')}`);
+        const got = await fetchSource(job.record.source.url ?? '', tmpFile, {
+          maxBytes: this.config.limits.maxDownloadBytes,
+          timeoutMs: this.config.limits.downloadTimeoutMs,
+          signal: controller.signal,
+          job: { jobId, organizationId: job.owner.organization_id, projectId: job.owner.project_id },
+        });
+        await mutateJob(jobs, jobId, (j) => {
+          j.record.source.size_bytes = got.bytes;
+          return j;
+        });
+        source = { path: tmpFile };
+      }
+
+      // Progress and audio facts go to the store, throttled; a vanished record means the job was deleted.
+      let lastWrite = 0;
+      let writing: Promise<unknown> = Promise.resolve();
+      let latest = 0;
+      const writeProgress = (): void => {
+        lastWrite = Date.now();
+        const p = latest;
+        writing = writing
+          .then(() =>
+            mutateJob(jobs, jobId, (j) => {
+              if (j.record.status !== 'processing' || j.record.progress >= p) return null;
+              j.record.progress = p;
+              return j;
+            }),
+          )
+          .then((r) => {
+            if (!r) controller.abort(new Deleted('deleted'));
+          })
+          .catch(() => undefined);
+      };
+      const options: AnalyzeOptions = {
+        models: req.models,
+        outputPeriodMs: req.output_period,
+        includeSummary: req.include_summary,
+        includeTransitions: req.include_transitions,
+        includeRaw: req.include_raw_values,
+        maxDurationSec: this.config.limits.maxAudioDurationSec,
+      };
+      if (req.channel !== null) options.channel = req.channel;
+      if (req.volume_threshold !== null) options.volumeThreshold = req.volume_threshold;
+      let audioSeconds = 0;
+      const channels = await this.analyzer.analyze(source, options, {
+        signal: controller.signal,
+        onProgress: (p) => {
+          latest = Math.max(latest, Math.min(0.99, Math.max(0, p)));
+          if (Date.now() - lastWrite >= PROGRESS_WRITE_INTERVAL_MS) writeProgress();
+        },
+        onInfo: (info) => {
+          const processed = req.channel !== null ? 1 : info.channels;
+          audioSeconds = info.durationSec * processed;
+          if (audioSeconds > this.config.limits.maxAudioDurationSec) {
+            controller.abort(
+              new JobFailure(
+                'DURATION_LIMIT_EXCEEDED',
+                `The audio is ${audioSeconds.toFixed(1)} s long over ${processed} channel(s); the limit is ${this.config.limits.maxAudioDurationSec} s combined.`,
+              ),
+            );
+          }
+          writing = writing
+            .then(() =>
+              mutateJob(jobs, jobId, (j) => {
+                j.record.audio = {
+                  duration_sec: info.durationSec,
+                  channels: info.channels,
+                  sample_rate: info.sampleRate,
+                  format: info.format,
+                  processed_channels: processed,
+                };
+                return j;
+              }),
+            )
+            .catch(() => undefined);
+        },
+      });
+      await writing;
+      if (controller.signal.aborted) throw controller.signal.reason;
+
+      const body = JSON.stringify({ job_id: jobId, result: { channels } });
+      const size = Buffer.byteLength(body);
+      if (size > this.config.limits.maxResultBytes) {
+        throw new JobFailure(
+          'RESULT_TOO_LARGE',
+          `The JSON result would be ${size} bytes, over the limit of ${this.config.limits.maxResultBytes} bytes; raise output_period or split the models over several jobs.`,
+        );
+      }
+      const key = resultsKey(jobId);
+      await blobs.put(key, body);
+      const done = await this.finish(jobId, null, { key, size });
+      if (!done) await blobs.delete(key); // deleted meanwhile
+      else {
+        this.metrics.audioSeconds.inc(audioSeconds || (done.record.audio ? done.record.audio.duration_sec * done.record.audio.processed_channels : 0));
+        this.metrics.processingSeconds.observe((Date.now() - started) / 1000);
+      }
+      await msg.ack();
+    } catch (thrown) {
+      const reason: unknown = controller.signal.aborted ? controller.signal.reason : thrown;
+      if (reason instanceof Shutdown) {
+        this.log.info({ job_id: jobId }, 'job interrupted by shutdown; it will run again on the next start');
+        await msg.nak();
+        return;
+      }
+      if (reason instanceof Deleted) {
+        this.log.info({ job_id: jobId }, 'job deleted while processing');
+        await msg.ack();
+        return;
+      }
+      const error = toJobError(reason);
+      if (error.code === 'PROCESSING_FAILED') this.log.error({ err: reason, job_id: jobId }, 'job failed unexpectedly');
+      const done = await this.finish(jobId, error, null);
+      if (done) this.metrics.processingSeconds.observe((Date.now() - started) / 1000);
+      await msg.ack();
+    } finally {
+      clearInterval(heartbeat);
+      this.running.delete(jobId);
+      if (tmpFile) await rm(tmpFile, { force: true }).catch(() => undefined);
+      if (release) await release().catch(() => undefined);
+    }
+  }
+
+  /** Moves the job to its final state, deletes the upload and publishes the job-finished event. */
+  private async finish(
+    jobId: string,
+    error: { code: string; message: string } | null,
+    results: { key: string; size: number } | null,
+  ): Promise<StoredJob | null> {
+    const now = new Date();
+    const updated = await mutateJob(this.backends.jobs, jobId, (j) => {
+      if (isTerminal(j.record.status)) return null;
+      j.record.status = error ? 'failed' : 'succeeded';
+      if (!error) j.record.progress = 1;
+      j.record.finished_at = now.toISOString();
+      j.record.expires_at = new Date(now.getTime() + this.config.retentionSec * 1000).toISOString();
+      j.record.error = error;
+      if (results) {
+        j.results_blob = results.key;
+        j.record.results_url = resultsPath(jobId);
+        j.record.results_size_bytes = results.size;
+      }
+      j.event_id = randomUUID();
+      return j;
+    });
+    if (!updated) return null;
+    const job = updated.value;
+    if (job.upload_blob) {
+      await this.backends.blobs.delete(job.upload_blob);
+      await mutateJob(this.backends.jobs, jobId, (j) => {
+        j.upload_blob = null;
+        return j;
+      }).catch(() => undefined);
+    }
+    this.metrics.jobsFinished.inc({ status: job.record.status, code: job.record.error?.code ?? '' });
+    this.log.info({ job_id: jobId, status: job.record.status, code: job.record.error?.code }, 'job finished');
+    await this.publishFinished(job);
+    return job;
+  }
+
+  private async publishFinished(job: StoredJob): Promise<void> {
+    if (!job.event_id) return;
+    const event: JobFinishedEvent = {
+      type: 'job.finished',
+      event_id: job.event_id,
+      job_id: job.record.job_id,
+      occurred_at: job.record.finished_at ?? new Date().toISOString(),
+      record: job.record,
+      callback: job.record.request.callback,
+    };
+    await this.backends.events.publish(event);
+  }
+}
