@@ -1,0 +1,148 @@
+/**
+ * Validation of the job/CLI parameters shared by every front door (CLI, HTTP, streaming).
+ * Pure: no I/O. Throws AurisError with code INVALID_ARGUMENT / UNKNOWN_MODEL.
+ */
+import { AurisError } from './errors';
+
+/** Length of one model step, ms (1024 samples at 16 kHz). */
+export const STEP_MS = 64;
+/** Largest accepted output_period: one hour (the SPEC's maximum duration), a multiple of 64. */
+export const MAX_OUTPUT_PERIOD_MS = 3_600_000;
+/** Default silence gate, dBFS. */
+export const DEFAULT_VOLUME_THRESHOLD_DB = -50;
+/** Accepted volume_threshold range, dBFS. -120 = digital silence (gate off), 0 = full scale. */
+export const MIN_VOLUME_THRESHOLD_DB = -120;
+export const MAX_VOLUME_THRESHOLD_DB = 0;
+
+export interface AnalysisOptions {
+  /** Requested models, de-duplicated, in request order (this is also the output key order). */
+  models: string[];
+  /** ms, a positive multiple of 64. */
+  outputPeriodMs: number;
+  /** Analyse only this channel (0-based); undefined = every channel. */
+  channel?: number;
+  includeSummary: boolean;
+  includeTransitions: boolean;
+  includeRaw: boolean;
+  /** dBFS; output steps whose level is below this are `silence`. */
+  volumeThreshold: number;
+}
+
+/** Loose input: numbers may come as strings (query parameters, CLI flags). */
+export interface AnalysisOptionsInput {
+  models: string | readonly string[];
+  outputPeriodMs: number | string;
+  channel?: number | string | null;
+  includeSummary?: boolean | string | null;
+  includeTransitions?: boolean | string | null;
+  includeRaw?: boolean | string | null;
+  volumeThreshold?: number | string | null;
+}
+
+function invalid(message: string, details?: Record<string, unknown>): AurisError {
+  return new AurisError('INVALID_ARGUMENT', message, details);
+}
+
+/** Parses "speech, arousal" or ["speech","arousal"] into a de-duplicated list; checks names when `known` is given. */
+export function parseModelList(models: string | readonly string[], known?: readonly string[]): string[] {
+  const parts = (typeof models === 'string' ? models.split(',') : [...models]).map((m) => String(m).trim());
+  const out: string[] = [];
+  for (const m of parts) {
+    if (m === '') continue;
+    if (!out.includes(m)) out.push(m);
+  }
+  if (out.length === 0) throw invalid('models: at least one model name is required');
+  if (known) {
+    const unknown = out.filter((m) => !known.includes(m));
+    if (unknown.length > 0) throw unknownModelError(unknown, known);
+  }
+  return out;
+}
+
+export function unknownModelError(unknown: readonly string[], known: readonly string[]): AurisError {
+  const valid = known.length > 0 ? [...known].sort().join(', ') : '(none installed)';
+  return new AurisError(
+    'UNKNOWN_MODEL',
+    `unknown model${unknown.length > 1 ? 's' : ''}: ${unknown.join(', ')}; valid models: ${valid}`,
+    { unknown: [...unknown], valid: [...known].sort() },
+  );
+}
+
+function toNumber(name: string, v: number | string): number {
+  if (typeof v === 'number') return v;
+  const s = v.trim();
+  if (!/^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$/.test(s)) throw invalid(`${name}: not a number: ${JSON.stringify(v)}`);
+  return Number(s);
+}
+
+/** output_period in ms: a positive integer multiple of 64, at most MAX_OUTPUT_PERIOD_MS. */
+export function parseOutputPeriod(v: number | string): number {
+  const n = toNumber('output_period', v);
+  if (!Number.isInteger(n) || n <= 0 || n % STEP_MS !== 0) {
+    throw invalid(`output_period must be a positive multiple of ${STEP_MS} ms, got ${String(v)}`);
+  }
+  if (n > MAX_OUTPUT_PERIOD_MS) {
+    throw invalid(`output_period must be at most ${MAX_OUTPUT_PERIOD_MS} ms, got ${n}`);
+  }
+  return n;
+}
+
+/** volume_threshold in dBFS, within [-120, 0]; undefined/null -> the default (-50). */
+export function parseVolumeThreshold(v: number | string | null | undefined): number {
+  if (v === undefined || v === null || v === '') return DEFAULT_VOLUME_THRESHOLD_DB;
+  const n = toNumber('volume_threshold', v);
+  if (!Number.isFinite(n) || n < MIN_VOLUME_THRESHOLD_DB || n > MAX_VOLUME_THRESHOLD_DB) {
+    throw invalid(
+      `volume_threshold must be a level in dBFS between ${MIN_VOLUME_THRESHOLD_DB} and ${MAX_VOLUME_THRESHOLD_DB}, got ${String(v)}`,
+    );
+  }
+  return n;
+}
+
+/** channel: a non-negative integer or undefined (= all channels). Whether the file has it is checked later. */
+export function parseChannel(v: number | string | null | undefined): number | undefined {
+  if (v === undefined || v === null || v === '') return undefined;
+  const n = toNumber('channel', v);
+  if (!Number.isInteger(n) || n < 0) throw new AurisError('INVALID_CHANNEL', `channel must be a non-negative integer, got ${String(v)}`);
+  return n;
+}
+
+export function parseBoolean(name: string, v: boolean | string | null | undefined): boolean {
+  if (v === undefined || v === null || v === '') return false;
+  if (typeof v === 'boolean') return v;
+  const s = v.trim().toLowerCase();
+  if (s === 'true' || s === '1') return true;
+  if (s === 'false' || s === '0') return false;
+  throw invalid(`${name} must be true or false, got ${JSON.stringify(v)}`);
+}
+
+/** Validates and normalises every parameter; `knownModels` (registry names) enables the UNKNOWN_MODEL check. */
+export function normalizeAnalysisOptions(input: AnalysisOptionsInput, knownModels?: readonly string[]): AnalysisOptions {
+  const out: AnalysisOptions = {
+    models: parseModelList(input.models, knownModels),
+    outputPeriodMs: parseOutputPeriod(input.outputPeriodMs),
+    includeSummary: parseBoolean('include_summary', input.includeSummary),
+    includeTransitions: parseBoolean('include_transitions', input.includeTransitions),
+    includeRaw: parseBoolean('include_raw_values', input.includeRaw),
+    volumeThreshold: parseVolumeThreshold(input.volumeThreshold),
+  };
+  const channel = parseChannel(input.channel);
+  if (channel !== undefined) out.channel = channel;
+  return out;
+}
+
+/**
+ * The channels to analyse: all of `0..channelsInFile-1`, or just `channel`.
+ * A channel the file does not have -> INVALID_CHANNEL.
+ */
+export function selectChannels(channelsInFile: number, channel?: number): number[] {
+  if (channel === undefined) return Array.from({ length: channelsInFile }, (_, i) => i);
+  if (!Number.isInteger(channel) || channel < 0 || channel >= channelsInFile) {
+    throw new AurisError(
+      'INVALID_CHANNEL',
+      `channel ${channel} does not exist: the file has ${channelsInFile} channel${channelsInFile === 1 ? '' : 's'} (valid: 0..${channelsInFile - 1})`,
+      { channel, channels: channelsInFile },
+    );
+  }
+  return [channel];
+}

@@ -1,0 +1,386 @@
+/**
+ * Post-processing: per-64-ms model outputs -> SPEC.md's channel result
+ * (time_series, summary, transitions). Pure functions, no I/O.
+ * Every rule is documented in docs/results.md; keep the two in step.
+ */
+import { AurisError } from './errors';
+import { STEP_MS } from './options';
+import {
+  ModelPolicy,
+  NO_SPEECH_LABEL,
+  SILENCE_LABEL,
+  SPEECH_LABEL,
+  SPEECH_MODEL,
+  UNKNOWN_LABEL,
+  policyFor,
+} from './policies';
+
+/** Decimals kept for confidences, raw probabilities and summary fractions. */
+export const DECIMALS = 4;
+const SCALE = 10 ** DECIMALS;
+
+export interface ModelResult {
+  result: string;
+  confidence: number;
+}
+
+export interface TimeStepResult {
+  /** Start of the step, ms (integer). */
+  timestamp: number;
+  results: Record<string, ModelResult>;
+  raw?: Record<string, Record<string, number>>;
+}
+
+export interface Segment {
+  timestamp_start: number;
+  timestamp_end: number;
+  result: string;
+  confidence: number;
+}
+
+export interface ChannelResult {
+  time_series: TimeStepResult[];
+  summary?: Record<string, Record<string, number>>;
+  transitions?: Record<string, Segment[]>;
+}
+
+export interface ResultsEnvelope {
+  job_id: string;
+  result: { channels: Record<string, ChannelResult> };
+}
+
+/** Model outputs of one channel, at the model's 64 ms step resolution. */
+export interface ChannelSteps {
+  /** Number of 64 ms steps (ceil(samples / 1024)). */
+  steps: number;
+  /**
+   * Real duration of the channel, ms. Only the last step can be partial, so this lies in
+   * ((steps-1)*64, steps*64]; values outside are clamped into that range.
+   * Default: steps * 64.
+   */
+  durationMs?: number;
+  /** Level of each step in dBFS (docs/features.md), length `steps`. */
+  levels: ArrayLike<number>;
+  /**
+   * Per-step class probabilities of every model that ran (row-major [steps][C],
+   * class order = that model's raw keys). Must include `speech` when a speech-gated
+   * model (arousal, gender) is requested.
+   */
+  probs: Readonly<Record<string, ArrayLike<number>>>;
+}
+
+export interface PostProcessOptions {
+  /** Models to report, in output order. */
+  models: readonly string[];
+  /** Raw keys (manifest order) of every model in `models` and of `speech` when it gates. */
+  rawKeys: Readonly<Record<string, readonly string[]>>;
+  outputPeriodMs: number;
+  volumeThreshold: number;
+  includeSummary?: boolean;
+  includeTransitions?: boolean;
+  includeRaw?: boolean;
+  /** Overrides GENDER_UNKNOWN_THRESHOLD. */
+  genderUnknownThreshold?: number;
+}
+
+/** Rounds to DECIMALS places (half away from zero, robust to binary representation of x.xxxx5). */
+export function round(x: number): number {
+  return Math.round((x + Number.EPSILON * Math.sign(x)) * SCALE) / SCALE;
+}
+
+/** One output step before rounding: label, unrounded confidence, averaged probabilities. */
+export interface StepDecision {
+  result: string;
+  confidence: number;
+}
+
+/**
+ * Aggregates sub-steps into output steps and decides labels; shared by file processing
+ * and (later) streaming, which feeds one output step at a time.
+ */
+export class StepDecider {
+  readonly policies: ModelPolicy[];
+  private readonly speechPolicy: ModelPolicy | undefined;
+  private readonly speechIndex: number;
+  private readonly needSpeech: boolean;
+
+  constructor(readonly options: PostProcessOptions) {
+    if (options.models.length === 0) throw new AurisError('INVALID_ARGUMENT', 'no models to report');
+    this.policies = options.models.map((name) => {
+      const keys = options.rawKeys[name];
+      if (!keys || keys.length === 0) throw new AurisError('INVALID_ARGUMENT', `no raw keys for model ${name}`);
+      const overrides: { genderUnknownThreshold?: number } = {};
+      if (options.genderUnknownThreshold !== undefined) overrides.genderUnknownThreshold = options.genderUnknownThreshold;
+      return policyFor(name, keys, overrides);
+    });
+    this.needSpeech = this.policies.some((p) => p.speechGated);
+    const speechKeys = options.rawKeys[SPEECH_MODEL];
+    if (this.needSpeech) {
+      if (!speechKeys) throw new AurisError('INVALID_ARGUMENT', 'speech-gated models need the speech model raw keys');
+      this.speechIndex = speechKeys.indexOf(SPEECH_LABEL);
+      if (this.speechIndex < 0) throw new AurisError('INVALID_ARGUMENT', `speech model has no "${SPEECH_LABEL}" class`);
+      this.speechPolicy = policyFor(SPEECH_MODEL, speechKeys);
+    } else {
+      this.speechIndex = -1;
+      this.speechPolicy = undefined;
+    }
+  }
+
+  /** Models whose probabilities decide() needs (reported models plus speech when gating). */
+  get inputModels(): string[] {
+    const names = this.policies.map((p) => p.name);
+    if (this.needSpeech && !names.includes(SPEECH_MODEL)) names.push(SPEECH_MODEL);
+    return names;
+  }
+
+  /**
+   * Decides one output step.
+   * @param levelDb  level of the output step in dBFS (see stepLevelDb)
+   * @param avgProbs averaged probabilities per model name (class order = raw keys)
+   * @returns one decision per reported model (same order as options.models)
+   */
+  decide(levelDb: number, avgProbs: Readonly<Record<string, ArrayLike<number>>>): StepDecision[] {
+    const silent = levelDb < this.options.volumeThreshold;
+    let isSpeech = true;
+    let speechProb = 1;
+    if (this.needSpeech && !silent) {
+      const sp = avgProbs[SPEECH_MODEL];
+      if (!sp) throw new AurisError('INVALID_ARGUMENT', 'missing speech model probabilities');
+      isSpeech = argmax(sp) === this.speechIndex;
+      speechProb = sp[this.speechIndex]!;
+    }
+    return this.policies.map((policy): StepDecision => {
+      if (silent) return { result: SILENCE_LABEL, confidence: 1 };
+      if (policy.speechGated && !isSpeech) return { result: NO_SPEECH_LABEL, confidence: 1 - speechProb };
+      const p = avgProbs[policy.name];
+      if (!p) throw new AurisError('INVALID_ARGUMENT', `missing probabilities for model ${policy.name}`);
+      const k = argmax(p);
+      const conf = p[k]!;
+      // Compared as shown (rounded): a displayed 0.65 is not below a 0.65 threshold.
+      if (policy.unknownThreshold !== undefined && round(conf) < policy.unknownThreshold) {
+        return { result: UNKNOWN_LABEL, confidence: conf };
+      }
+      return { result: policy.rawKeys[k]!, confidence: conf };
+    });
+  }
+
+  /** The speech policy used for gating (undefined when nothing is gated). */
+  get gatingPolicy(): ModelPolicy | undefined {
+    return this.speechPolicy;
+  }
+}
+
+/** Index of the largest value; ties go to the first (raw-key order). */
+export function argmax(p: ArrayLike<number>): number {
+  let best = 0;
+  for (let i = 1; i < p.length; i++) if (p[i]! > p[best]!) best = i;
+  return best;
+}
+
+/**
+ * Level of an output step: 10*log10 of the mean power of its sub-steps, each weighted by
+ * its real duration (power = 10^(level/10)). Matches the sample-level mean power when the
+ * sub-step levels are themselves sample means.
+ */
+export function stepLevelDb(levels: ArrayLike<number>, from: number, to: number, durations: (s: number) => number): number {
+  let pw = 0;
+  let d = 0;
+  for (let s = from; s < to; s++) {
+    const w = durations(s);
+    pw += w * 10 ** (levels[s]! / 10);
+    d += w;
+  }
+  return 10 * Math.log10(d > 0 ? pw / d : 1e-12);
+}
+
+/** Clamps a duration into ((steps-1)*64, steps*64]. */
+export function effectiveDurationMs(steps: number, durationMs?: number): number {
+  const full = steps * STEP_MS;
+  if (durationMs === undefined || !Number.isFinite(durationMs)) return full;
+  const min = (steps - 1) * STEP_MS;
+  if (durationMs > full) return full;
+  // Slightly short (resampling rounding): keep one 16 kHz sample of the last step.
+  // Far off (a header estimate, e.g. some MP3s): trust the decoded step count instead.
+  if (durationMs <= min) return durationMs > min - STEP_MS ? min + 1 / 16 : full;
+  return durationMs;
+}
+
+/** End-of-audio timestamp written in transitions: integer ms, after the last step start. */
+export function endTimestampMs(durationMs: number, lastStepStartMs: number): number {
+  return Math.max(lastStepStartMs + 1, Math.round(durationMs));
+}
+
+/**
+ * Largest-remainder rounding of fractions (summing to 1) to DECIMALS places, so the
+ * rounded values sum to exactly 1 in units of 10^-DECIMALS. Ties: earlier key first.
+ */
+export function roundFractions(values: readonly number[]): number[] {
+  const total = values.reduce((a, b) => a + b, 0);
+  if (!(total > 0)) return values.map(() => 0);
+  const exact = values.map((v) => (v / total) * SCALE);
+  const floors = exact.map((x) => Math.floor(x + 1e-9));
+  let left = SCALE - floors.reduce((a, b) => a + b, 0);
+  const order = exact.map((x, i) => ({ i, r: x - floors[i]! })).sort((a, b) => b.r - a.r || a.i - b.i);
+  for (let j = 0; left > 0 && j < order.length; j++, left--) floors[order[j]!.i]! += 1;
+  return floors.map((u) => u / SCALE);
+}
+
+/**
+ * Builds one channel's result from its per-64-ms model outputs.
+ * Output step k covers 64-ms steps [k*p, min((k+1)*p, steps)), p = outputPeriodMs/64;
+ * its timestamp is k*outputPeriodMs; the last one may be partial.
+ */
+export function buildChannelResult(input: ChannelSteps, options: PostProcessOptions): ChannelResult {
+  const { steps } = input;
+  if (!Number.isInteger(steps) || steps <= 0) throw new AurisError('INVALID_ARGUMENT', 'channel has no audio steps');
+  if (!Number.isInteger(options.outputPeriodMs) || options.outputPeriodMs <= 0 || options.outputPeriodMs % STEP_MS !== 0) {
+    throw new AurisError('INVALID_ARGUMENT', `output_period must be a positive multiple of ${STEP_MS} ms`);
+  }
+  if (input.levels.length < steps) throw new AurisError('INVALID_ARGUMENT', 'levels shorter than steps');
+  const decider = new StepDecider(options);
+  const inputModels = decider.inputModels;
+  const width: Record<string, number> = {};
+  for (const name of inputModels) {
+    const keys = options.rawKeys[name]!;
+    const p = input.probs[name];
+    if (!p) throw new AurisError('INVALID_ARGUMENT', `missing probabilities for model ${name}`);
+    if (p.length < steps * keys.length) throw new AurisError('INVALID_ARGUMENT', `probabilities of ${name} shorter than steps`);
+    width[name] = keys.length;
+  }
+
+  const durationMs = effectiveDurationMs(steps, input.durationMs);
+  const lastMs = durationMs - (steps - 1) * STEP_MS;
+  const dur = (s: number): number => (s === steps - 1 ? lastMs : STEP_MS);
+  const per = options.outputPeriodMs / STEP_MS;
+  const outSteps = Math.ceil(steps / per);
+  const policies = decider.policies;
+  const includeRaw = options.includeRaw === true;
+
+  const timeSeries: TimeStepResult[] = new Array(outSteps);
+  // Per model: per output step label + unrounded confidence + duration, for summary/transitions.
+  const labels: string[][] = policies.map(() => new Array<string>(outSteps));
+  const confs: Float64Array[] = policies.map(() => new Float64Array(outSteps));
+  const spans = new Float64Array(outSteps);
+  const avg: Record<string, Float64Array> = {};
+  for (const name of inputModels) avg[name] = new Float64Array(width[name]!);
+
+  for (let k = 0; k < outSteps; k++) {
+    const from = k * per;
+    const to = Math.min(steps, from + per);
+    let d = 0;
+    for (const name of inputModels) avg[name]!.fill(0);
+    for (let s = from; s < to; s++) {
+      const w = dur(s);
+      d += w;
+      for (const name of inputModels) {
+        const c = width[name]!;
+        const a = avg[name]!;
+        const p = input.probs[name]!;
+        for (let j = 0; j < c; j++) a[j]! += w * p[s * c + j]!;
+      }
+    }
+    for (const name of inputModels) {
+      const a = avg[name]!;
+      for (let j = 0; j < a.length; j++) a[j]! /= d;
+    }
+    spans[k] = d;
+    const level = stepLevelDb(input.levels, from, to, dur);
+    const decisions = decider.decide(level, avg);
+    const results: Record<string, ModelResult> = {};
+    decisions.forEach((dec, m) => {
+      results[policies[m]!.name] = { result: dec.result, confidence: round(dec.confidence) };
+      labels[m]![k] = dec.result;
+      confs[m]![k] = dec.confidence;
+    });
+    const step: TimeStepResult = { timestamp: k * options.outputPeriodMs, results };
+    if (includeRaw) {
+      const raw: Record<string, Record<string, number>> = {};
+      for (const policy of policies) {
+        const a = avg[policy.name]!;
+        const r: Record<string, number> = {};
+        policy.rawKeys.forEach((key, j) => (r[key] = round(a[j]!)));
+        raw[policy.name] = r;
+      }
+      step.raw = raw;
+    }
+    timeSeries[k] = step;
+  }
+
+  const out: ChannelResult = { time_series: timeSeries };
+  if (options.includeSummary) {
+    const summary: Record<string, Record<string, number>> = {};
+    policies.forEach((policy, m) => {
+      const time = new Map<string, number>(policy.summaryClasses.map((c) => [c, 0]));
+      for (let k = 0; k < outSteps; k++) {
+        const cls = policy.summaryClassOf(labels[m]![k]!);
+        if (!time.has(cls)) throw new Error(`internal: label ${cls} has no summary class in ${policy.name}`);
+        time.set(cls, time.get(cls)! + spans[k]!);
+      }
+      const fr = roundFractions(policy.summaryClasses.map((c) => time.get(c)! / durationMs));
+      const obj: Record<string, number> = {};
+      policy.summaryClasses.forEach((c, i) => (obj[`${c}_fraction`] = fr[i]!));
+      summary[policy.name] = obj;
+    });
+    out.summary = summary;
+  }
+  if (options.includeTransitions) {
+    const transitions: Record<string, Segment[]> = {};
+    const end = endTimestampMs(durationMs, (outSteps - 1) * options.outputPeriodMs);
+    policies.forEach((policy, m) => {
+      transitions[policy.name] = collapseSegments(
+        labels[m]!,
+        confs[m]!,
+        spans,
+        options.outputPeriodMs,
+        end,
+      );
+    });
+    out.transitions = transitions;
+  }
+  return out;
+}
+
+/**
+ * Collapses consecutive equal labels into segments. Segment k starts at its first step's
+ * timestamp and ends where the next begins (the last ends at `endMs`); its confidence is
+ * the duration-weighted mean of its steps' (unrounded) confidences.
+ */
+export function collapseSegments(
+  labels: readonly string[],
+  confidences: ArrayLike<number>,
+  spansMs: ArrayLike<number>,
+  periodMs: number,
+  endMs: number,
+): Segment[] {
+  const segs: Segment[] = [];
+  let start = 0;
+  for (let k = 1; k <= labels.length; k++) {
+    if (k < labels.length && labels[k] === labels[start]) continue;
+    let wc = 0;
+    let w = 0;
+    for (let j = start; j < k; j++) {
+      wc += spansMs[j]! * confidences[j]!;
+      w += spansMs[j]!;
+    }
+    segs.push({
+      timestamp_start: start * periodMs,
+      timestamp_end: k < labels.length ? k * periodMs : endMs,
+      result: labels[start]!,
+      confidence: round(w > 0 ? wc / w : 0),
+    });
+    start = k;
+  }
+  return segs;
+}
+
+/** Wraps channel results into SPEC.md's results envelope; keys are channel indices as strings. */
+export function buildEnvelope(jobId: string, channels: ReadonlyMap<number, ChannelResult> | Readonly<Record<string, ChannelResult>>): ResultsEnvelope {
+  const out: Record<string, ChannelResult> = {};
+  const entries: [string, ChannelResult][] =
+    channels instanceof Map
+      ? [...(channels as ReadonlyMap<number, ChannelResult>).entries()].map(([k, v]) => [String(k), v])
+      : Object.entries(channels as Record<string, ChannelResult>);
+  entries.sort((a, b) => Number(a[0]) - Number(b[0]));
+  for (const [k, v] of entries) out[k] = v;
+  return { job_id: jobId, result: { channels: out } };
+}
