@@ -3,9 +3,50 @@
  *   node dist/bench/child.js <task> <json args>
  * Prints `BENCH_RESULT {...}` with the task's numbers and process.resourceUsage().
  */
+import * as path from 'node:path';
+import type { AudioInfo, AudioSource, FeatureChunk, OpenOptions } from '../src/audio/types';
 import { reportFromChild, Section } from './measure';
 import { readWavMono16 } from './wav';
 import { SileroVad } from './silero';
+
+const ROOT = path.resolve(__dirname, '..', '..');
+const FLOATS_PER_STEP = 4 * 64;
+
+interface FileAnalyzerLike {
+  readonly info: AudioInfo;
+  read(): Promise<FeatureChunk[] | null>;
+  close(): void | Promise<void>;
+}
+
+/** FileAnalyzer.open of src/audio, loaded at run time (the addon may not be built). */
+function openFile(source: AudioSource, options: OpenOptions): Promise<FileAnalyzerLike> {
+  const mod = require(path.join(ROOT, 'dist', 'src', 'audio')) as { FileAnalyzer?: { open?: (s: AudioSource, o: OpenOptions) => FileAnalyzerLike | Promise<FileAnalyzerLike> } };
+  const open = mod.FileAnalyzer?.open;
+  if (typeof open !== 'function') throw new Error('src/audio does not export FileAnalyzer.open');
+  return Promise.resolve(open.call(mod.FileAnalyzer, source, options));
+}
+
+/** Features of every channel of a file, read through the front end (steps, levels, features). */
+async function readAllFeatures(file: string): Promise<{ info: AudioInfo; channels: { steps: number; features: Float32Array }[] }> {
+  const fa = await openFile({ path: file }, {});
+  const parts: FeatureChunk[][] = [];
+  try {
+    for (;;) {
+      const chunks = await fa.read();
+      if (!chunks) break;
+      for (const c of chunks) (parts[c.channel] ??= []).push({ ...c, features: c.features.slice() });
+    }
+  } finally {
+    await fa.close();
+  }
+  const channels = parts.map((list) => {
+    const steps = list.reduce((n, c) => n + c.steps, 0);
+    const features = new Float32Array(steps * FLOATS_PER_STEP);
+    for (const c of list) features.set(c.features, c.startStep * FLOATS_PER_STEP);
+    return { steps, features };
+  });
+  return { info: fa.info, channels };
+}
 
 type Args = Record<string, unknown>;
 
@@ -14,6 +55,88 @@ const tasks: Record<string, (args: Args) => Promise<Record<string, unknown>>> = 
   async baseline() {
     await import('onnxruntime-node');
     return {};
+  },
+
+  /**
+   * The native front end alone: FileAnalyzer read loop (decode + resample + levels + log-mel)
+   * over every channel. If the addon reports its own stage timings (decode / resample /
+   * features), they are passed through.
+   */
+  async frontend(args) {
+    const sec = new Section();
+    sec.start();
+    const fa = await openFile({ path: String(args.file) }, {});
+    let steps = 0;
+    let chunks = 0;
+    try {
+      for (;;) {
+        const out = await fa.read();
+        if (!out) break;
+        for (const c of out) {
+          steps += c.steps;
+          chunks++;
+        }
+      }
+    } finally {
+      await fa.close();
+    }
+    sec.stop();
+    const stages = (fa as unknown as { stats?: unknown; timings?: unknown }).stats ?? (fa as unknown as { timings?: unknown }).timings;
+    return {
+      audioSec: fa.info.durationSec,
+      channels: fa.info.channels,
+      steps,
+      chunks,
+      inferWallSec: sec.wallSec,
+      inferCpuSec: sec.cpuSec,
+      ...(stages !== undefined ? { stages } : {}),
+    };
+  },
+
+  /**
+   * Our models through the service's inference engine with ONE worker thread (pool size 1,
+   * one intra-op thread): features are read first (not timed), then every listed model runs
+   * over every channel with the engine's windowed runners; the timed section is inference only.
+   */
+  async models(args) {
+    const names = args.models as string[];
+    const { info, channels } = await readAllFeatures(String(args.file));
+    const { InferenceEngine } = await import('../src/inference');
+    const engine = await InferenceEngine.create({ size: 1, preload: names });
+    const sec = new Section();
+    let outSteps = 0;
+    try {
+      // warm-up: one short window per model, so session creation is not timed
+      for (const n of names) await engine.infer(n, new Float32Array(FLOATS_PER_STEP * 8), 8);
+      const before = engine.pool.stats;
+      sec.start();
+      const runs: Promise<void>[] = [];
+      for (const ch of channels) {
+        for (const n of names) {
+          const runner = engine.runner(n, (_start, _probs, steps) => {
+            outSteps += steps;
+          });
+          runs.push(runner.push(ch.features.slice(), ch.steps).then(() => runner.end()));
+        }
+      }
+      await Promise.all(runs);
+      sec.stop();
+      const after = engine.pool.stats;
+      return {
+        audioSec: info.durationSec,
+        models: names,
+        outSteps,
+        inferWallSec: sec.wallSec,
+        inferCpuSec: sec.cpuSec,
+        poolCalls: after.calls - before.calls,
+        poolWindows: after.windows - before.windows,
+        poolSteps: after.steps - before.steps,
+        sessionRunSec: (after.busyMs - before.busyMs) / 1000,
+        windowSteps: engine.windowSteps,
+      };
+    } finally {
+      await engine.close();
+    }
   },
 
   /** Silero VAD over a 16 kHz mono WAV, one intra-op thread; decode excluded from the timing. */
