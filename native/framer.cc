@@ -1,0 +1,128 @@
+#include "framer.h"
+
+#include <cmath>
+#include <cstring>
+
+namespace auris {
+
+namespace {
+
+struct MelBank {
+  // Band m covers bins [first[m], first[m] + count[m]) with weights w[offset[m] + i].
+  int first[kMels], count[kMels], offset[kMels];
+  std::vector<double> w;
+  double window[kFftSize];
+
+  MelBank() {
+    auto mel = [](double f) { return 2595.0 * std::log10(1.0 + f / 700.0); };
+    auto hz = [](double m) { return 700.0 * (std::pow(10.0, m / 2595.0) - 1.0); };
+    // 66 edges equally spaced in mel (numpy.linspace: start + i * step, last one exact).
+    double edges[kMels + 2];
+    const double lo = mel(50.0), hi = mel(8000.0), step = (hi - lo) / (kMels + 1);
+    for (int i = 0; i < kMels + 2; ++i) edges[i] = hz(i == kMels + 1 ? hi : lo + i * step);
+    const int bins = kFftSize / 2 + 1;
+    for (int m = 0; m < kMels; ++m) {
+      const double l = edges[m], c = edges[m + 1], u = edges[m + 2];
+      first[m] = -1;
+      count[m] = 0;
+      offset[m] = static_cast<int>(w.size());
+      for (int b = 0; b < bins; ++b) {
+        const double fb = b * (16000.0 / kFftSize);
+        double weight = 0.0;
+        if (fb > l && fb <= c)
+          weight = (fb - l) / (c - l);
+        else if (fb > c && fb < u)
+          weight = (u - fb) / (u - c);
+        if (weight == 0.0) continue;
+        if (first[m] < 0) first[m] = b;
+        // bins of a triangle are contiguous; fill any interior zero explicitly
+        while (first[m] + count[m] < b) {
+          w.push_back(0.0);
+          ++count[m];
+        }
+        w.push_back(weight);
+        ++count[m];
+      }
+      if (first[m] < 0) first[m] = 0;
+    }
+    for (int k = 0; k < kFftSize; ++k) window[k] = 0.5 - 0.5 * std::cos(2.0 * M_PI * k / kFftSize);
+  }
+};
+
+const MelBank& melBank() {
+  static const MelBank bank;  // thread-safe initialisation (C++11 magic statics)
+  return bank;
+}
+
+}  // namespace
+
+Framer::Framer() : fft_(kFftSize), frame_(kFftSize), power_(kFftSize / 2 + 1) {
+  melBank();
+  buf_.reserve(4 * kStepWindow);
+  buf_.assign(kLookahead, 0.0f);  // the 128 samples before the signal are zeros
+}
+
+void Framer::push(const float* x, size_t n, StepOutput& out) {
+  if (finished_ || n == 0) return;
+  buf_.insert(buf_.end(), x, x + n);
+  total_ += static_cast<int64_t>(n);
+  while (buf_.size() - head_ >= static_cast<size_t>(kStepWindow)) {
+    emitStep(buf_.data() + head_, kStepSamples, out);
+    head_ += kStepSamples;
+  }
+  compact();
+}
+
+void Framer::finish(StepOutput& out) {
+  if (finished_) return;
+  finished_ = true;
+  const int64_t totalSteps = (total_ + kStepSamples - 1) / kStepSamples;
+  while (steps_ < totalSteps) {
+    if (buf_.size() - head_ < static_cast<size_t>(kStepWindow)) buf_.resize(head_ + kStepWindow, 0.0f);
+    const int64_t real = total_ - steps_ * kStepSamples;
+    emitStep(buf_.data() + head_, static_cast<int>(real < kStepSamples ? real : kStepSamples), out);
+    head_ += kStepSamples;
+  }
+  buf_.clear();
+  buf_.shrink_to_fit();
+  head_ = 0;
+}
+
+void Framer::compact() {
+  if (head_ == 0) return;
+  const size_t rest = buf_.size() - head_;
+  std::memmove(buf_.data(), buf_.data() + head_, rest * sizeof(float));
+  buf_.resize(rest);
+  head_ = 0;
+}
+
+// w points at sample 1024 s - 128 and holds kStepWindow samples.
+void Framer::emitStep(const float* w, int realSamples, StepOutput& out) {
+  const MelBank& bank = melBank();
+  double energy = 0.0;
+  const float* stepStart = w + kLookahead;
+  for (int i = 0; i < realSamples; ++i) energy += static_cast<double>(stepStart[i]) * stepStart[i];
+  const double mean = realSamples > 0 ? energy / realSamples : 0.0;
+  out.levels.push_back(static_cast<float>(10.0 * std::log10(mean + 1e-12)));
+
+  const size_t base = out.features.size();
+  out.features.resize(base + kFeaturesPerStep);
+  float* feat = out.features.data() + base;
+  double* frame = frame_.data();
+  double* P = power_.data();
+  for (int j = 0; j < kFramesPerStep; ++j) {
+    const float* x = w + j * kHop;
+    for (int k = 0; k < kFftSize; ++k) frame[k] = bank.window[k] * static_cast<double>(x[k]);
+    fft_.power(frame, P);
+    for (int m = 0; m < kMels; ++m) {
+      const double* wm = bank.w.data() + bank.offset[m];
+      const double* pm = P + bank.first[m];
+      double s = 0.0;
+      for (int i = 0; i < bank.count[m]; ++i) s += wm[i] * pm[i];
+      feat[j * kMels + m] = static_cast<float>(std::log(s + 1e-8));
+    }
+  }
+  ++steps_;
+}
+
+}  // namespace auris
