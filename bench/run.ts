@@ -199,7 +199,7 @@ async function main(): Promise<void> {
         const name = `pipeline (${threads} thread${threads > 1 ? 's' : ''})`;
         await attempt(input, name, async () => {
           const r = await runNodeTask('pipeline', { file: input.path, models }, { env: { AURIS_INFERENCE_THREADS: String(threads) } });
-          return fromStats(input, name, `analyzeFile(${models.join(',')}), output_period 64, summary + transitions, AURIS_INFERENCE_THREADS=${threads}; whole process`, r, r.data);
+          return fromSection(input, name, `analyzeFile(${models.join(',')}) + JSON of the envelope, output_period 64, summary + transitions, AURIS_INFERENCE_THREADS=${threads} (engine started before timing)`, r);
         });
         if (threads === os.availableParallelism()) break;
       }
