@@ -6,6 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
+import { defaultModelsDir } from './inference/env';
 
 export interface ApiKeyEntry {
   key: string;
@@ -89,7 +90,7 @@ export const OPTIONS: readonly OptionDef[] = [
   { path: 'port', flag: '--port', env: 'PORT', kind: 'int', min: 0, def: () => 8080, doc: 'REST port' },
   { path: 'grpcPort', flag: '--grpc-port', env: 'GRPC_PORT', kind: 'int', min: 0, def: () => 50051, doc: 'gRPC streaming port (streaming issue)' },
   { path: 'dataDir', flag: '--data-dir', env: 'DATA_DIR', kind: 'string', def: () => resolve('data'), doc: 'where jobs, queued work, uploads and results are kept' },
-  { path: 'modelsDir', flag: '--models-dir', env: 'MODELS_DIR', kind: 'string', def: () => resolve('models'), doc: 'model directory (models/<name>/manifest.json)' },
+  { path: 'modelsDir', flag: '--models-dir', env: 'MODELS_DIR', kind: 'string', def: () => defaultModelsDir(), doc: 'model directory (<dir>/<name>/manifest.json; default $AURIS_MODELS_DIR or the package models/)' },
   { path: 'apiKeys', flag: '--api-keys', env: 'API_KEYS', kind: 'keys', def: () => [], doc: 'comma-separated key:organization_id:project_id entries' },
   { path: 'apiKeysFile', flag: '--api-keys-file', env: 'API_KEYS_FILE', kind: 'string', def: () => undefined, doc: 'file with one key:organization_id:project_id per line (# comments)' },
   { path: 'natsUrl', flag: '--nats-url', env: 'NATS_URL', kind: 'string', def: () => undefined, doc: 'NATS JetStream URL for distributed mode (later issue; ignored for now)' },
@@ -102,7 +103,7 @@ export const OPTIONS: readonly OptionDef[] = [
   { path: 'limits.maxResultBytes', flag: '--max-result-bytes', env: 'MAX_RESULT_BYTES', kind: 'int', min: 1, def: () => 30 * MiB, doc: 'JSON result size limit, bytes' },
   { path: 'limits.maxDownloadBytes', flag: '--max-download-bytes', env: 'MAX_DOWNLOAD_BYTES', kind: 'int', min: 1, def: () => 1024 * MiB, doc: 'URL method download size limit, bytes' },
   { path: 'limits.downloadTimeoutMs', flag: '--download-timeout-ms', env: 'DOWNLOAD_TIMEOUT_MS', kind: 'int', min: 1, def: () => 300_000, doc: 'URL method download timeout, ms' },
-  { path: 'limits.maxOutputPeriodMs', flag: '--max-output-period', env: 'MAX_OUTPUT_PERIOD_MS', kind: 'int', min: 64, def: () => 600_000, doc: 'largest accepted output_period, ms' },
+  { path: 'limits.maxOutputPeriodMs', flag: '--max-output-period', env: 'MAX_OUTPUT_PERIOD_MS', kind: 'int', min: 64, def: () => 3_600_000, doc: 'largest accepted output_period, ms (a multiple of 64)' },
   { path: 'limits.rateLimitRps', flag: '--rate-limit-rps', env: 'RATE_LIMIT_RPS', kind: 'number', min: 0.001, def: () => 50, doc: 'per-key sustained request rate on the job endpoints, requests/s' },
   { path: 'limits.rateLimitBurst', flag: '--rate-limit-burst', env: 'RATE_LIMIT_BURST', kind: 'int', min: 1, def: () => 500, doc: 'per-key request burst' },
   { path: 'limits.maxActiveJobsPerKey', flag: '--max-active-jobs', env: 'MAX_ACTIVE_JOBS_PER_KEY', kind: 'int', min: 1, def: () => 1000, doc: 'per-key limit of unfinished (queued + processing) jobs' },

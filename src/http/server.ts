@@ -6,6 +6,7 @@ import fastifySwagger from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { AddressInfo } from 'node:net';
+import { MAX_VOLUME_THRESHOLD_DB, MIN_VOLUME_THRESHOLD_DB } from '../analysis/options';
 import { CallbackDispatcher } from '../callbacks/dispatcher';
 import { type Config, defaultConfig, type DeepPartial, mergeConfig } from '../config';
 import { type Analyzer, pipelineAnalyzer } from '../jobs/analyzer';
@@ -20,8 +21,8 @@ import { API_ERRORS, ApiError, PROBLEM_CONTENT_TYPE, problemSchema } from './err
 import { jobRoutes, unsupportedMediaType } from './routes/jobs';
 import { AUDIO_MEDIA_TYPES, jobRecordSchema } from './schemas';
 
-/** Default range accepted for volume_threshold (dBFS of the step level; see docs/results.md). */
-export const VOLUME_THRESHOLD_RANGE = { min: -120, max: 0 };
+/** Range accepted for volume_threshold: dBFS of the step level (docs/results.md). */
+export const VOLUME_THRESHOLD_RANGE = { min: MIN_VOLUME_THRESHOLD_DB, max: MAX_VOLUME_THRESHOLD_DB };
 
 export interface ServerOptions {
   config?: Config;

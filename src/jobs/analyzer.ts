@@ -71,6 +71,11 @@ export function pipelineAnalyzer(modelsDir: string): Analyzer {
   };
   return {
     listModels: () => modelsIn(modelsDir),
-    analyze: async (source, options, hooks) => channelsOf(await load()(source, options, hooks)),
+    analyze: async (source, options, hooks) => channelsOf(await load()(source, { ...options, modelsDir }, hooks)),
+    close: async () => {
+      if (!analyzeFile) return;
+      const inf = require('../inference') as { closeSharedEngines?: () => Promise<void> };
+      await inf.closeSharedEngines?.();
+    },
   };
 }

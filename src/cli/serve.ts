@@ -1,0 +1,54 @@
+/**
+ * `auris serve`: the REST service on the embedded default (one process, jobs on local disk).
+ * Configuration: flags and environment variables, see `auris serve --help` and docs/api.md.
+ */
+import { ConfigError, loadConfig, usage } from '../config';
+import { createServer } from '../http/server';
+
+export const summary = 'run the HTTP service (file-processing jobs)';
+
+export async function run(argv: string[]): Promise<number> {
+  if (argv.includes('--help') || argv.includes('-h')) {
+    process.stdout.write(usage() + '\n');
+    return 0;
+  }
+  let config;
+  try {
+    config = loadConfig(argv, process.env);
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`auris serve: ${err.message}\n`);
+      return 2;
+    }
+    throw err;
+  }
+  const server = await createServer({ config });
+  const log = server.app.log;
+  if (config.natsUrl) log.warn({ nats_url: config.natsUrl }, 'NATS_URL is set but distributed mode is not implemented yet; running the embedded store');
+  await server.listen();
+  log.info(
+    { url: server.url, data_dir: config.dataDir, models_dir: config.modelsDir, concurrency: config.concurrency, api_keys: config.apiKeys.length },
+    'auris serving',
+  );
+
+  return new Promise<number>((resolve) => {
+    let stopping = false;
+    const stop = (signal: string): void => {
+      if (stopping) {
+        log.warn('second signal: exiting now');
+        process.exit(1);
+      }
+      stopping = true;
+      log.info({ signal }, 'shutting down: finishing requests; running jobs resume on the next start');
+      server.close().then(
+        () => resolve(0),
+        (err: unknown) => {
+          log.error({ err }, 'shutdown failed');
+          resolve(1);
+        },
+      );
+    };
+    process.once('SIGINT', () => stop('SIGINT'));
+    process.once('SIGTERM', () => stop('SIGTERM'));
+  });
+}
