@@ -173,8 +173,29 @@ async function main(): Promise<void> {
         )),
     );
     await attempt(input, 'front end', async () => {
-      const r = await runNodeTask('frontend', { file: input.path });
-      return fromSection(input, 'front end', 'auris addon read loop: decode + resample + levels + log-mel, all channels', r);
+      const r = await runNodeTask('frontend', { file: input.path, excerpt: input.excerpt });
+      const out = [fromSection(input, 'front end', 'auris addon FileAnalyzer read loop: decode + resample + levels + log-mel, all channels', r)];
+      const st = r.data.stages as Record<string, number> | undefined;
+      if (st) {
+        const mins = (st.excerptSec / 60).toFixed(0);
+        for (const [key, label] of [['decode', 'decode'], ['resample', 'resample'], ['features', 'levels + log-mel']] as const) {
+          const wall = st[`${key}WallSec`];
+          const cpu = st[`${key}CpuSec`];
+          if (key === 'resample' && input.sampleRate === 16000) continue; // nothing to resample
+          out.push({
+            input: input.id,
+            name: `front end: ${key}`,
+            what: `the addon's one-shot ${key === 'decode' ? 'decodeAll()' : key === 'resample' ? 'resample() (soxr, 30 s chunks, per channel)' : 'computeFeatures() (per channel)'} over the first ${mins} min: ${label} alone`,
+            audioSec: st.excerptSec,
+            wallSec: wall,
+            cpuSec: cpu,
+            xrtWall: st.excerptSec / wall,
+            xrtCpu: st.excerptSec / cpu,
+            maxRssMiB: r.maxRssMiB,
+          });
+        }
+      }
+      return out;
     });
     if (input.id === 'wav') {
       await attempt(input, 'silero', async () => {
