@@ -1,0 +1,140 @@
+"""MODEL_CARD.md writer."""
+from __future__ import annotations
+
+import collections
+import os
+
+from . import data as D
+
+PURPOSE = {
+    "speech": "Per-step (64 ms) classification of audio into music / other (environmental and man-made sounds) / speech.",
+    "gender": "Per-step perceived voice gender (female / male) of adult speech. Only meaningful on steps the speech model calls speech.",
+    "arousal": "Per-step vocal arousal (high / low / neutral) of speech. Only meaningful on speech steps.",
+}
+
+LABELS = {
+    "speech": "`kind` column of clips.csv: speech, music (incl. songs with singing), other. Mixtures of speech over music/other are labelled speech; steps of a mixture where the speech is silent are labelled with the background.",
+    "gender": "`gender` column (speaker-level). Adult speakers only (BAVED speakers under 18 excluded). fsdd (6 male speakers, 8 kHz originals) excluded as a bandwidth shortcut. voxlingua, ktuberling, klettres have no gender labels.",
+    "arousal": "RAVDESS angry/fearful/happy/surprised -> high, sad/calm -> low, neutral -> neutral; **disgust excluded** (arousal is ambiguous: the csv marks it `ambiguous`). BAVED level2/level1/level0 -> high/neutral/low. URDU angry/happy -> high, sad -> low, neutral -> neutral (URDU is used only for validation).",
+}
+
+SPLITS = f"""Splits are fixed in `training/data.py` (speaker-disjoint and source-disjoint; no file-level splitting):
+
+| source | validation part |
+|---|---|
+| urdu, widelands-music, widelands-sfx | whole source held out (cross-corpus check, never trained on) |
+| ravdess | actors {sorted(D.RAVDESS_VAL_ACTORS)} (21, 23 male; 22, 24 female) |
+| baved | speakers {sorted(D.BAVED_VAL_SPEAKERS)} |
+| fsdd | speaker {sorted(D.FSDD_VAL_SPEAKERS)} |
+| voxlingua, ktuberling, klettres | whole languages held out (md5(language) % 4 == 0): language- and hence YouTube-speaker-disjoint |
+| jamendo | songs {sorted(D.JAMENDO_VAL_SONGS)} (all their excerpts) |
+| esc10 | fold {sorted(D.ESC10_VAL_FOLDS)} |
+| 0ad-*, megaglest-*, warzone2100-music, wesnoth-1.16-music, librosa | training only |
+
+Background music/noise used for mixing during training also comes from the training part only. The validation clip lists are in
+`training/validation/<task>.csv` (paths relative to the datasets folder) so the service's `eval` command can score the shipped
+model through the real pipeline."""
+
+AUGMENT = """Waveform-domain, then features (cached under `training/cache/`):
+- examples of 64 steps (4.1 s) built by concatenating clips (speech task: clips of different classes, 1-8 s crops; gender/arousal: whole utterances) with random short silences, so the model sees transitions; per-step labels follow the clip owning the step;
+- speech mixed with music or other at 0-20 dB SNR (speech task, p=0.55) or 5-25 dB (gender/arousal, p=0.35), label unchanged; music+music and other+other mixtures at 0-10 dB;
+- per-clip level jitter, then random global gain -40..+6 dB (with clipping), occasional low noise floor;
+- band-limiting for all classes alike (p=0.35): telephone 300-3400 Hz + 8 kHz resampling, 8 kHz round trip, or 11.025 kHz round trip, so bandwidth carries no class information;
+- synthetic reverb (exponentially decaying noise IR, RT60 0.15-0.9 s, p=0.2), first-order EQ tilt (p=0.2);
+- log-domain gain jitter and a frequency mask during training;
+- silent steps (below -50 dBFS relative to a -20 dBFS active level) get zero loss weight; unlabelled gaps are ignored.
+The dataset audio itself is Opus (24-32 kbit/s), so codec artefacts are part of every example; no MP3 round trip was used."""
+
+
+def licences(task, clips):
+    used = [c for c in clips if D.task_label(task, c) is not None]
+    by = collections.defaultdict(set)
+    cnt = collections.Counter()
+    for c in used:
+        by[c.source].add(c.license)
+        cnt[(c.source, c.split)] += 1
+    rows = ["| source | licence(s) | train clips | validation clips |", "|---|---|---|---|"]
+    for s in sorted(by):
+        rows.append(f"| {s} | {'; '.join(sorted(by[s]))} | {cnt[(s, 'train')]} | {cnt[(s, 'val')]} |")
+    return "\n".join(rows)
+
+
+def metric_table(task, res):
+    cls = {"speech": D.SPEECH_CLASSES, "gender": D.GENDER_CLASSES, "arousal": D.AROUSAL_CLASSES}[task]
+    head = "| subset | clips | clip acc. | clip balanced acc. (UAR) | step balanced acc. | " + " | ".join(f"recall {c}" for c in cls) + " |"
+    rows = [head, "|" + "---|" * (5 + len(cls))]
+
+    def row(name, r):
+        rec = " | ".join(f"{r.get('recall_' + c, float('nan')):.3f}" if ('recall_' + c) in r else "-" for c in cls)
+        rows.append(f"| {name} | {r['n_clips']} | {r['clip_accuracy']:.3f} | {r['clip_balanced_accuracy']:.3f} | {r['step_balanced_accuracy']:.3f} | {rec} |")
+
+    row("**all validation**", res["overall"])
+    if task == "arousal":
+        row("in-corpus held-out speakers (ravdess+baved)", res["in_corpus_heldout_speakers"])
+    for s, r in res["per_source"].items():
+        row(s, r)
+    return "\n".join(rows)
+
+
+LIMITS = {
+    "speech": """- Validation music is game soundtracks + 2 songs; singing is only present in a few jamendo/librosa pieces, so sung vocals may be called speech (or music) unreliably.
+- "other" is a broad class trained on a few game-sfx libraries and ESC-10; unseen sound types (e.g. machinery, crowds with voices) can be confused with speech or music.
+- Speech with loud music underneath (< 0 dB SNR) tends to be called music.""",
+    "gender": """- Trained on 2 acted corpora (RAVDESS English, BAVED Arabic) with few distinct female speakers (10 + 8 in training); perceived gender of voices that do not fit the binary labels, children, and heavily processed voices are not handled.
+- URDU (TV talk shows, cross-corpus) has very few female speakers (56 clips).""",
+    "arousal": """- Acted emotions (RAVDESS, BAVED single words) differ from natural speech; the URDU cross-corpus result is the better estimate for real recordings and is clearly lower.
+- BAVED speakers mostly recorded only one or two arousal levels, so speaker identity and label are confounded in its training data.
+- Absolute loudness is removed by the in-model gain normalisation (local mean of the log energy over ~1 s), so only relative loudness, spectrum and prosody are used.
+- "neutral" vs "low" is the hardest distinction.""",
+}
+
+
+def write_card(task, d, manifest, res, clips):
+    m = manifest
+    txt = f"""# auris `{task}` model {m['version']}
+
+{PURPOSE[task]}
+
+- File: `model.onnx` (opset 17), input `features` [B, T=4S, 64] log-mel frames (see `docs/features.md`), output `probs` [B, S, {len(m['raw_keys'])}] softmax per 64 ms step, class order `{m['raw_keys']}`.
+- Architecture: {m['model']['architecture']}; {m['model']['parameters']} parameters, ~{m['model']['macs_per_step']} multiply-adds per step. Fully convolutional with zero padding; the output for step s depends on steps [s-{m['context']['left_steps']}, s+{m['context']['right_steps']}] (receptive field {m['receptive_field_ms']} ms, lookahead {m['lookahead_ms']} ms incl. the 8 ms framer lookahead).
+- Gain normalisation inside the model: the per-frame mean log-mel energy, averaged over a sliding window (count_include_pad=False), is subtracted from every band, so absolute level carries no information.
+- Trained with `python -m training.train --task {task}` ({m['training']['examples']} synthetic examples, {m['training']['epochs']} epochs, seed {m['training']['seed']}); the final epoch is exported (no checkpoint selection on validation).
+- `training_data_sha256`: sha256 of the clips.csv rows usable by this task (train and validation), in file order.
+
+## Training data and licences
+
+Audio from the project's shared datasets folder (16 kHz Opus). Sources used for this task:
+
+{licences(task, clips)}
+
+{"Music and other clips from the training split (game soundtracks, game sfx, ESC-10 folds 1-3, librosa) are additionally used as backgrounds for mixing." if task != "speech" else ""}
+
+Licences include non-commercial (CC BY-NC-SA: RAVDESS, some jamendo songs) and research-use-only (BAVED, URDU) terms: check them before any commercial use of these weights.
+
+## Labels
+
+{LABELS[task]}
+
+## Augmentation
+
+{AUGMENT}
+
+## Splits
+
+{SPLITS}
+
+## Validation results
+
+Clean validation clips, whole clip fed to the model; "clip" metrics average the per-step probabilities over the clip's voiced steps
+(step level >= -50 dBFS), "step" metrics score every voiced step. Balanced accuracy = unweighted average recall (UAR).
+
+{metric_table(task, res)}
+
+{"Speech vs non-speech F1 (clip level): **%.3f**" % res['overall']['speech_f1'] if task == 'speech' else ''}
+
+## Known limits
+
+{LIMITS[task]}
+"""
+    with open(os.path.join(d, "MODEL_CARD.md"), "w") as fh:
+        fh.write(txt)

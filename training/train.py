@@ -1,0 +1,300 @@
+"""Train, validate and export the auris models.
+
+    python -m training.train --all            # full run, writes models/<task>/
+    python -m training.train --all --quick    # smoke test (few minutes), writes training/runs/quick/
+    python -m training.train --task gender --examples 30000 --epochs 12
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import time
+from multiprocessing import Pool
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from . import augment as A
+from . import data as D
+from .features import STEP, logmel_fast, step_levels
+from .model import CONFIGS, Net, context_steps, macs_per_step
+
+ROOT = os.path.dirname(D.HERE)
+CLASSES = {"speech": D.SPEECH_CLASSES, "gender": D.GENDER_CLASSES, "arousal": D.AROUSAL_CLASSES}
+VOICED_DBFS = -50.0
+
+
+# ---------------------------------------------------------------- caches
+_SYNTH = None
+
+
+def _make_batch(job):
+    n, seed = job
+    return A.make_batch((_SYNTH, n, seed))
+
+
+SHARD = 2000
+
+
+def feature_cache(task, clips, store, n, seed, steps=64, workers=2):
+    """Augmented feature cache, built in shards of SHARD examples (a larger n reuses the earlier shards)."""
+    os.makedirs(D.CACHE, exist_ok=True)
+    global _SYNTH
+    _SYNTH = A.Synth(A.Pools(clips, "train"), store, task, steps)  # inherited by forked workers, not pickled
+    key = hashlib.sha1(f"{task}|{seed}|{steps}|{D.rows_sha256(clips)}|v4".encode()).hexdigest()[:12]
+    Xs, Ys, Ws = [], [], []
+    for sh in range((n + SHARD - 1) // SHARD):
+        m = min(SHARD, n - sh * SHARD)
+        fn = os.path.join(D.CACHE, f"feats_{task}_{key}_{sh:03d}_{m}.npz")
+        if not os.path.exists(fn):
+            t = time.time()
+            chunk = 100
+            jobs = [(min(chunk, m - i), (seed * 1000 + sh) * 100003 + i) for i in range(0, m, chunk)]
+            with Pool(workers) as p:
+                parts = p.map(_make_batch, jobs, chunksize=1)
+            np.savez(fn, X=np.concatenate([q[0] for q in parts]), Y=np.concatenate([q[1] for q in parts]),
+                     W=np.concatenate([q[2] for q in parts]))
+            print(f"[{task}] built shard {sh} ({m} examples) in {time.time() - t:.0f}s", flush=True)
+        z = np.load(fn)
+        Xs.append(z["X"]); Ys.append(z["Y"]); Ws.append(z["W"])
+    return np.concatenate(Xs), np.concatenate(Ys), np.concatenate(Ws)
+
+
+def val_set(task, clips, store, quick=False):
+    items = []
+    for c in clips:
+        if c.split != "val":
+            continue
+        lab = D.task_label(task, c)
+        if lab is None:
+            continue
+        items.append((c, CLASSES[task].index(lab)))
+    if quick:
+        rng = np.random.default_rng(0)
+        items = [items[i] for i in sorted(rng.choice(len(items), min(150, len(items)), replace=False))]
+    out = []
+    for c, y in items:
+        x = store.get(c)
+        if x.size == 0:
+            continue
+        out.append((c, y, logmel_fast(x), step_levels(x)))
+    return out
+
+
+# ---------------------------------------------------------------- metrics
+def recall_table(y, p, n):
+    rec = {}
+    for k in range(n):
+        m = y == k
+        rec[k] = float((p[m] == k).mean()) if m.any() else float("nan")
+    return rec
+
+
+@torch.no_grad()
+def evaluate(model, task, vs):
+    model.eval()
+    cls = CLASSES[task]
+    ys, ps, srcs, step_y, step_p = [], [], [], [], []
+    for c, y, feats, lv in vs:
+        pr = model(torch.from_numpy(feats)[None])[0].numpy()  # [S, C]
+        voiced = lv >= VOICED_DBFS
+        if not voiced.any():
+            voiced = lv >= lv.max() - 20
+        pv = pr[voiced]
+        ys.append(y)
+        ps.append(int(pv.mean(0).argmax()))
+        srcs.append(c.source)
+        step_y.append(np.full(pv.shape[0], y))
+        step_p.append(pv.argmax(1))
+    ys, ps, srcs = np.array(ys), np.array(ps), np.array(srcs)
+    sy, sp = np.concatenate(step_y), np.concatenate(step_p)
+
+    def block(mask_y, mask_p, sy_, sp_):
+        rec = recall_table(mask_y, mask_p, len(cls))
+        r = {f"recall_{cls[k]}": round(v, 4) for k, v in rec.items() if not np.isnan(v)}
+        vals = [v for v in rec.values() if not np.isnan(v)]
+        r["clip_balanced_accuracy"] = round(float(np.mean(vals)), 4)
+        r["clip_accuracy"] = round(float((mask_y == mask_p).mean()), 4)
+        srec = [v for v in recall_table(sy_, sp_, len(cls)).values() if not np.isnan(v)]
+        r["step_balanced_accuracy"] = round(float(np.mean(srec)), 4)
+        r["n_clips"] = int(mask_y.size)
+        return r
+
+    res = {"overall": block(ys, ps, sy, sp), "per_source": {}}
+    stepsrc = np.concatenate([np.full(a.size, s) for a, s in zip(step_y, srcs)])
+    for s in sorted(set(srcs)):
+        m, ms = srcs == s, stepsrc == s
+        res["per_source"][s] = block(ys[m], ps[m], sy[ms], sp[ms])
+    if task == "speech":
+        si = cls.index("speech")
+        t, p = ys == si, ps == si
+        tp, fp, fn = (t & p).sum(), (~t & p).sum(), (t & ~p).sum()
+        res["overall"]["speech_f1"] = round(float(2 * tp / max(1, 2 * tp + fp + fn)), 4)
+    if task == "arousal":
+        inc = np.isin(srcs, ["ravdess", "baved"])
+        ms = np.isin(stepsrc, ["ravdess", "baved"])
+        res["in_corpus_heldout_speakers"] = block(ys[inc], ps[inc], sy[ms], sp[ms])
+        res["cross_corpus_urdu"] = res["per_source"].get("urdu")
+    return res
+
+
+# ---------------------------------------------------------------- training
+def train_task(task, clips, store, args, outdir):
+    torch.manual_seed(args.seed)
+    np.random.seed(args.seed)
+    n = args.examples or (1200 if args.quick else 24000)
+    epochs = args.epochs or (1 if args.quick else 10)
+    X, Y, W = feature_cache(task, clips, store, n, args.seed)
+    vs = val_set(task, clips, store, quick=args.quick)
+    cfg = CONFIGS[task]
+    model = Net(len(CLASSES[task]), **cfg)
+    Xt, Yt, Wt = torch.from_numpy(X), torch.from_numpy(Y.astype(np.int64)), torch.from_numpy(W.astype(np.float32))
+    bs = 64
+    steps_per_epoch = (len(X) + bs - 1) // bs
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=1e-2)
+    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=3e-3, total_steps=epochs * steps_per_epoch, pct_start=0.15)
+    g = torch.Generator().manual_seed(args.seed)
+    history = []
+    for ep in range(epochs):
+        model.train()
+        t0, tot, cnt = time.time(), 0.0, 0.0
+        perm = torch.randperm(len(X), generator=g)
+        for i in range(steps_per_epoch):
+            idx = perm[i * bs:(i + 1) * bs]
+            xb = Xt[idx].float()
+            yb, wb = Yt[idx], Wt[idx]
+            # extra gain/offset jitter in the log domain (gain invariance) and light SpecAugment
+            xb = xb + (torch.rand(xb.shape[0], 1, 1) * 20 - 10) * 0.2303 * (xb > -18).float()
+            if torch.rand(1).item() < 0.5:
+                f0 = int(torch.randint(0, 56, (1,)))
+                xb[:, :, f0:f0 + int(torch.randint(1, 8, (1,)))] = xb.mean()
+            logits = model.logits(xb)  # [B, C, S]
+            w = wb * (yb >= 0).float()
+            loss = F.cross_entropy(logits, yb.clamp(min=0), reduction="none", label_smoothing=0.05)
+            loss = (loss * w).sum() / w.sum().clamp(min=1.0)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            sched.step()
+            tot += float(loss.detach()) * float(w.sum())
+            cnt += float(w.sum())
+        res = evaluate(model, task, vs)
+        o = res["overall"]
+        extra = ""
+        if task == "arousal":
+            extra = f" in-corpus UAR {res['in_corpus_heldout_speakers']['clip_balanced_accuracy']:.3f}" \
+                    f" urdu UAR {res['cross_corpus_urdu']['clip_balanced_accuracy'] if res['cross_corpus_urdu'] else float('nan'):.3f}"
+        print(f"[{task}] epoch {ep + 1}/{epochs} loss {tot / max(cnt, 1):.4f} val clip-bal-acc {o['clip_balanced_accuracy']:.3f}"
+              f" clip-acc {o['clip_accuracy']:.3f} step-bal-acc {o['step_balanced_accuracy']:.3f}{extra} ({time.time() - t0:.0f}s)", flush=True)
+        history.append({"epoch": ep + 1, "loss": round(tot / max(cnt, 1), 4), "val": o})
+    model.eval()
+    final = evaluate(model, task, vs)
+    export(task, model, clips, final, outdir, args, n, epochs)
+    return final
+
+
+# ---------------------------------------------------------------- export
+def export(task, model, clips, res, outdir, args, n_examples, epochs):
+    import onnx
+    import onnxruntime as ort
+    d = os.path.join(outdir, task)
+    os.makedirs(d, exist_ok=True)
+    fn = os.path.join(d, "model.onnx")
+    model.eval()
+    dummy = torch.randn(1, 64, 64)
+    torch.onnx.export(model, (dummy,), fn, input_names=["features"], output_names=["probs"], opset_version=17,
+                      dynamic_axes={"features": {0: "B", 1: "T"}, "probs": {0: "B", 1: "S"}}, dynamo=False,
+                      do_constant_folding=True)
+    onnx.checker.check_model(onnx.load(fn))
+    sess = ort.InferenceSession(fn, providers=["CPUExecutionProvider"])
+    maxdiff = 0.0
+    for B, S in ((1, 1), (2, 7), (1, 150)):
+        x = torch.randn(B, 4 * S, 64) * 3 - 5
+        with torch.no_grad():
+            ref = model(x).numpy()
+        out = sess.run(["probs"], {"features": x.numpy()})[0]
+        assert out.shape == (B, S, len(CLASSES[task])), out.shape
+        maxdiff = max(maxdiff, float(np.abs(out - ref).max()))
+    assert maxdiff < 1e-4, maxdiff
+    cfg = CONFIGS[task]
+    left, right = context_steps(cfg["norm_k"], cfg["dil"])
+    used = [c for c in clips if D.task_label(task, c) is not None]
+    params = sum(p.numel() for p in model.parameters())
+    manifest = {
+        "name": task,
+        "version": "1.0.0",
+        "placeholder": False,
+        "file": "model.onnx",
+        "input": "features",
+        "output": "probs",
+        "raw_keys": CLASSES[task],
+        "features": {"kind": "logmel", "sample_rate": 16000, "n_fft": 512, "hop": 256, "n_mels": 64,
+                     "fmin": 50, "fmax": 8000, "log_floor": 1e-8, "frames_per_step": 4},
+        "context": {"left_steps": left, "right_steps": right},
+        "receptive_field_ms": (left + right + 1) * 64,
+        "lookahead_ms": right * 64 + 8,
+        "training_data_sha256": D.rows_sha256(used),
+        "metrics": summary_metrics(task, res),
+        "model": {"parameters": params, "macs_per_step": macs_per_step(model), "onnx_opset": 17,
+                  "architecture": f"gain-norm(avg {cfg['norm_k']} frames) + 2 frame convs + maxpool4 + "
+                                  f"dilated residual convs {list(cfg['dil'])}",
+                  "onnx_vs_torch_max_abs_diff": maxdiff},
+        "training": {"examples": n_examples, "epochs": epochs, "seed": args.seed, "quick": bool(args.quick)},
+    }
+    with open(os.path.join(d, "manifest.json"), "w") as fh:
+        json.dump(manifest, fh, indent=2)
+        fh.write("\n")
+    with open(os.path.join(d, "metrics.json"), "w") as fh:
+        json.dump(res, fh, indent=2)
+        fh.write("\n")
+    from .card import write_card
+    write_card(task, d, manifest, res, clips)
+    print(f"[{task}] exported {fn} ({os.path.getsize(fn) / 1024:.0f} KB, {params} params, "
+          f"{macs_per_step(model)} MACs/step, context {left}/{right}, onnx diff {maxdiff:.1e})", flush=True)
+
+
+def summary_metrics(task, res):
+    o = res["overall"]
+    m = {"validation": "source- and speaker-disjoint held-out clips (see MODEL_CARD.md)",
+         "clip_balanced_accuracy": o["clip_balanced_accuracy"], "step_balanced_accuracy": o["step_balanced_accuracy"],
+         "per_class_recall": {k[7:]: v for k, v in o.items() if k.startswith("recall_")},
+         "per_source_clip_balanced_accuracy": {s: r["clip_balanced_accuracy"] for s, r in res["per_source"].items()}}
+    if task == "speech":
+        m["speech_f1"] = o["speech_f1"]
+    if task == "gender":
+        m["utterance_accuracy"] = o["clip_accuracy"]
+        m["per_source_utterance_accuracy"] = {s: r["clip_accuracy"] for s, r in res["per_source"].items()}
+    if task == "arousal":
+        m["uar"] = o["clip_balanced_accuracy"]
+        m["uar_in_corpus_heldout_speakers"] = res["in_corpus_heldout_speakers"]["clip_balanced_accuracy"]
+        if res.get("cross_corpus_urdu"):
+            m["uar_cross_corpus_urdu"] = res["cross_corpus_urdu"]["clip_balanced_accuracy"]
+    return m
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--all", action="store_true")
+    ap.add_argument("--task", action="append", choices=list(CLASSES))
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--out", default=None)
+    ap.add_argument("--examples", type=int, default=None)
+    ap.add_argument("--epochs", type=int, default=None)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--threads", type=int, default=2)
+    args = ap.parse_args()
+    torch.set_num_threads(args.threads)
+    tasks = list(CLASSES) if args.all or not args.task else args.task
+    out = args.out or (os.path.join(D.HERE, "runs", "quick") if args.quick else os.path.join(ROOT, "models"))
+    clips = D.load_clips()
+    store = D.AudioStore(clips)
+    print("validation csvs:", D.write_validation_csvs(clips, os.path.join(D.HERE, "validation")), flush=True)
+    for t in tasks:
+        train_task(t, clips, store, args, out)
+
+
+if __name__ == "__main__":
+    main()
