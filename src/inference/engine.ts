@@ -1,0 +1,127 @@
+/**
+ * InferenceEngine = model registry + worker pool: what the pipeline, the HTTP service and
+ * streaming need to run models. One engine per process is enough (see sharedEngine()).
+ */
+import * as path from 'node:path';
+import { AurisError } from '../analysis/errors';
+import { defaultModelsDir, defaultWindowSteps } from './env';
+import { InferencePool, InferencePoolOptions } from './pool';
+import { ModelInfo, ModelRegistry } from './registry';
+import { OutputFn, WindowedRunner } from './runner';
+
+export interface EngineOptions extends InferencePoolOptions {
+  /** Default: $AURIS_MODELS_DIR, else <package root>/models. */
+  modelsDir?: string;
+  /** Open every ONNX file on the main thread at start-up to validate it (default true). */
+  verify?: boolean;
+  /** Create sessions for these models in every worker at start-up (default: none, lazily). */
+  preload?: readonly string[] | 'all';
+  /** Default window for file processing, output steps per call (default $AURIS_WINDOW_STEPS or 1024). */
+  windowSteps?: number;
+}
+
+export interface RunnerOptions {
+  /** Most output steps per model call (default: the engine's windowSteps). */
+  windowSteps?: number;
+  /** Fewest output steps per call before end() (default windowSteps; use 1 for streaming). */
+  minWindowSteps?: number;
+}
+
+export class InferenceEngine {
+  readonly windowSteps: number;
+
+  private constructor(
+    readonly registry: ModelRegistry,
+    readonly pool: InferencePool,
+    windowSteps: number,
+  ) {
+    this.windowSteps = windowSteps;
+  }
+
+  /**
+   * Loads and validates the registry (a bad manifest or ONNX file rejects with
+   * MODEL_LOAD_FAILED naming the file) and starts the worker pool.
+   */
+  static async create(options: EngineOptions = {}): Promise<InferenceEngine> {
+    const registryOptions: { modelsDir?: string; verify?: boolean } = {};
+    if (options.modelsDir !== undefined) registryOptions.modelsDir = options.modelsDir;
+    if (options.verify !== undefined) registryOptions.verify = options.verify;
+    const registry = await ModelRegistry.load(registryOptions);
+    const pool = new InferencePool(options);
+    const windowSteps = options.windowSteps ?? defaultWindowSteps();
+    const engine = new InferenceEngine(registry, pool, windowSteps);
+    if (options.preload) {
+      const models = options.preload === 'all' ? registry.list() : registry.resolve(options.preload);
+      try {
+        await pool.load(models);
+      } catch (e) {
+        await pool.close();
+        throw e;
+      }
+    }
+    return engine;
+  }
+
+  /** Valid model names. */
+  models(): string[] {
+    return this.registry.names();
+  }
+
+  model(name: string): ModelInfo {
+    return this.registry.get(name);
+  }
+
+  /** Runs one window of `model` (features [steps*4][64], ownership passes to the pool). */
+  infer(model: string | ModelInfo, features: Float32Array, steps: number): Promise<Float32Array> {
+    const info = typeof model === 'string' ? this.registry.get(model) : model;
+    return this.pool.run(info, features, steps);
+  }
+
+  /** A windowed runner of `model` feeding `onOutput` (one per channel and model). */
+  runner(model: string | ModelInfo, onOutput: OutputFn, options: RunnerOptions = {}): WindowedRunner {
+    const info = typeof model === 'string' ? this.registry.get(model) : model;
+    const windowSteps = options.windowSteps ?? this.windowSteps;
+    return new WindowedRunner({
+      model: info,
+      infer: (features, steps) => this.pool.run(info, features, steps),
+      onOutput,
+      windowSteps,
+      minWindowSteps: options.minWindowSteps ?? windowSteps,
+    });
+  }
+
+  close(): Promise<void> {
+    return this.pool.close();
+  }
+}
+
+const shared = new Map<string, Promise<InferenceEngine>>();
+
+/**
+ * The process-wide engine for a models directory (created on first use, then reused).
+ * Idle workers do not keep the process alive.
+ */
+export function sharedEngine(options: EngineOptions = {}): Promise<InferenceEngine> {
+  const dir = path.resolve(options.modelsDir ?? defaultModelsDir());
+  let e = shared.get(dir);
+  if (!e) {
+    e = InferenceEngine.create({ ...options, modelsDir: dir });
+    shared.set(dir, e);
+    // A failed start-up is not cached: the next call retries (e.g. after models land).
+    e.catch(() => shared.delete(dir));
+  }
+  return e;
+}
+
+/** Closes every shared engine (tests, graceful shutdown). */
+export async function closeSharedEngines(): Promise<void> {
+  const all = [...shared.values()];
+  shared.clear();
+  for (const p of all) {
+    try {
+      await (await p).close();
+    } catch (e) {
+      if (!(e instanceof AurisError)) throw e;
+    }
+  }
+}

@@ -1,0 +1,264 @@
+/**
+ * A small pool of inference worker threads (onnxruntime runs synchronously on the calling
+ * thread, so it must not run on the main event loop). Each worker owns its own sessions
+ * (intraOpNumThreads 1, graph optimisation 'all'). Window inputs are transferred, not copied,
+ * when they own their whole buffer; outputs come back transferred.
+ *
+ * Jobs wait in a main-thread queue until a worker is free; jobs for the same model and
+ * window length are then batched into one [B, T, 64] call (e.g. the channels of a stereo
+ * file, or windows that queued up while the workers were busy).
+ */
+import * as path from 'node:path';
+import { Worker } from 'node:worker_threads';
+import { AurisError } from '../analysis/errors';
+import { defaultInferenceThreads } from './env';
+import type { FromWorker, ModelRef, ToWorker } from './protocol';
+import { FLOATS_PER_STEP, ModelInfo } from './registry';
+
+export interface InferencePoolOptions {
+  /** Worker threads (default: $AURIS_INFERENCE_THREADS or os.availableParallelism()). */
+  size?: number;
+  /** Most windows in one worker call (default 8). */
+  maxBatch?: number;
+  /** Most steps (windows x steps) in one worker call, bounds the batch buffer (default 8192 = 8.4 MB of features). */
+  maxBatchSteps?: number;
+}
+
+export interface PoolStats {
+  /** Worker calls made. */
+  calls: number;
+  /** Windows run (>= calls when batching). */
+  windows: number;
+  /** Model steps computed, context included. */
+  steps: number;
+  /** Time spent inside session.run, summed over workers, ms. */
+  busyMs: number;
+}
+
+/** What the pool needs to know about a model (a registry ModelInfo fits). */
+export type PoolModel = Pick<ModelInfo, 'name' | 'modelPath' | 'inputName' | 'outputName' | 'rawKeys'>;
+
+interface Job {
+  key: string;
+  model: PoolModel;
+  steps: number;
+  features: Float32Array;
+  resolve: (probs: Float32Array) => void;
+  reject: (e: Error) => void;
+}
+
+type WithoutId<T> = T extends unknown ? Omit<T, 'id'> : never;
+
+interface Pending {
+  resolve: (msg: FromWorker) => void;
+  reject: (e: Error) => void;
+}
+
+class PoolWorker {
+  readonly worker: Worker;
+  busy = false;
+  dead = false;
+  private nextId = 1;
+  private readonly pending = new Map<number, Pending>();
+
+  constructor(onDeath: (w: PoolWorker) => void) {
+    this.worker = new Worker(path.join(__dirname, 'worker.js'));
+    this.worker.unref();
+    this.worker.on('message', (msg: FromWorker) => {
+      const p = this.pending.get(msg.id);
+      if (!p) return;
+      this.pending.delete(msg.id);
+      if (this.pending.size === 0) this.worker.unref();
+      p.resolve(msg);
+    });
+    const die = (err: Error): void => {
+      if (this.dead) return;
+      this.dead = true;
+      for (const p of this.pending.values()) p.reject(err);
+      this.pending.clear();
+      onDeath(this);
+    };
+    this.worker.on('error', (e) => die(new AurisError('INFERENCE_FAILED', `inference worker crashed: ${e.message}`, undefined, { cause: e })));
+    this.worker.on('exit', (code) => die(new AurisError('INFERENCE_FAILED', `inference worker exited (code ${code})`)));
+  }
+
+  /** Sends a message; resolves with the worker's reply. The worker keeps the process alive only while busy. */
+  call(msg: WithoutId<ToWorker>, transfer: ArrayBuffer[] = []): Promise<FromWorker> {
+    if (this.dead) return Promise.reject(new AurisError('INFERENCE_FAILED', 'inference worker is gone'));
+    const id = this.nextId++;
+    return new Promise<FromWorker>((resolve, reject) => {
+      this.pending.set(id, { resolve, reject });
+      this.worker.ref();
+      this.worker.postMessage({ ...msg, id } as ToWorker, transfer);
+    });
+  }
+}
+
+let pinned = false;
+/**
+ * Loads onnxruntime-node once on the main thread and keeps it. Its native binding registers
+ * itself only when first loaded into the process: if every worker that loaded it exits, Node
+ * unloads it and a later worker fails with "Module did not self-register". Holding it here
+ * keeps it loaded for the life of the process (no inference runs on this thread).
+ */
+function pinRuntime(): void {
+  if (pinned) return;
+  require('onnxruntime-node');
+  pinned = true;
+}
+
+const ref = (m: PoolModel): ModelRef => ({ name: m.name, modelPath: m.modelPath, inputName: m.inputName, outputName: m.outputName });
+
+function replyError(msg: FromWorker): AurisError | undefined {
+  if (msg.type !== 'error') return undefined;
+  const code = msg.code === 'MODEL_LOAD_FAILED' ? 'MODEL_LOAD_FAILED' : 'INFERENCE_FAILED';
+  return new AurisError(code, msg.message, msg.file ? { file: msg.file } : undefined);
+}
+
+export class InferencePool {
+  readonly size: number;
+  readonly maxBatch: number;
+  readonly maxBatchSteps: number;
+  private workers: PoolWorker[] = [];
+  private queue: Job[] = [];
+  private scheduled = false;
+  private closed = false;
+  private readonly _stats: PoolStats = { calls: 0, windows: 0, steps: 0, busyMs: 0 };
+
+  constructor(options: InferencePoolOptions = {}) {
+    const size = options.size ?? defaultInferenceThreads();
+    if (!Number.isInteger(size) || size < 1) throw new AurisError('INVALID_ARGUMENT', `pool size must be a positive integer, got ${size}`);
+    this.size = size;
+    this.maxBatch = Math.max(1, options.maxBatch ?? 8);
+    this.maxBatchSteps = Math.max(1, options.maxBatchSteps ?? 8192);
+  }
+
+  get stats(): Readonly<PoolStats> {
+    return { ...this._stats };
+  }
+
+  private ensureWorkers(): void {
+    if (this.closed) throw new AurisError('CLOSED', 'inference pool is closed');
+    pinRuntime();
+    while (this.workers.length < this.size) {
+      this.workers.push(
+        new PoolWorker((dead) => {
+          this.workers = this.workers.filter((w) => w !== dead);
+          if (!this.closed) this.schedule();
+        }),
+      );
+    }
+  }
+
+  /**
+   * Creates the sessions of `models` in every worker now (instead of on first use).
+   * A missing or corrupt ONNX file rejects with MODEL_LOAD_FAILED naming the file.
+   */
+  async load(models: readonly PoolModel[]): Promise<void> {
+    this.ensureWorkers();
+    const replies = await Promise.all(this.workers.map((w) => w.call({ type: 'load', models: models.map(ref) })));
+    for (const r of replies) {
+      const e = replyError(r);
+      if (e) throw e;
+    }
+  }
+
+  /**
+   * Runs `model` over one window of `steps` 64 ms steps; `features` is [steps*4][64]
+   * (time-major). Resolves with [steps][C] probabilities. The pool takes ownership of
+   * `features` (its buffer may be transferred to a worker, detaching it here).
+   */
+  run(model: PoolModel, features: Float32Array, steps: number): Promise<Float32Array> {
+    if (this.closed) return Promise.reject(new AurisError('CLOSED', 'inference pool is closed'));
+    if (!Number.isInteger(steps) || steps < 1 || features.length !== steps * FLOATS_PER_STEP) {
+      return Promise.reject(
+        new AurisError('INVALID_ARGUMENT', `window of ${steps} steps needs ${steps * FLOATS_PER_STEP} floats, got ${features.length}`),
+      );
+    }
+    return new Promise<Float32Array>((resolve, reject) => {
+      this.queue.push({ key: `${model.modelPath}\0${steps}`, model, steps, features, resolve, reject });
+      this.schedule();
+    });
+  }
+
+  private schedule(): void {
+    if (this.scheduled) return;
+    this.scheduled = true;
+    // Let jobs submitted in the same tick join one batch.
+    queueMicrotask(() => {
+      this.scheduled = false;
+      this.dispatch();
+    });
+  }
+
+  private dispatch(): void {
+    if (this.closed || this.queue.length === 0) return;
+    try {
+      this.ensureWorkers();
+    } catch (e) {
+      for (const j of this.queue.splice(0)) j.reject(e as Error);
+      return;
+    }
+    let idle = this.workers.filter((w) => !w.busy && !w.dead);
+    while (idle.length > 0 && this.queue.length > 0) {
+      const head = this.queue[0]!;
+      const same = this.queue.filter((j) => j.key === head.key);
+      const share = Math.ceil(same.length / idle.length);
+      const n = Math.max(1, Math.min(share, this.maxBatch, Math.floor(this.maxBatchSteps / head.steps)));
+      const batch = same.slice(0, n);
+      const taken = new Set(batch);
+      this.queue = this.queue.filter((j) => !taken.has(j));
+      const worker = idle.shift()!;
+      void this.runBatch(worker, batch);
+    }
+    idle = [];
+  }
+
+  private async runBatch(worker: PoolWorker, batch: Job[]): Promise<void> {
+    worker.busy = true;
+    const { model, steps } = batch[0]!;
+    const per = steps * FLOATS_PER_STEP;
+    let input: Float32Array;
+    const first = batch[0]!.features;
+    if (batch.length === 1 && first.byteOffset === 0 && first.byteLength === first.buffer.byteLength && first.buffer instanceof ArrayBuffer) {
+      input = first; // transferred as is
+    } else {
+      input = new Float32Array(per * batch.length);
+      batch.forEach((j, i) => input.set(j.features, i * per));
+    }
+    try {
+      const msg = await worker.call(
+        { type: 'run', model: ref(model), batch: batch.length, steps, features: input },
+        [input.buffer as ArrayBuffer],
+      );
+      const err = replyError(msg);
+      if (err) throw err;
+      if (msg.type !== 'result') throw new AurisError('INFERENCE_FAILED', `unexpected worker reply ${msg.type}`);
+      const C = msg.dims[2]!;
+      if (C !== model.rawKeys.length) {
+        throw new AurisError('INFERENCE_FAILED', `model ${model.name} gave ${C} classes, its manifest has ${model.rawKeys.length} raw_keys`);
+      }
+      this._stats.calls++;
+      this._stats.windows += batch.length;
+      this._stats.steps += steps * batch.length;
+      this._stats.busyMs += msg.ms;
+      const out = steps * C;
+      batch.forEach((j, i) => j.resolve(msg.probs.subarray(i * out, (i + 1) * out)));
+    } catch (e) {
+      for (const j of batch) j.reject(e as Error);
+    } finally {
+      worker.busy = false;
+      this.schedule();
+    }
+  }
+
+  /** Rejects queued jobs and terminates the workers. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    for (const j of this.queue.splice(0)) j.reject(new AurisError('CLOSED', 'inference pool closed'));
+    const ws = this.workers;
+    this.workers = [];
+    await Promise.all(ws.map((w) => w.worker.terminate()));
+  }
+}

@@ -1,0 +1,27 @@
+/** Messages between InferencePool (main thread) and its workers (worker.ts). */
+
+export interface ModelRef {
+  name: string;
+  modelPath: string;
+  inputName: string;
+  outputName: string;
+}
+
+export type ToWorker =
+  | { type: 'load'; id: number; models: ModelRef[] }
+  | {
+      type: 'run';
+      id: number;
+      model: ModelRef;
+      /** Windows in the batch. */
+      batch: number;
+      /** 64 ms steps per window. */
+      steps: number;
+      /** [batch][steps*4][64] float32, transferred. */
+      features: Float32Array;
+    };
+
+export type FromWorker =
+  | { type: 'loaded'; id: number }
+  | { type: 'result'; id: number; probs: Float32Array; dims: number[]; ms: number }
+  | { type: 'error'; id: number; message: string; code: string; file?: string };

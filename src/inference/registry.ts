@@ -1,0 +1,274 @@
+/**
+ * Model registry: reads and validates every `<modelsDir>/<name>/manifest.json`
+ * (contract: docs/features.md). Any problem with a model directory fails loading with
+ * an AurisError MODEL_LOAD_FAILED whose message names the offending file.
+ */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { AurisError } from '../analysis/errors';
+import { unknownModelError } from '../analysis/options';
+import { BUILTIN_RAW_KEYS } from '../analysis/policies';
+import { defaultModelsDir } from './env';
+
+/** Front-end parameters the models must have been trained with (docs/features.md). */
+export const FRONTEND = {
+  kind: 'logmel',
+  sample_rate: 16000,
+  n_fft: 512,
+  hop: 256,
+  n_mels: 64,
+  frames_per_step: 4,
+} as const;
+/** Feature frames per 64 ms step and mel bands per frame. */
+export const FRAMES_PER_STEP = FRONTEND.frames_per_step;
+export const N_MELS = FRONTEND.n_mels;
+/** Floats of model input per 64 ms step. */
+export const FLOATS_PER_STEP = FRAMES_PER_STEP * N_MELS;
+
+export interface ModelManifest {
+  name: string;
+  version: string;
+  placeholder: boolean;
+  file: string;
+  input: string;
+  output: string;
+  raw_keys: string[];
+  features: Record<string, unknown>;
+  context: { left_steps: number; right_steps: number };
+  receptive_field_ms: number;
+  lookahead_ms: number;
+  training_data_sha256?: string | null;
+  metrics?: Record<string, unknown>;
+  [extra: string]: unknown;
+}
+
+export interface ModelInfo {
+  name: string;
+  version: string;
+  /** True for throwaway models that honour the contract but mean nothing. */
+  placeholder: boolean;
+  /** Output class order. */
+  rawKeys: readonly string[];
+  /** Steps before/after a step that influence its output. */
+  context: { leftSteps: number; rightSteps: number };
+  receptiveFieldMs: number;
+  lookaheadMs: number;
+  /** Absolute paths. */
+  dir: string;
+  manifestPath: string;
+  modelPath: string;
+  inputName: string;
+  outputName: string;
+  manifest: ModelManifest;
+}
+
+export interface RegistryOptions {
+  /** Default: $AURIS_MODELS_DIR, else <package root>/models. */
+  modelsDir?: string;
+  /**
+   * Also open every ONNX file with onnxruntime and check input/output names and the number
+   * of classes (async load() only; default true there).
+   */
+  verify?: boolean;
+}
+
+function fail(file: string, problem: string, cause?: unknown): AurisError {
+  return new AurisError('MODEL_LOAD_FAILED', `${file}: ${problem}`, { file }, cause === undefined ? undefined : { cause });
+}
+
+const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const isNonNegInt = (v: unknown): v is number => typeof v === 'number' && Number.isInteger(v) && v >= 0;
+
+/** Validates one parsed manifest; `dirName` is the model directory's name. Throws MODEL_LOAD_FAILED naming `file`. */
+export function validateManifest(m: unknown, dirName: string, file: string): ModelManifest {
+  if (!isObj(m)) throw fail(file, 'manifest must be a JSON object');
+  const str = (k: string): string => {
+    const v = m[k];
+    if (typeof v !== 'string' || v.trim() === '') throw fail(file, `"${k}" must be a non-empty string`);
+    return v;
+  };
+  const name = str('name');
+  if (name !== dirName) throw fail(file, `"name" is ${JSON.stringify(name)} but the directory is ${JSON.stringify(dirName)}`);
+  str('version');
+  str('file');
+  str('input');
+  str('output');
+  if (m['placeholder'] !== undefined && typeof m['placeholder'] !== 'boolean') throw fail(file, '"placeholder" must be true or false');
+  const keys = m['raw_keys'];
+  if (!Array.isArray(keys) || keys.length === 0 || !keys.every((k) => typeof k === 'string' && k !== '')) {
+    throw fail(file, '"raw_keys" must be a non-empty array of class names');
+  }
+  if (new Set(keys).size !== keys.length) throw fail(file, '"raw_keys" has duplicates');
+  const expected = BUILTIN_RAW_KEYS[name];
+  if (expected && (keys.length !== expected.length || !expected.every((k) => keys.includes(k)))) {
+    throw fail(file, `"raw_keys" of model ${name} must be ${JSON.stringify(expected)} (any order), got ${JSON.stringify(keys)}`);
+  }
+  if (['silence', 'no_speech', 'unknown'].some((k) => keys.includes(k))) {
+    throw fail(file, '"raw_keys" must not use the reserved labels silence, no_speech, unknown');
+  }
+  const feats = m['features'];
+  if (!isObj(feats)) throw fail(file, '"features" must be an object');
+  for (const [k, v] of Object.entries(FRONTEND)) {
+    if (feats[k] !== v) throw fail(file, `"features.${k}" must be ${JSON.stringify(v)} (the front end's value), got ${JSON.stringify(feats[k])}`);
+  }
+  const ctx = m['context'];
+  if (!isObj(ctx) || !isNonNegInt(ctx['left_steps']) || !isNonNegInt(ctx['right_steps'])) {
+    throw fail(file, '"context" must be {"left_steps": int >= 0, "right_steps": int >= 0}');
+  }
+  for (const k of ['receptive_field_ms', 'lookahead_ms']) {
+    if (m[k] !== undefined && !(typeof m[k] === 'number' && (m[k] as number) >= 0)) throw fail(file, `"${k}" must be a number >= 0`);
+  }
+  return m as ModelManifest;
+}
+
+/** Reads and validates one model directory. */
+export function loadModelDir(dir: string): ModelInfo {
+  const dirName = path.basename(dir);
+  const manifestPath = path.join(dir, 'manifest.json');
+  let text: string;
+  try {
+    text = fs.readFileSync(manifestPath, 'utf8');
+  } catch (e) {
+    throw fail(manifestPath, `cannot read manifest (${(e as Error).message})`, e);
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (e) {
+    throw fail(manifestPath, `invalid JSON (${(e as Error).message})`, e);
+  }
+  const m = validateManifest(parsed, dirName, manifestPath);
+  const modelPath = path.resolve(dir, m.file);
+  if (path.relative(dir, modelPath).startsWith('..')) throw fail(manifestPath, `"file" must stay inside ${dir}`);
+  let st: fs.Stats;
+  try {
+    st = fs.statSync(modelPath);
+  } catch (e) {
+    throw fail(modelPath, `model file missing (named by ${manifestPath})`, e);
+  }
+  if (!st.isFile() || st.size === 0) throw fail(modelPath, 'model file is empty or not a regular file');
+  const left = m.context.left_steps;
+  const right = m.context.right_steps;
+  return {
+    name: m.name,
+    version: m.version,
+    placeholder: m.placeholder === true,
+    rawKeys: Object.freeze([...m.raw_keys]),
+    context: { leftSteps: left, rightSteps: right },
+    receptiveFieldMs: typeof m.receptive_field_ms === 'number' ? m.receptive_field_ms : (left + right + 1) * 64,
+    lookaheadMs: typeof m.lookahead_ms === 'number' ? m.lookahead_ms : right * 64,
+    dir,
+    manifestPath,
+    modelPath,
+    inputName: m.input,
+    outputName: m.output,
+    manifest: m,
+  };
+}
+
+/**
+ * Opens a model's ONNX file with onnxruntime (on the calling thread) and checks that it has
+ * the manifest's input/output and produces [1, 1, C] probabilities for one step of zeros.
+ */
+export async function verifyModel(info: ModelInfo): Promise<void> {
+  // Loaded lazily: the registry itself must not need the native runtime.
+  const ort = await import('onnxruntime-node');
+  let session: import('onnxruntime-node').InferenceSession;
+  try {
+    session = await ort.InferenceSession.create(info.modelPath, { intraOpNumThreads: 1, interOpNumThreads: 1 });
+  } catch (e) {
+    throw fail(info.modelPath, `not a loadable ONNX model (${(e as Error).message})`, e);
+  }
+  try {
+    if (!session.inputNames.includes(info.inputName)) {
+      throw fail(info.modelPath, `has no input "${info.inputName}" (inputs: ${session.inputNames.join(', ')})`);
+    }
+    if (!session.outputNames.includes(info.outputName)) {
+      throw fail(info.modelPath, `has no output "${info.outputName}" (outputs: ${session.outputNames.join(', ')})`);
+    }
+    let out;
+    try {
+      const x = new ort.Tensor('float32', new Float32Array(FLOATS_PER_STEP), [1, FRAMES_PER_STEP, N_MELS]);
+      out = (await session.run({ [info.inputName]: x }))[info.outputName];
+    } catch (e) {
+      throw fail(info.modelPath, `fails on a [1, ${FRAMES_PER_STEP}, ${N_MELS}] input (${(e as Error).message})`, e);
+    }
+    const dims = out?.dims ?? [];
+    if (dims.length !== 3 || dims[0] !== 1 || dims[1] !== 1 || dims[2] !== info.rawKeys.length) {
+      throw fail(info.modelPath, `output "${info.outputName}" has shape [${dims.join(', ')}] for one step, expected [1, 1, ${info.rawKeys.length}] (raw_keys)`);
+    }
+  } finally {
+    await session.release();
+  }
+}
+
+export class ModelRegistry {
+  private readonly models: Map<string, ModelInfo>;
+
+  private constructor(readonly modelsDir: string, models: ModelInfo[]) {
+    this.models = new Map(models.map((m) => [m.name, m]));
+  }
+
+  /** Reads every manifest synchronously (no ONNX check). */
+  static loadSync(options: RegistryOptions = {}): ModelRegistry {
+    const dir = path.resolve(options.modelsDir ?? defaultModelsDir());
+    let entries: fs.Dirent[];
+    try {
+      entries = fs.readdirSync(dir, { withFileTypes: true });
+    } catch (e) {
+      throw fail(dir, `cannot read the models directory (${(e as Error).message})`, e);
+    }
+    const models: ModelInfo[] = [];
+    for (const ent of entries.sort((a, b) => (a.name < b.name ? -1 : 1))) {
+      if (!ent.isDirectory() || ent.name.startsWith('.')) continue;
+      const sub = path.join(dir, ent.name);
+      // Directories without a manifest (e.g. shared assets) are not models.
+      if (!fs.existsSync(path.join(sub, 'manifest.json'))) continue;
+      models.push(loadModelDir(sub));
+    }
+    return new ModelRegistry(dir, models);
+  }
+
+  /** Reads every manifest and, unless `verify: false`, opens every ONNX file to check it. */
+  static async load(options: RegistryOptions = {}): Promise<ModelRegistry> {
+    const reg = ModelRegistry.loadSync(options);
+    if (options.verify !== false) {
+      for (const m of reg.list()) await verifyModel(m);
+    }
+    return reg;
+  }
+
+  /** Model names, sorted. */
+  names(): string[] {
+    return [...this.models.keys()].sort();
+  }
+
+  list(): ModelInfo[] {
+    return this.names().map((n) => this.models.get(n)!);
+  }
+
+  has(name: string): boolean {
+    return this.models.has(name);
+  }
+
+  /** The model, or UNKNOWN_MODEL listing the valid names. */
+  get(name: string): ModelInfo {
+    const m = this.models.get(name);
+    if (!m) throw unknownModelError([name], this.names());
+    return m;
+  }
+
+  /** Several models at once; every unknown name is reported in one UNKNOWN_MODEL error. */
+  resolve(names: readonly string[]): ModelInfo[] {
+    const unknown = names.filter((n) => !this.models.has(n));
+    if (unknown.length > 0) throw unknownModelError(unknown, this.names());
+    return names.map((n) => this.models.get(n)!);
+  }
+
+  /** Raw keys of every model, keyed by name (what post-processing needs). */
+  rawKeys(): Record<string, readonly string[]> {
+    const out: Record<string, readonly string[]> = {};
+    for (const m of this.models.values()) out[m.name] = m.rawKeys;
+    return out;
+  }
+}

@@ -1,0 +1,174 @@
+/**
+ * Windowed model runner for one (channel, model): receives features step by step, runs the
+ * model over windows of at most `windowSteps` output steps, each with the manifest's
+ * left/right context (or the signal edge) around it, and emits per-step probabilities in
+ * order as soon as a window's right context has arrived.
+ *
+ * Because a step's output depends only on steps [s - left, s + right] (docs/features.md),
+ * the emitted numbers equal a single whole-signal run, while memory stays bounded by
+ * windowSteps + left + right steps of features.
+ *
+ * File mode: windowSteps = minWindowSteps = 1024 (few, large calls).
+ * Streaming: minWindowSteps = 1 -> a step is emitted once `right` more steps have arrived.
+ */
+import { AurisError } from '../analysis/errors';
+import { FLOATS_PER_STEP } from './registry';
+
+export interface RunnerModel {
+  name: string;
+  rawKeys: readonly string[];
+  context: { leftSteps: number; rightSteps: number };
+}
+
+/** Runs the model over one window: features [steps*4][64] -> probabilities [steps][C]. Takes ownership of `features`. */
+export type InferFn = (features: Float32Array, steps: number) => Promise<Float32Array>;
+
+/** Receives consecutive output: `steps` steps starting at `startStep`, probabilities [steps][C]. */
+export type OutputFn = (startStep: number, probs: Float32Array, steps: number) => void;
+
+export interface WindowedRunnerOptions {
+  model: RunnerModel;
+  infer: InferFn;
+  onOutput: OutputFn;
+  /** Most output steps per model call (default 1024 = 65.5 s). */
+  windowSteps?: number;
+  /** Fewest output steps worth a call before end() (default windowSteps; 1 for streaming). */
+  minWindowSteps?: number;
+}
+
+export class WindowedRunner {
+  readonly model: RunnerModel;
+  readonly windowSteps: number;
+  readonly minWindowSteps: number;
+  private readonly left: number;
+  private readonly right: number;
+  private readonly C: number;
+  private readonly infer: InferFn;
+  private readonly onOutput: OutputFn;
+
+  /** Features of steps [bufStart, received). */
+  private buf: Float32Array;
+  private bufStart = 0;
+  private _received = 0;
+  /** First step not yet scheduled. */
+  private next = 0;
+  private _emitted = 0;
+  private ended = false;
+  private tail: Promise<void> = Promise.resolve();
+  private failure: Error | undefined;
+
+  constructor(options: WindowedRunnerOptions) {
+    this.model = options.model;
+    this.left = options.model.context.leftSteps;
+    this.right = options.model.context.rightSteps;
+    this.C = options.model.rawKeys.length;
+    this.infer = options.infer;
+    this.onOutput = options.onOutput;
+    this.windowSteps = options.windowSteps ?? 1024;
+    this.minWindowSteps = options.minWindowSteps ?? this.windowSteps;
+    if (!Number.isInteger(this.windowSteps) || this.windowSteps < 1) {
+      throw new AurisError('INVALID_ARGUMENT', `windowSteps must be a positive integer, got ${this.windowSteps}`);
+    }
+    if (!Number.isInteger(this.minWindowSteps) || this.minWindowSteps < 1 || this.minWindowSteps > this.windowSteps) {
+      throw new AurisError('INVALID_ARGUMENT', `minWindowSteps must be in 1..windowSteps, got ${this.minWindowSteps}`);
+    }
+    this.buf = new Float32Array((this.windowSteps + this.left + this.right + 64) * FLOATS_PER_STEP);
+  }
+
+  /** Steps received so far. */
+  get received(): number {
+    return this._received;
+  }
+
+  /** Steps emitted through onOutput so far. */
+  get emitted(): number {
+    return this._emitted;
+  }
+
+  /** Steps of features currently held. */
+  get bufferedSteps(): number {
+    return this._received - this.bufStart;
+  }
+
+  /**
+   * Appends `steps` steps of features ([steps*4][64], copied) and starts every window that
+   * became ready. Resolves once everything started so far has been emitted; rejects if a
+   * model call failed (and every later push/end rejects too).
+   */
+  push(features: Float32Array, steps: number = features.length / FLOATS_PER_STEP): Promise<void> {
+    if (this.ended) return Promise.reject(new AurisError('CLOSED', 'push() after end()'));
+    if (this.failure) return Promise.reject(this.failure);
+    if (!Number.isInteger(steps) || steps < 0 || features.length !== steps * FLOATS_PER_STEP) {
+      return Promise.reject(new AurisError('INVALID_ARGUMENT', `expected ${FLOATS_PER_STEP} floats per step, got ${features.length} for ${steps} steps`));
+    }
+    this.append(features, steps);
+    while (this._received - this.right - this.next >= this.minWindowSteps) {
+      const core = Math.min(this.windowSteps, this._received - this.right - this.next);
+      this.schedule(this.next, this.next + core);
+    }
+    return this.tail;
+  }
+
+  /** No more input: runs the remaining windows (their right context is the signal end). */
+  end(): Promise<void> {
+    if (!this.ended) {
+      this.ended = true;
+      while (this.next < this._received) {
+        this.schedule(this.next, Math.min(this._received, this.next + this.windowSteps));
+      }
+    }
+    return this.tail;
+  }
+
+  private append(features: Float32Array, steps: number): void {
+    const need = (this._received + steps - this.bufStart) * FLOATS_PER_STEP;
+    if (need > this.buf.length) {
+      const grown = new Float32Array(Math.max(need, this.buf.length * 2));
+      grown.set(this.buf.subarray(0, (this._received - this.bufStart) * FLOATS_PER_STEP));
+      this.buf = grown;
+    }
+    this.buf.set(features, (this._received - this.bufStart) * FLOATS_PER_STEP);
+    this._received += steps;
+  }
+
+  /** Starts the model call for output steps [a, b). */
+  private schedule(a: number, b: number): void {
+    const inStart = Math.max(0, a - this.left);
+    const inEnd = Math.min(this._received, b + this.right);
+    const F = FLOATS_PER_STEP;
+    const features = this.buf.slice((inStart - this.bufStart) * F, (inEnd - this.bufStart) * F);
+    this.next = b;
+    // Drop what no later window needs.
+    const keepFrom = Math.max(this.bufStart, this.next - this.left);
+    if (keepFrom > this.bufStart) {
+      this.buf.copyWithin(0, (keepFrom - this.bufStart) * F, (this._received - this.bufStart) * F);
+      this.bufStart = keepFrom;
+    }
+    let job: Promise<Float32Array>;
+    try {
+      job = this.infer(features, inEnd - inStart);
+    } catch (e) {
+      job = Promise.reject(e);
+    }
+    job.catch(() => undefined); // handled through the tail chain below
+    const C = this.C;
+    this.tail = this.tail.then(async () => {
+      let probs: Float32Array;
+      try {
+        probs = await job;
+      } catch (e) {
+        this.failure ??= e as Error;
+        throw e;
+      }
+      if (probs.length !== (inEnd - inStart) * C) {
+        const err = new AurisError('INFERENCE_FAILED', `model ${this.model.name} returned ${probs.length} values for ${inEnd - inStart} steps x ${C} classes`);
+        this.failure ??= err;
+        throw err;
+      }
+      this.onOutput(a, probs.subarray((a - inStart) * C, (b - inStart) * C), b - a);
+      this._emitted = b;
+    });
+    // Failures surface through push()/end(); never as an unhandled rejection.
+    this.tail.catch(() => undefined);
+  }
+}

@@ -1,0 +1,123 @@
+import { strict as assert } from 'node:assert';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { FLOATS_PER_STEP, InferencePool, ModelRegistry, writePlaceholderModels } from '../../src/inference';
+import { seededRandom } from '../../src/inference/placeholder';
+
+function randomFeatures(steps: number, seed: number): Float32Array {
+  const r = seededRandom(seed);
+  return Float32Array.from({ length: steps * FLOATS_PER_STEP }, () => r() * 6 - 4);
+}
+
+let tmp: string;
+let reg: ModelRegistry;
+before(() => {
+  tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'auris-pool-'));
+  writePlaceholderModels(tmp, [{ name: 'speech' }, { name: 'heavy', rawKeys: ['a', 'b'], hidden: 256 }]);
+  reg = ModelRegistry.loadSync({ modelsDir: tmp });
+});
+after(() => fs.rmSync(tmp, { recursive: true, force: true }));
+
+describe('inference pool', () => {
+  it('keeps the event loop free while models run', async () => {
+    const pool = new InferencePool({ size: 1 });
+    try {
+      const heavy = reg.get('heavy');
+      const steps = 24000;
+      const input = randomFeatures(steps, 1);
+      await pool.run(heavy, input.slice(), steps); // warm-up: session creation
+      const warm = pool.stats;
+      let maxGap = 0;
+      let ticks = 0;
+      let last = performance.now();
+      const timer = setInterval(() => {
+        const now = performance.now();
+        maxGap = Math.max(maxGap, now - last);
+        last = now;
+        ticks++;
+      }, 5);
+      const t0 = performance.now();
+      let runs = 0;
+      while (performance.now() - t0 < 600 || runs < 2) {
+        await pool.run(heavy, input.slice(), steps);
+        runs++;
+      }
+      clearInterval(timer);
+      const jobMs = (pool.stats.busyMs - warm.busyMs) / runs;
+      if (process.env["AURIS_TEST_VERBOSE"]) console.log({ maxGap, jobMs, ticks, runs });
+      const elapsed = performance.now() - t0;
+      // Had inference run on this thread, every tick would wait a whole job.
+      assert.ok(maxGap < Math.max(80, jobMs / 2), `max event-loop gap ${maxGap.toFixed(1)} ms, job ${jobMs.toFixed(1)} ms`);
+      assert.ok(ticks > elapsed / 5 / 3, `${ticks} ticks in ${elapsed.toFixed(0)} ms`);
+    } finally {
+      await pool.close();
+    }
+  });
+
+  it('batches jobs for the same model and window length into one call when workers are busy', async () => {
+    const pool = new InferencePool({ size: 1, maxBatch: 8 });
+    try {
+      const sp = reg.get('speech');
+      const inputs = [0, 1, 2, 3, 4].map((i) => randomFeatures(40, 10 + i));
+      const single: Float32Array[] = [];
+      for (const x of inputs) single.push(await pool.run(sp, x.slice(), 40));
+      const before = pool.stats;
+      const batched = await Promise.all(inputs.map((x) => pool.run(sp, x.slice(), 40)));
+      assert.equal(pool.stats.calls - before.calls, 1);
+      assert.equal(pool.stats.windows - before.windows, 5);
+      batched.forEach((b, i) => {
+        assert.equal(b.length, 40 * 3);
+        for (let j = 0; j < b.length; j++) assert.ok(Math.abs(b[j]! - single[i]![j]!) <= 1e-6);
+      });
+      // Different window lengths are never mixed in one batch.
+      const before2 = pool.stats;
+      await Promise.all([pool.run(sp, randomFeatures(40, 1), 40), pool.run(sp, randomFeatures(41, 2), 41)]);
+      assert.equal(pool.stats.calls - before2.calls, 2);
+    } finally {
+      await pool.close();
+    }
+  });
+
+  it('spreads jobs over idle workers before batching', async () => {
+    const pool = new InferencePool({ size: 2 });
+    try {
+      const sp = reg.get('speech');
+      await Promise.all([pool.run(sp, randomFeatures(30, 1), 30), pool.run(sp, randomFeatures(30, 2), 30)]);
+      assert.deepEqual([pool.stats.calls, pool.stats.windows], [2, 2]);
+    } finally {
+      await pool.close();
+    }
+  });
+
+  it('transfers the input buffer to the worker instead of copying it', async () => {
+    const pool = new InferencePool({ size: 1 });
+    try {
+      const x = randomFeatures(10, 3);
+      const out = await pool.run(reg.get('speech'), x, 10);
+      assert.equal(x.length, 0, 'detached after transfer');
+      assert.equal(out.length, 30);
+    } finally {
+      await pool.close();
+    }
+  });
+
+  it('load() reports a corrupt model file by name; bad input and closed pools are rejected', async () => {
+    const dir = path.join(tmp, 'corrupt');
+    writePlaceholderModels(dir, [{ name: 'speech' }]);
+    const file = path.join(dir, 'speech', 'model.onnx');
+    fs.writeFileSync(file, Buffer.from('garbage'));
+    const bad = ModelRegistry.loadSync({ modelsDir: dir }).get('speech');
+    const pool = new InferencePool({ size: 1 });
+    await assert.rejects(pool.load([bad]), (e: Error & { code?: string }) => {
+      assert.equal(e.code, 'MODEL_LOAD_FAILED');
+      assert.ok(e.message.includes(file), e.message);
+      return true;
+    });
+    await assert.rejects(pool.run(bad, randomFeatures(2, 1), 2), { code: 'MODEL_LOAD_FAILED' });
+    await assert.rejects(pool.run(reg.get('speech'), new Float32Array(100), 1), { code: 'INVALID_ARGUMENT' });
+    await pool.close();
+    await assert.rejects(pool.run(reg.get('speech'), randomFeatures(1, 1), 1), { code: 'CLOSED' });
+  });
+});

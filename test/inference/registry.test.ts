@@ -1,0 +1,114 @@
+import { strict as assert } from 'node:assert';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { defaultModelsDir, ModelRegistry, packageRoot, writePlaceholderModels } from '../../src/inference';
+
+let tmp: string;
+before(() => {
+  tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'auris-registry-'));
+});
+after(() => fs.rmSync(tmp, { recursive: true, force: true }));
+
+/** A fresh models dir with the three placeholder models. */
+function modelsDir(name: string): string {
+  return writePlaceholderModels(path.join(tmp, name));
+}
+
+function expectLoadError(fn: () => unknown, file: string, re: RegExp): void {
+  assert.throws(fn, (e: Error & { code?: string }) => {
+    assert.equal(e.code, 'MODEL_LOAD_FAILED', e.message);
+    assert.ok(e.message.includes(file), `message names ${file}: ${e.message}`);
+    assert.match(e.message, re);
+    return true;
+  });
+}
+
+describe('model registry', () => {
+  it('loads every manifest and exposes name, version, raw keys, context, receptive field, placeholder flag', async () => {
+    const dir = modelsDir('ok');
+    fs.mkdirSync(path.join(dir, 'not-a-model')); // no manifest: ignored
+    const reg = await ModelRegistry.load({ modelsDir: dir });
+    assert.deepEqual(reg.names(), ['arousal', 'gender', 'speech']);
+    const sp = reg.get('speech');
+    assert.equal(sp.name, 'speech');
+    assert.equal(sp.version, '0.0.0-placeholder');
+    assert.equal(sp.placeholder, true);
+    assert.deepEqual(sp.rawKeys, ['music', 'other', 'speech']);
+    assert.deepEqual(sp.context, { leftSteps: 5, rightSteps: 3 });
+    assert.equal(sp.receptiveFieldMs, 9 * 64);
+    assert.equal(sp.modelPath, path.join(dir, 'speech', 'model.onnx'));
+    assert.deepEqual(reg.get('gender').rawKeys, ['female', 'male']);
+    assert.deepEqual(reg.rawKeys()['arousal'], ['high', 'low', 'neutral']);
+  });
+
+  it('unknown model names give UNKNOWN_MODEL listing the valid ones', () => {
+    const reg = ModelRegistry.loadSync({ modelsDir: modelsDir('unknown') });
+    assert.throws(() => reg.get('age'), { code: 'UNKNOWN_MODEL', message: 'unknown model: age; valid models: arousal, gender, speech' });
+    assert.throws(() => reg.resolve(['speech', 'age', 'mood']), { code: 'UNKNOWN_MODEL', message: /unknown models: age, mood/ });
+  });
+
+  it('a corrupt manifest fails loading, naming the file', () => {
+    const dir = modelsDir('badjson');
+    const file = path.join(dir, 'gender', 'manifest.json');
+    fs.writeFileSync(file, '{"name": "gender",');
+    expectLoadError(() => ModelRegistry.loadSync({ modelsDir: dir }), file, /invalid JSON/);
+  });
+
+  it('a missing model file fails loading, naming the file', () => {
+    const dir = modelsDir('missing');
+    const file = path.join(dir, 'arousal', 'model.onnx');
+    fs.rmSync(file);
+    expectLoadError(() => ModelRegistry.loadSync({ modelsDir: dir }), file, /model file missing/);
+  });
+
+  it('a corrupt ONNX file fails verified loading, naming the file', async () => {
+    const dir = modelsDir('badonnx');
+    const file = path.join(dir, 'speech', 'model.onnx');
+    fs.writeFileSync(file, 'this is not a protobuf');
+    ModelRegistry.loadSync({ modelsDir: dir }); // the manifest itself is fine
+    await assert.rejects(ModelRegistry.load({ modelsDir: dir }), (e: Error & { code?: string }) => {
+      assert.equal(e.code, 'MODEL_LOAD_FAILED');
+      assert.ok(e.message.startsWith(file), e.message);
+      return true;
+    });
+  });
+
+  it('validates manifest fields against the contract', () => {
+    const cases: [string, (m: Record<string, unknown>) => void, RegExp][] = [
+      ['rawkeys', (m) => (m['raw_keys'] = ['music', 'speech']), /raw_keys/],
+      ['name', (m) => (m['name'] = 'other'), /directory/],
+      ['context', (m) => (m['context'] = { left_steps: -1, right_steps: 2 }), /context/],
+      ['features', (m) => ((m['features'] as Record<string, unknown>)['n_mels'] = 40), /n_mels/],
+      ['version', (m) => delete m['version'], /version/],
+    ];
+    for (const [name, edit, re] of cases) {
+      const dir = modelsDir(`field-${name}`);
+      const file = path.join(dir, 'speech', 'manifest.json');
+      const m = JSON.parse(fs.readFileSync(file, 'utf8')) as Record<string, unknown>;
+      edit(m);
+      fs.writeFileSync(file, JSON.stringify(m));
+      expectLoadError(() => ModelRegistry.loadSync({ modelsDir: dir }), file, re);
+    }
+  });
+
+  it('a models dir that does not exist fails with its path', () => {
+    const dir = path.join(tmp, 'nope');
+    expectLoadError(() => ModelRegistry.loadSync({ modelsDir: dir }), dir, /cannot read the models directory/);
+  });
+
+  it('defaults to <package root>/models, overridable with AURIS_MODELS_DIR', () => {
+    const saved = process.env['AURIS_MODELS_DIR'];
+    try {
+      delete process.env['AURIS_MODELS_DIR'];
+      assert.equal(defaultModelsDir(), path.join(packageRoot(), 'models'));
+      assert.ok(fs.existsSync(path.join(packageRoot(), 'package.json')));
+      process.env['AURIS_MODELS_DIR'] = tmp;
+      assert.equal(defaultModelsDir(), tmp);
+    } finally {
+      if (saved === undefined) delete process.env['AURIS_MODELS_DIR'];
+      else process.env['AURIS_MODELS_DIR'] = saved;
+    }
+  });
+});
