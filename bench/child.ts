@@ -50,58 +50,6 @@ async function readAllFeatures(file: string): Promise<{ info: AudioInfo; channel
 
 type Args = Record<string, unknown>;
 
-interface NativeStages {
-  decodeAll(source: AudioSource, maxSeconds?: number): Promise<{ info: AudioInfo; samples: Float32Array }>;
-  resample(samples: Float32Array, inRate: number, chunkSize?: number): Float32Array;
-  computeFeatures(samples16k: Float32Array): { levels: Float32Array; features: Float32Array; steps: number };
-}
-
-/**
- * The addon's one-shot stage functions (decodeAll, resample, computeFeatures), straight from
- * the built binary: they are benchmark/test helpers, not part of src/audio's API.
- */
-function nativeStages(): NativeStages {
-  const addon = require(path.join(ROOT, 'build', 'Release', 'auris_native.node')) as Partial<NativeStages>;
-  if (typeof addon.decodeAll !== 'function' || typeof addon.resample !== 'function' || typeof addon.computeFeatures !== 'function') {
-    throw new Error('the addon does not export decodeAll / resample / computeFeatures');
-  }
-  return addon as NativeStages;
-}
-
-/** Per-stage front-end timings over a (<= 10 min) file: decode, resample, levels + log-mel. */
-async function stageTimings(file: string): Promise<Record<string, number>> {
-  const addon = nativeStages();
-  const dec = new Section();
-  const res = new Section();
-  const feat = new Section();
-  const { info, samples } = await dec.time(() => addon.decodeAll({ path: file }, 600));
-  const C = info.channels;
-  const frames = samples.length / C;
-  for (let c = 0; c < C; c++) {
-    const mono = new Float32Array(frames);
-    for (let i = 0; i < frames; i++) mono[i] = samples[i * C + c];
-    res.start();
-    const x16 = info.sampleRate === 16000 ? mono : addon.resample(mono, info.sampleRate, info.sampleRate * 30);
-    res.stop();
-    feat.start();
-    addon.computeFeatures(x16);
-    feat.stop();
-  }
-  const sec = frames / info.sampleRate;
-  return {
-    excerptSec: sec,
-    decodeWallSec: dec.wallSec,
-    decodeCpuSec: dec.cpuSec,
-    resampleWallSec: res.wallSec,
-    resampleCpuSec: res.cpuSec,
-    featuresWallSec: feat.wallSec,
-    featuresCpuSec: feat.cpuSec,
-    decodeXrt: sec / dec.wallSec,
-    resampleXrt: info.sampleRate === 16000 ? Infinity : sec / res.wallSec,
-    featuresXrt: sec / feat.wallSec,
-  };
-}
-
 const tasks: Record<string, (args: Args) => Promise<Record<string, unknown>>> = {
   /** Node + onnxruntime loaded, nothing run: the RSS floor of the other tasks. */
   async baseline() {
@@ -111,8 +59,8 @@ const tasks: Record<string, (args: Args) => Promise<Record<string, unknown>>> = 
 
   /**
    * The native front end alone: FileAnalyzer read loop (decode + resample + levels + log-mel)
-   * over every channel. If the addon reports its own stage timings (decode / resample /
-   * features), they are passed through.
+   * over every channel, with the loop's own per-stage wall times (FileAnalyzer.stats:
+   * decode / resample / features) when the addon keeps them.
    */
   async frontend(args) {
     const sec = new Section();
@@ -141,7 +89,13 @@ const tasks: Record<string, (args: Args) => Promise<Record<string, unknown>>> = 
       inferWallSec: sec.wallSec,
       inferCpuSec: sec.cpuSec,
     };
-    if (args.excerpt) result.stages = await stageTimings(String(args.excerpt));
+    // The read loop's own per-stage wall times, when the addon keeps them.
+    try {
+      const st = (fa as unknown as { stats?: unknown }).stats;
+      if (st !== undefined) result.loopStages = st;
+    } catch {
+      /* not supported by this addon build */
+    }
     return result;
   },
 

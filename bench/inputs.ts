@@ -23,15 +23,7 @@ export interface BenchInput {
   /** Audio seconds the service analyses: duration x channels. */
   channelSec: number;
   bytes: number;
-  /**
-   * The first (up to) 5 minutes of the file in the same format (MP3: stream copy), for the
-   * per-stage front-end timings (the addon's one-shot decodeAll() is limited to 10 minutes).
-   */
-  excerpt: string;
-  excerptSec: number;
 }
-
-const EXCERPT_SEC = 300;
 
 const TEXT_A =
   'The committee met on Tuesday morning to discuss the budget for the coming year. ' +
@@ -207,14 +199,6 @@ export function ensureInputs(outDir: string, quick: boolean, log: (msg: string) 
     ['mp3', mp3Path, `${mp3Min} min, 44.1 kHz stereo 128 kbit/s MP3`],
   ] as const) {
     const info = probe(p);
-    let excerpt = p;
-    if (info.durationSec > EXCERPT_SEC + 1) {
-      excerpt = p.replace(/\.(\w+)$/, `.first${EXCERPT_SEC}s.$1`);
-      if (!fs.existsSync(excerpt)) {
-        if (id === 'mp3') run('ffmpeg', ['-v', 'error', '-i', p, '-t', String(EXCERPT_SEC), '-c', 'copy', '-y', excerpt]);
-        else run('sox', ['-V1', p, excerpt, 'trim', '0', String(EXCERPT_SEC)]);
-      }
-    }
     inputs.push({
       id,
       path: p,
@@ -222,8 +206,6 @@ export function ensureInputs(outDir: string, quick: boolean, log: (msg: string) 
       ...info,
       channelSec: info.durationSec * info.channels,
       bytes: fs.statSync(p).size,
-      excerpt,
-      excerptSec: probe(excerpt).durationSec,
     });
   }
   return inputs;
