@@ -1,0 +1,156 @@
+/**
+ * `auris analyze <file> --models speech,arousal,gender [options]`: analyses one file and
+ * prints SPEC.md's results envelope (JSON) on stdout, or writes it to --out.
+ */
+import { randomUUID } from 'node:crypto';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { parseArgs } from 'node:util';
+import type { AudioSource } from '../audio/types';
+import { AurisError } from '../analysis/errors';
+import { DEFAULT_VOLUME_THRESHOLD_DB, parseChannel, parseOutputPeriod, parseVolumeThreshold } from '../analysis/options';
+import { buildEnvelope } from '../analysis/postprocess';
+import { InferenceEngine } from '../inference/engine';
+import { analyzeFile } from '../pipeline/analyze-file';
+import { formatError, joinNegativeValues, ProgressBar } from './util';
+
+export const summary = 'analyse an audio file, print the results JSON';
+
+const HELP = `usage: auris analyze <file|-> --models <list> [options]
+
+Analyses one audio file (WAV, FLAC, MP3; '-' reads stdin) and prints the results
+envelope JSON on stdout.
+
+options:
+  --models <list>           comma-separated model names (required), e.g. speech,arousal,gender
+  --output-period <ms>      time-step length, a positive multiple of 64 (default 1024)
+  --channel <n>             analyse only channel n (0-based; default: every channel)
+  --summary                 add per-model summaries (include_summary)
+  --transitions             add per-model transitions (include_transitions)
+  --raw                     add raw class probabilities (include_raw_values)
+  --volume-threshold <dB>   silence gate in dBFS, -120..0 (default ${DEFAULT_VOLUME_THRESHOLD_DB})
+  --out <file>              write the JSON there instead of stdout
+  --pretty                  indent the JSON
+  --job-id <id>             job_id of the envelope (default cli-<uuid>)
+  --models-dir <dir>        models directory (default $AURIS_MODELS_DIR or <package>/models)
+  --threads <n>             inference worker threads (default: CPU count)
+  --max-duration <s>        reject longer files (seconds, all channels together)
+  -h, --help                this help
+
+exit status: 0 ok, 1 analysis error (message and code on stderr), 2 usage error.`;
+
+const VALUE_OPTIONS = [
+  '--models',
+  '--output-period',
+  '--channel',
+  '--volume-threshold',
+  '--out',
+  '--job-id',
+  '--models-dir',
+  '--threads',
+  '--max-duration',
+];
+
+function positiveInt(name: string, v: string): number {
+  const n = Number(v);
+  if (!/^\d+$/.test(v.trim()) || !Number.isInteger(n) || n < 1) {
+    throw new AurisError('INVALID_ARGUMENT', `${name} must be a positive integer, got ${JSON.stringify(v)}`);
+  }
+  return n;
+}
+
+async function readStdin(): Promise<Buffer> {
+  const parts: Buffer[] = [];
+  for await (const c of process.stdin) parts.push(c as Buffer);
+  return Buffer.concat(parts);
+}
+
+export async function run(argv: string[]): Promise<number> {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: joinNegativeValues(argv, VALUE_OPTIONS),
+      allowPositionals: true,
+      strict: true,
+      options: {
+        models: { type: 'string' },
+        'output-period': { type: 'string', default: '1024' },
+        channel: { type: 'string' },
+        summary: { type: 'boolean', default: false },
+        transitions: { type: 'boolean', default: false },
+        raw: { type: 'boolean', default: false },
+        'volume-threshold': { type: 'string' },
+        out: { type: 'string' },
+        pretty: { type: 'boolean', default: false },
+        'job-id': { type: 'string' },
+        'models-dir': { type: 'string' },
+        threads: { type: 'string' },
+        'max-duration': { type: 'string' },
+        help: { type: 'boolean', short: 'h', default: false },
+      },
+    });
+  } catch (e) {
+    process.stderr.write(`auris analyze: ${(e as Error).message}\n\n${HELP}\n`);
+    return 2;
+  }
+  const { values, positionals } = parsed;
+  if (values.help) {
+    process.stdout.write(HELP + '\n');
+    return 0;
+  }
+  if (positionals.length !== 1 || values.models === undefined) {
+    process.stderr.write(
+      `auris analyze: ${positionals.length === 0 ? 'missing <file>' : positionals.length > 1 ? `one file at a time, got ${positionals.length}` : 'missing --models'}\n\n${HELP}\n`,
+    );
+    return 2;
+  }
+
+  let engine: InferenceEngine | undefined;
+  const bar = new ProgressBar(`analyzing ${path.basename(positionals[0]!)}`);
+  try {
+    // Parameter errors first, before any model or file is opened.
+    const outputPeriodMs = parseOutputPeriod(values['output-period']!);
+    const channel = parseChannel(values.channel);
+    const volumeThreshold = parseVolumeThreshold(values['volume-threshold']);
+    const threads = values.threads !== undefined ? positiveInt('--threads', values.threads) : undefined;
+    const maxDurationSec = values['max-duration'] !== undefined ? Number(values['max-duration']) : undefined;
+    if (maxDurationSec !== undefined && !(maxDurationSec > 0)) {
+      throw new AurisError('INVALID_ARGUMENT', `--max-duration must be a positive number of seconds`);
+    }
+
+    const file = positionals[0]!;
+    const source: AudioSource = file === '-' ? { buffer: await readStdin() } : { path: path.resolve(file) };
+
+    const engineOptions: { modelsDir?: string; size?: number } = {};
+    if (values['models-dir'] !== undefined) engineOptions.modelsDir = path.resolve(values['models-dir']);
+    if (threads !== undefined) engineOptions.size = threads;
+    engine = await InferenceEngine.create(engineOptions);
+
+    const result = await analyzeFile(
+      source,
+      {
+        models: values.models,
+        outputPeriodMs,
+        channel: channel ?? null,
+        includeSummary: values.summary === true,
+        includeTransitions: values.transitions === true,
+        includeRaw: values.raw === true,
+        volumeThreshold,
+        ...(maxDurationSec !== undefined ? { maxDurationSec } : {}),
+      },
+      { engine, onProgress: (f) => bar.update(f) },
+    );
+    bar.done();
+    const envelope = buildEnvelope(values['job-id'] ?? `cli-${randomUUID()}`, result.channels);
+    const json = JSON.stringify(envelope, null, values.pretty ? 2 : undefined) + '\n';
+    if (values.out !== undefined) fs.writeFileSync(values.out, json);
+    else process.stdout.write(json);
+    return 0;
+  } catch (e) {
+    bar.done();
+    process.stderr.write(formatError(e) + '\n');
+    return 1;
+  } finally {
+    await engine?.close();
+  }
+}

@@ -1,0 +1,56 @@
+/** Helpers shared by the CLI subcommands. */
+import { errorCode } from '../analysis/errors';
+
+/** "auris: error [CODE]: message" (CODE when the error carries one). */
+export function formatError(e: unknown): string {
+  const code = errorCode(e);
+  const msg = e instanceof Error ? e.message : String(e);
+  return `auris: error${code ? ` [${code}]` : ''}: ${msg}`;
+}
+
+/**
+ * util.parseArgs refuses `--opt -60` (a value starting with '-'). For the given value
+ * options, rewrite `--opt <negative number>` to `--opt=<negative number>`.
+ */
+export function joinNegativeValues(argv: readonly string[], valueOptions: readonly string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    const next = argv[i + 1];
+    if (valueOptions.includes(a) && next !== undefined && /^-\d*\.?\d+(e[-+]?\d+)?$/i.test(next)) {
+      out.push(`${a}=${next}`);
+      i++;
+    } else out.push(a);
+  }
+  return out;
+}
+
+/** A progress bar on stderr, drawn only when stderr is a TTY. */
+export class ProgressBar {
+  private readonly enabled: boolean;
+  private last = '';
+
+  constructor(private readonly label: string, stream: NodeJS.WriteStream = process.stderr) {
+    this.stream = stream;
+    this.enabled = stream.isTTY === true;
+  }
+
+  private readonly stream: NodeJS.WriteStream;
+
+  update(fraction: number): void {
+    if (!this.enabled) return;
+    const width = 30;
+    const f = Math.max(0, Math.min(1, fraction));
+    const filled = Math.round(f * width);
+    const line = `${this.label} [${'#'.repeat(filled)}${'-'.repeat(width - filled)}] ${String(Math.floor(f * 100)).padStart(3)}%`;
+    if (line !== this.last) {
+      this.stream.write(`\r${line}`);
+      this.last = line;
+    }
+  }
+
+  done(): void {
+    if (this.enabled && this.last) this.stream.write('\r\x1b[K');
+    this.last = '';
+  }
+}
