@@ -1,0 +1,67 @@
+/**
+ * The trained models in models/ (committed by the training side): they load and validate,
+ * and windowed runs equal a whole-signal run (this checks each manifest's context claim
+ * against the runner). Fails until all three models are committed, by design.
+ */
+import { strict as assert } from 'node:assert';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { FLOATS_PER_STEP, InferenceEngine, packageRoot, WindowedRunner } from '../../src/inference';
+import { seededRandom } from '../../src/inference/placeholder';
+
+const MODELS_DIR = path.join(packageRoot(), 'models');
+const NAMES = ['speech', 'arousal', 'gender'];
+const RAW_KEYS: Record<string, string[]> = { speech: ['music', 'other', 'speech'], arousal: ['high', 'low', 'neutral'], gender: ['female', 'male'] };
+
+/** Smooth, log-mel-like random features. */
+function features(steps: number, seed: number): Float32Array {
+  const r = seededRandom(seed);
+  const out = new Float32Array(steps * FLOATS_PER_STEP);
+  let level = -6;
+  for (let f = 0; f < steps * 4; f++) {
+    level = Math.max(-18, Math.min(4, level + r() * 1.5));
+    for (let m = 0; m < 64; m++) out[f * 64 + m] = level - m * 0.05 + r();
+  }
+  return out;
+}
+
+describe('real models (models/)', () => {
+  let engine: InferenceEngine | undefined;
+  before(async () => {
+    const present = NAMES.filter((n) => fs.existsSync(path.join(MODELS_DIR, n, 'manifest.json')));
+    if (present.length > 0) engine = await InferenceEngine.create({ modelsDir: MODELS_DIR, size: 1 });
+  });
+  after(async () => engine?.close());
+
+  for (const name of NAMES) {
+    it(`${name}: valid manifest and ONNX, windowed output equals the whole-signal run`, async () => {
+      assert.ok(engine?.registry.has(name), `model ${name} is not in ${MODELS_DIR} yet (expected until it is committed)`);
+      const model = engine!.model(name);
+      assert.equal(model.placeholder, false);
+      assert.deepEqual([...model.rawKeys].sort(), RAW_KEYS[name]);
+      const steps = 400;
+      const x = features(steps, 11);
+      const whole = await engine!.infer(model, x.slice(), steps);
+      const C = model.rawKeys.length;
+      for (const windowSteps of [64, 5]) {
+        const out = new Float32Array(steps * C);
+        const runner = new WindowedRunner({
+          model,
+          infer: (f, n) => engine!.infer(model, f, n),
+          onOutput: (start, probs) => out.set(probs, start * C),
+          windowSteps,
+          minWindowSteps: windowSteps === 5 ? 1 : windowSteps,
+        });
+        for (let s = 0; s < steps; s += 30) {
+          const n = Math.min(30, steps - s);
+          await runner.push(x.subarray(s * FLOATS_PER_STEP, (s + n) * FLOATS_PER_STEP), n);
+        }
+        await runner.end();
+        let maxDiff = 0;
+        for (let i = 0; i < out.length; i++) maxDiff = Math.max(maxDiff, Math.abs(out[i]! - whole[i]!));
+        assert.ok(maxDiff <= 1e-5, `${name}, window ${windowSteps}: max difference ${maxDiff} (context in manifest too small?)`);
+      }
+    });
+  }
+});
