@@ -100,7 +100,6 @@ export interface StepDecision {
  */
 export class StepDecider {
   readonly policies: ModelPolicy[];
-  private readonly speechPolicy: ModelPolicy | undefined;
   private readonly speechIndex: number;
   private readonly needSpeech: boolean;
 
@@ -119,10 +118,8 @@ export class StepDecider {
       if (!speechKeys) throw new AurisError('INVALID_ARGUMENT', 'speech-gated models need the speech model raw keys');
       this.speechIndex = speechKeys.indexOf(SPEECH_LABEL);
       if (this.speechIndex < 0) throw new AurisError('INVALID_ARGUMENT', `speech model has no "${SPEECH_LABEL}" class`);
-      this.speechPolicy = policyFor(SPEECH_MODEL, speechKeys);
     } else {
       this.speechIndex = -1;
-      this.speechPolicy = undefined;
     }
   }
 
@@ -162,11 +159,6 @@ export class StepDecider {
       }
       return { result: policy.rawKeys[k]!, confidence: conf };
     });
-  }
-
-  /** The speech policy used for gating (undefined when nothing is gated). */
-  get gatingPolicy(): ModelPolicy | undefined {
-    return this.speechPolicy;
   }
 }
 

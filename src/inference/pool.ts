@@ -199,7 +199,7 @@ export class InferencePool {
       for (const j of this.queue.splice(0)) j.reject(e as Error);
       return;
     }
-    let idle = this.workers.filter((w) => !w.busy && !w.dead);
+    const idle = this.workers.filter((w) => !w.busy && !w.dead);
     while (idle.length > 0 && this.queue.length > 0) {
       const head = this.queue[0]!;
       const same = this.queue.filter((j) => j.key === head.key);
@@ -211,7 +211,6 @@ export class InferencePool {
       const worker = idle.shift()!;
       void this.runBatch(worker, batch);
     }
-    idle = [];
   }
 
   private async runBatch(worker: PoolWorker, batch: Job[]): Promise<void> {

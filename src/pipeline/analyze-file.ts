@@ -162,7 +162,15 @@ export async function analyzeFile(source: AudioSource, options: AnalyzeFileOptio
   if (options.chunkSeconds !== undefined) openOptions.chunkSeconds = options.chunkSeconds;
   if (options.maxDurationSec !== undefined) openOptions.maxDurationSec = options.maxDurationSec;
   const open = hooks.open ?? defaultOpen();
-  const analyzer: FileAnalyzerLike = await abortable(Promise.resolve(open(source, openOptions)), signal);
+  const opening = Promise.resolve().then(() => open(source, openOptions));
+  let analyzer: FileAnalyzerLike;
+  try {
+    analyzer = await abortable(opening, signal);
+  } catch (e) {
+    // Cancelled while opening: close the decoder once it is open.
+    opening.then((a) => a.close(), () => undefined);
+    throw e;
+  }
   try {
     const info = analyzer.info;
     hooks.onInfo?.(info);
