@@ -102,6 +102,7 @@ export class StepDecider {
   readonly policies: ModelPolicy[];
   private readonly speechIndex: number;
   private readonly needSpeech: boolean;
+  private readonly _inputModels: readonly string[];
 
   constructor(readonly options: PostProcessOptions) {
     if (options.models.length === 0) throw new AurisError('INVALID_ARGUMENT', 'no models to report');
@@ -113,6 +114,9 @@ export class StepDecider {
       return policyFor(name, keys, overrides);
     });
     this.needSpeech = this.policies.some((p) => p.speechGated);
+    const names = this.policies.map((p) => p.name);
+    if (this.needSpeech && !names.includes(SPEECH_MODEL)) names.push(SPEECH_MODEL);
+    this._inputModels = names;
     const speechKeys = options.rawKeys[SPEECH_MODEL];
     if (this.needSpeech) {
       if (!speechKeys) throw new AurisError('INVALID_ARGUMENT', 'speech-gated models need the speech model raw keys');
@@ -123,11 +127,65 @@ export class StepDecider {
     }
   }
 
+  /**
+   * Averages 64 ms steps [from, to) into one output step: probabilities of every input model
+   * and the level, each step weighted by its real duration `durationOf(s)` (ms).
+   */
+  aggregate(
+    levels: ArrayLike<number>,
+    probs: Readonly<Record<string, ArrayLike<number>>>,
+    from: number,
+    to: number,
+    durationOf: (s: number) => number = () => STEP_MS,
+  ): { levelDb: number; avg: Record<string, Float64Array>; spanMs: number } {
+    const avg: Record<string, Float64Array> = {};
+    let span = 0;
+    for (let s = from; s < to; s++) span += durationOf(s);
+    for (const name of this.inputModels) {
+      const C = this.options.rawKeys[name]!.length;
+      const p = probs[name];
+      if (!p) throw new AurisError('INVALID_ARGUMENT', `missing probabilities for model ${name}`);
+      const a = new Float64Array(C);
+      for (let s = from; s < to; s++) {
+        const w = durationOf(s);
+        for (let j = 0; j < C; j++) a[j]! += w * p[s * C + j]!;
+      }
+      for (let j = 0; j < C; j++) a[j]! /= span;
+      avg[name] = a;
+    }
+    return { levelDb: stepLevelDb(levels, from, to, durationOf), avg, spanMs: span };
+  }
+
+  /**
+   * One time-step result (SPEC shape, rounded) plus the unrounded decisions, from an output
+   * step's level and averaged probabilities (see aggregate()). Streaming uses this per step.
+   */
+  timeStep(
+    timestampMs: number,
+    levelDb: number,
+    avgProbs: Readonly<Record<string, ArrayLike<number>>>,
+    includeRaw: boolean,
+  ): { step: TimeStepResult; decisions: StepDecision[] } {
+    const decisions = this.decide(levelDb, avgProbs);
+    const results: Record<string, ModelResult> = {};
+    decisions.forEach((dec, m) => (results[this.policies[m]!.name] = { result: dec.result, confidence: round(dec.confidence) }));
+    const step: TimeStepResult = { timestamp: timestampMs, results };
+    if (includeRaw) {
+      const raw: Record<string, Record<string, number>> = {};
+      for (const policy of this.policies) {
+        const a = avgProbs[policy.name]!;
+        const r: Record<string, number> = {};
+        policy.rawKeys.forEach((key, j) => (r[key] = round(a[j]!)));
+        raw[policy.name] = r;
+      }
+      step.raw = raw;
+    }
+    return { step, decisions };
+  }
+
   /** Models whose probabilities decide() needs (reported models plus speech when gating). */
-  get inputModels(): string[] {
-    const names = this.policies.map((p) => p.name);
-    if (this.needSpeech && !names.includes(SPEECH_MODEL)) names.push(SPEECH_MODEL);
-    return names;
+  get inputModels(): readonly string[] {
+    return this._inputModels;
   }
 
   /**
@@ -230,14 +288,11 @@ export function buildChannelResult(input: ChannelSteps, options: PostProcessOpti
   }
   if (input.levels.length < steps) throw new AurisError('INVALID_ARGUMENT', 'levels shorter than steps');
   const decider = new StepDecider(options);
-  const inputModels = decider.inputModels;
-  const width: Record<string, number> = {};
-  for (const name of inputModels) {
+  for (const name of decider.inputModels) {
     const keys = options.rawKeys[name]!;
     const p = input.probs[name];
     if (!p) throw new AurisError('INVALID_ARGUMENT', `missing probabilities for model ${name}`);
     if (p.length < steps * keys.length) throw new AurisError('INVALID_ARGUMENT', `probabilities of ${name} shorter than steps`);
-    width[name] = keys.length;
   }
 
   const durationMs = effectiveDurationMs(steps, input.durationMs);
@@ -253,48 +308,16 @@ export function buildChannelResult(input: ChannelSteps, options: PostProcessOpti
   const labels: string[][] = policies.map(() => new Array<string>(outSteps));
   const confs: Float64Array[] = policies.map(() => new Float64Array(outSteps));
   const spans = new Float64Array(outSteps);
-  const avg: Record<string, Float64Array> = {};
-  for (const name of inputModels) avg[name] = new Float64Array(width[name]!);
 
   for (let k = 0; k < outSteps; k++) {
     const from = k * per;
-    const to = Math.min(steps, from + per);
-    let d = 0;
-    for (const name of inputModels) avg[name]!.fill(0);
-    for (let s = from; s < to; s++) {
-      const w = dur(s);
-      d += w;
-      for (const name of inputModels) {
-        const c = width[name]!;
-        const a = avg[name]!;
-        const p = input.probs[name]!;
-        for (let j = 0; j < c; j++) a[j]! += w * p[s * c + j]!;
-      }
-    }
-    for (const name of inputModels) {
-      const a = avg[name]!;
-      for (let j = 0; j < a.length; j++) a[j]! /= d;
-    }
-    spans[k] = d;
-    const level = stepLevelDb(input.levels, from, to, dur);
-    const decisions = decider.decide(level, avg);
-    const results: Record<string, ModelResult> = {};
+    const agg = decider.aggregate(input.levels, input.probs, from, Math.min(steps, from + per), dur);
+    spans[k] = agg.spanMs;
+    const { step, decisions } = decider.timeStep(k * options.outputPeriodMs, agg.levelDb, agg.avg, includeRaw);
     decisions.forEach((dec, m) => {
-      results[policies[m]!.name] = { result: dec.result, confidence: round(dec.confidence) };
       labels[m]![k] = dec.result;
       confs[m]![k] = dec.confidence;
     });
-    const step: TimeStepResult = { timestamp: k * options.outputPeriodMs, results };
-    if (includeRaw) {
-      const raw: Record<string, Record<string, number>> = {};
-      for (const policy of policies) {
-        const a = avg[policy.name]!;
-        const r: Record<string, number> = {};
-        policy.rawKeys.forEach((key, j) => (r[key] = round(a[j]!)));
-        raw[policy.name] = r;
-      }
-      step.raw = raw;
-    }
     timeSeries[k] = step;
   }
 
