@@ -9,7 +9,7 @@ import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { AudioInfo, FeatureChunk, OpenOptions } from '../../src/audio/types';
 import { buildChannelResult, modelsToRun } from '../../src/analysis';
-import { FLOATS_PER_STEP, InferenceEngine, writePlaceholderModels } from '../../src/inference';
+import { closeSharedEngines, FLOATS_PER_STEP, InferenceEngine, sharedEngine, writePlaceholderModels } from '../../src/inference';
 import { seededRandom } from '../../src/inference/placeholder';
 import { analyzeFile, FileAnalyzerLike, OpenFileAnalyzer } from '../../src/pipeline';
 
@@ -205,6 +205,17 @@ describe('analyzeFile (synthetic decoder, placeholder models)', () => {
     await assert.rejects(p, { code: 'ABORTED' });
     assert.equal(state.closed, 1);
     assert.ok(state.reads < 100, `stopped early (${state.reads} reads)`);
+  });
+
+  it('without an engine, uses the shared engine of options.modelsDir (as the job worker does)', async () => {
+    const { open } = fakeOpen([fakeChannel(30, 6, loud)]);
+    try {
+      const res = await analyzeFile(source, { models: ['speech'], outputPeriodMs: 64, modelsDir: tmp }, { open });
+      assert.equal(res.channels['0']!.time_series.length, 30);
+      assert.equal(await sharedEngine({ modelsDir: tmp }), await sharedEngine({ modelsDir: tmp }));
+    } finally {
+      await closeSharedEngines();
+    }
   });
 
   it('decoder errors pass through with their code', async () => {
