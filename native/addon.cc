@@ -300,7 +300,7 @@ class AnalyzerWrap final : public Napi::ObjectWrap<AnalyzerWrap> {
   static Napi::Function Init(Napi::Env env) {
     return DefineClass(env, "Analyzer",
                        {InstanceMethod<&AnalyzerWrap::Open>("open"), InstanceMethod<&AnalyzerWrap::Read>("read"),
-                        InstanceMethod<&AnalyzerWrap::Close>("close")});
+                        InstanceMethod<&AnalyzerWrap::Close>("close"), InstanceMethod<&AnalyzerWrap::Stats>("stats")});
   }
 
   AnalyzerWrap(const Napi::CallbackInfo& info) : Napi::ObjectWrap<AnalyzerWrap>(info) {
@@ -323,6 +323,7 @@ class AnalyzerWrap final : public Napi::ObjectWrap<AnalyzerWrap> {
     if (closed_) release();
   }
   void setFailure(const Failure& f) { failure_ = f; }
+  void setStats(const FrontendStats& s) { stats_ = s; }
 
  private:
   class OpenWorker;
@@ -339,8 +340,19 @@ class AnalyzerWrap final : public Napi::ObjectWrap<AnalyzerWrap> {
     core_.reset();
     source_.release();
   }
+  // Stage timings, as of the last completed read (never touches the core while it works).
+  Napi::Value Stats(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("decodeSec", Napi::Number::New(env, stats_.decodeSec));
+    o.Set("resampleSec", Napi::Number::New(env, stats_.resampleSec));
+    o.Set("featuresSec", Napi::Number::New(env, stats_.featuresSec));
+    o.Set("framesDecoded", Napi::Number::New(env, static_cast<double>(stats_.framesDecoded)));
+    return o;
+  }
 
   SourceSpec source_;
+  FrontendStats stats_;
   AnalyzerOptions options_;
   std::shared_ptr<FileAnalyzer> core_;
   std::optional<Failure> failure_;
@@ -392,24 +404,24 @@ class AnalyzerWrap::ReadWorker final : public PromiseWorker {
       : PromiseWorker(env, "auris.read"), wrap_(wrap), self_(Napi::Persistent(wrap->Value())), core_(wrap->core_) {}
 
  protected:
-  void run() override { more_ = core_->next(out_, startStep_); }
+  void run() override { more_ = core_->next(startStep_); }
   void settle(const std::optional<Failure>& failure) override {
     if (failure) wrap_->setFailure(*failure);
-    channels_ = core_->channels();
-    core_.reset();
+    wrap_->setStats(core_->stats());
     wrap_->workerDone();
   }
+  // Runs right after settle() in the same JS turn: nothing can start another read in between,
+  // so the core's output buffers are read without a copy of the vectors.
   Napi::Value result(Napi::Env env) override {
+    std::shared_ptr<FileAnalyzer> core = std::move(core_);
     if (!more_) return env.Null();
-    return chunkArray(env, channels_, startStep_, out_);
+    return chunkArray(env, core->channels(), startStep_, core->output());
   }
 
  private:
   AnalyzerWrap* wrap_;
   Napi::ObjectReference self_;
   std::shared_ptr<FileAnalyzer> core_;
-  std::vector<StepOutput> out_;
-  std::vector<int> channels_;
   int64_t startStep_ = 0;
   bool more_ = false;
 };

@@ -1,23 +1,39 @@
 #include "fft.h"
 
 #include <cmath>
+#include <cstdlib>
+#include <new>
 
 #include "errors.h"
 
 namespace auris {
 
-RealFft::RealFft(size_t n) : n_(n), half_(n / 2) {
+void V4Array::allocate(size_t n) {
+  std::free(p_);
+  p_ = static_cast<v4d*>(std::aligned_alloc(32, (n ? n : 1) * sizeof(v4d)));
+  if (!p_) throw std::bad_alloc();
+  for (size_t i = 0; i < n; ++i) p_[i] = v4d{0, 0, 0, 0};
+}
+
+V4Array::~V4Array() { std::free(p_); }
+
+RealFft4::RealFft4(size_t n)
+    : n_(n), half_(n / 2), re_(n / 2), im_(n / 2), twRe_(n / 2), twIm_(n / 2), splitRe_(n / 2 + 1), splitIm_(n / 2 + 1) {
   if (n < 8 || (n & (n - 1)) != 0) fail(ErrorCode::InvalidArgument, "FFT size must be a power of two >= 8");
-  z_.resize(half_);
-  twiddle_.resize(half_ / 2);
-  for (size_t k = 0; k < half_ / 2; ++k) {
-    const double a = -2.0 * M_PI * static_cast<double>(k) / static_cast<double>(half_);
-    twiddle_[k] = {std::cos(a), std::sin(a)};
+  // Twiddles of the stage that combines blocks of half-length h: exp(-2 pi i k / (2h)), k < h.
+  for (size_t h = 1; h < half_; h <<= 1) {
+    for (size_t k = 0; k < h; ++k) {
+      const double a = -M_PI * static_cast<double>(k) / static_cast<double>(h);
+      const double c = std::cos(a), s = std::sin(a);
+      twRe_[h - 1 + k] = v4d{c, c, c, c};
+      twIm_[h - 1 + k] = v4d{s, s, s, s};
+    }
   }
-  split_.resize(half_ + 1);
   for (size_t k = 0; k <= half_; ++k) {
     const double a = -2.0 * M_PI * static_cast<double>(k) / static_cast<double>(n_);
-    split_[k] = {std::cos(a), std::sin(a)};
+    const double c = std::cos(a), s = std::sin(a);
+    splitRe_[k] = v4d{c, c, c, c};
+    splitIm_[k] = v4d{s, s, s, s};
   }
   unsigned bits = 0;
   while ((size_t(1) << bits) < half_) ++bits;
@@ -30,68 +46,83 @@ RealFft::RealFft(size_t n) : n_(n), half_(n / 2) {
   }
 }
 
-void RealFft::complexFft() {
-  std::complex<double>* z = z_.data();
+__attribute__((target_clones("avx2", "default")))
+void RealFft4::power(const float* const x[4], const double* window, double* P) {
+  // (the avx2 clone is chosen at load time on CPUs that have it; -ffp-contract=off keeps
+  // both clones bit-identical: no fused multiply-add)
+  v4d* __restrict re = re_.data();
+  v4d* __restrict im = im_.data();
   const size_t n = half_;
+
+  // Windowed load, packed (even -> real, odd -> imaginary), in bit-reversed order.
   for (size_t i = 0; i < n; ++i) {
+    const double w0 = window[2 * i], w1 = window[2 * i + 1];
     const size_t j = bitrev_[i];
-    if (i < j) std::swap(z[i], z[j]);
+    re[j] = v4d{w0 * x[0][2 * i], w0 * x[1][2 * i], w0 * x[2][2 * i], w0 * x[3][2 * i]};
+    im[j] = v4d{w1 * x[0][2 * i + 1], w1 * x[1][2 * i + 1], w1 * x[2][2 * i + 1], w1 * x[3][2 * i + 1]};
   }
-  // First stage (len 2) without multiplications.
+
+  // Stage h = 1 (twiddle 1) and h = 2 (twiddles 1, -i) without multiplications.
   for (size_t i = 0; i < n; i += 2) {
-    const std::complex<double> a = z[i], b = z[i + 1];
-    z[i] = a + b;
-    z[i + 1] = a - b;
+    const v4d ar = re[i], ai = im[i], br = re[i + 1], bi = im[i + 1];
+    re[i] = ar + br;
+    im[i] = ai + bi;
+    re[i + 1] = ar - br;
+    im[i + 1] = ai - bi;
   }
-  for (size_t len = 4; len <= n; len <<= 1) {
-    const size_t halfLen = len >> 1, stride = n / len;
-    for (size_t i = 0; i < n; i += len) {
-      for (size_t k = 0; k < halfLen; ++k) {
-        const std::complex<double> w = twiddle_[k * stride];
-        const std::complex<double> a = z[i + k];
-        const std::complex<double> b = z[i + k + halfLen];
-        // b * w written out: std::complex operator* checks for NaN/inf (slow path).
-        const double br = b.real() * w.real() - b.imag() * w.imag();
-        const double bi = b.real() * w.imag() + b.imag() * w.real();
-        z[i + k] = {a.real() + br, a.imag() + bi};
-        z[i + k + halfLen] = {a.real() - br, a.imag() - bi};
+  for (size_t i = 0; i < n; i += 4) {
+    v4d ar = re[i], ai = im[i], br = re[i + 2], bi = im[i + 2];
+    re[i] = ar + br;
+    im[i] = ai + bi;
+    re[i + 2] = ar - br;
+    im[i + 2] = ai - bi;
+    // b * (-i) = (b.im, -b.re)
+    ar = re[i + 1];
+    ai = im[i + 1];
+    br = im[i + 3];
+    bi = -re[i + 3];
+    re[i + 1] = ar + br;
+    im[i + 1] = ai + bi;
+    re[i + 3] = ar - br;
+    im[i + 3] = ai - bi;
+  }
+  for (size_t h = 4; h < n; h <<= 1) {
+    const v4d* wr = twRe_.data() + h - 1;
+    const v4d* wi = twIm_.data() + h - 1;
+    for (size_t i = 0; i < n; i += 2 * h) {
+      v4d* __restrict ar = re + i;
+      v4d* __restrict ai = im + i;
+      v4d* __restrict br = re + i + h;
+      v4d* __restrict bi = im + i + h;
+      for (size_t k = 0; k < h; ++k) {
+        const v4d c = wr[k], s = wi[k];
+        const v4d tr = br[k] * c - bi[k] * s;
+        const v4d ti = br[k] * s + bi[k] * c;
+        const v4d xr = ar[k], xi = ai[k];
+        ar[k] = xr + tr;
+        ai[k] = xi + ti;
+        br[k] = xr - tr;
+        bi[k] = xi - ti;
       }
     }
   }
-}
 
-void RealFft::spectrum(const double* x, std::complex<double>* X) {
-  for (size_t i = 0; i < half_; ++i) z_[i] = {x[2 * i], x[2 * i + 1]};
-  complexFft();
-  const std::complex<double>* Z = z_.data();
-  X[0] = {Z[0].real() + Z[0].imag(), 0.0};
-  X[half_] = {Z[0].real() - Z[0].imag(), 0.0};
-  for (size_t k = 1; k < half_; ++k) {
-    const std::complex<double> a = Z[k], b = std::conj(Z[half_ - k]);
-    // even part E = (a + b) / 2, odd part O = (a - b) / (2i), X = E + W^k O
-    const double er = 0.5 * (a.real() + b.real()), ei = 0.5 * (a.imag() + b.imag());
-    const double dr = a.real() - b.real(), di = a.imag() - b.imag();
-    const double orr = 0.5 * di, oi = -0.5 * dr;
-    const std::complex<double> w = split_[k];
-    X[k] = {er + orr * w.real() - oi * w.imag(), ei + orr * w.imag() + oi * w.real()};
+  // Split: X[k] = E[k] + W^k O[k], E = (Z[k] + conj Z[n-k]) / 2, O = (Z[k] - conj Z[n-k]) / 2i.
+  {
+    const v4d r0 = re[0] + im[0], rn = re[0] - im[0];
+    const v4d p0 = r0 * r0, pn = rn * rn;
+    __builtin_memcpy(P, &p0, sizeof p0);
+    __builtin_memcpy(P + 4 * n, &pn, sizeof pn);
   }
-}
-
-void RealFft::power(const double* x, double* P) {
-  for (size_t i = 0; i < half_; ++i) z_[i] = {x[2 * i], x[2 * i + 1]};
-  complexFft();
-  const std::complex<double>* Z = z_.data();
-  const double r0 = Z[0].real() + Z[0].imag(), rN = Z[0].real() - Z[0].imag();
-  P[0] = r0 * r0;
-  P[half_] = rN * rN;
-  for (size_t k = 1; k < half_; ++k) {
-    const std::complex<double> a = Z[k], b = std::conj(Z[half_ - k]);
-    const double er = 0.5 * (a.real() + b.real()), ei = 0.5 * (a.imag() + b.imag());
-    const double orr = 0.5 * (a.imag() - b.imag()), oi = -0.5 * (a.real() - b.real());
-    const std::complex<double> w = split_[k];
-    const double xr = er + orr * w.real() - oi * w.imag();
-    const double xi = ei + orr * w.imag() + oi * w.real();
-    P[k] = xr * xr + xi * xi;
+  for (size_t k = 1; k < n; ++k) {
+    const v4d ar = re[k], ai = im[k], br = re[n - k], bi = -im[n - k];
+    const v4d er = 0.5 * (ar + br), ei = 0.5 * (ai + bi);
+    const v4d orr = 0.5 * (ai - bi), oi = -0.5 * (ar - br);
+    const v4d c = splitRe_[k], s = splitIm_[k];
+    const v4d xr = er + (orr * c - oi * s);
+    const v4d xi = ei + (orr * s + oi * c);
+    const v4d p = xr * xr + xi * xi;
+    __builtin_memcpy(P + 4 * k, &p, sizeof p);
   }
 }
 

@@ -11,6 +11,7 @@ struct MelBank {
   // Band m covers bins [first[m], first[m] + count[m]) with weights w[offset[m] + i].
   int first[kMels], count[kMels], offset[kMels];
   std::vector<double> w;
+  V4Array wv;  // w broadcast to 4 lanes (one per frame of a step)
   double window[kFftSize];
 
   MelBank() {
@@ -46,6 +47,8 @@ struct MelBank {
       if (first[m] < 0) first[m] = 0;
     }
     for (int k = 0; k < kFftSize; ++k) window[k] = 0.5 - 0.5 * std::cos(2.0 * M_PI * k / kFftSize);
+    wv.allocate(w.size());
+    for (size_t i = 0; i < w.size(); ++i) wv[i] = v4d{w[i], w[i], w[i], w[i]};
   }
 };
 
@@ -56,7 +59,7 @@ const MelBank& melBank() {
 
 }  // namespace
 
-Framer::Framer() : fft_(kFftSize), frame_(kFftSize), power_(kFftSize / 2 + 1) {
+Framer::Framer() : fft_(kFftSize), power_(4 * (kFftSize / 2 + 1)) {
   melBank();
   buf_.reserve(4 * kStepWindow);
   buf_.assign(kLookahead, 0.0f);  // the 128 samples before the signal are zeros
@@ -97,30 +100,37 @@ void Framer::compact() {
 }
 
 // w points at sample 1024 s - 128 and holds kStepWindow samples.
+__attribute__((target_clones("avx2", "default")))
 void Framer::emitStep(const float* w, int realSamples, StepOutput& out) {
+  static_assert(kFramesPerStep == 4, "RealFft4 computes the four frames of a step together");
   const MelBank& bank = melBank();
-  double energy = 0.0;
   const float* stepStart = w + kLookahead;
-  for (int i = 0; i < realSamples; ++i) energy += static_cast<double>(stepStart[i]) * stepStart[i];
+  double e[4] = {0, 0, 0, 0};
+  int i = 0;
+  for (; i + 4 <= realSamples; i += 4)
+    for (int l = 0; l < 4; ++l) e[l] += static_cast<double>(stepStart[i + l]) * stepStart[i + l];
+  for (; i < realSamples; ++i) e[0] += static_cast<double>(stepStart[i]) * stepStart[i];
+  const double energy = (e[0] + e[1]) + (e[2] + e[3]);
   const double mean = realSamples > 0 ? energy / realSamples : 0.0;
   out.levels.push_back(static_cast<float>(10.0 * std::log10(mean + 1e-12)));
+
+  const float* frames[4] = {w, w + kHop, w + 2 * kHop, w + 3 * kHop};
+  double* P = power_.data();
+  fft_.power(frames, bank.window, P);
 
   const size_t base = out.features.size();
   out.features.resize(base + kFeaturesPerStep);
   float* feat = out.features.data() + base;
-  double* frame = frame_.data();
-  double* P = power_.data();
-  for (int j = 0; j < kFramesPerStep; ++j) {
-    const float* x = w + j * kHop;
-    for (int k = 0; k < kFftSize; ++k) frame[k] = bank.window[k] * static_cast<double>(x[k]);
-    fft_.power(frame, P);
-    for (int m = 0; m < kMels; ++m) {
-      const double* wm = bank.w.data() + bank.offset[m];
-      const double* pm = P + bank.first[m];
-      double s = 0.0;
-      for (int i = 0; i < bank.count[m]; ++i) s += wm[i] * pm[i];
-      feat[j * kMels + m] = static_cast<float>(std::log(s + 1e-8));
+  for (int m = 0; m < kMels; ++m) {
+    const v4d* wm = bank.wv.data() + bank.offset[m];
+    const double* pm = P + 4 * bank.first[m];
+    v4d s = {0, 0, 0, 0};
+    for (int k = 0; k < bank.count[m]; ++k) {
+      v4d p;
+      __builtin_memcpy(&p, pm + 4 * k, sizeof p);
+      s += wm[k] * p;
     }
+    for (int j = 0; j < kFramesPerStep; ++j) feat[j * kMels + m] = static_cast<float>(std::log(s[j] + 1e-8));
   }
   ++steps_;
 }

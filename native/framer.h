@@ -55,8 +55,8 @@ class Framer {
   int64_t total_ = 0;
   int64_t steps_ = 0;
   bool finished_ = false;
-  RealFft fft_;
-  std::vector<double> frame_, power_;
+  RealFft4 fft_;
+  std::vector<double> power_;  // [bin][frame of the step]
 };
 
 }  // namespace auris

@@ -1,10 +1,13 @@
 #include "pipeline.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <system_error>
+#include <thread>
 
 #include "errors.h"
 
@@ -12,7 +15,9 @@ namespace auris {
 
 namespace {
 
-constexpr size_t kDecodeBlock = 8192;  // frames per decoder call
+constexpr size_t kDecodeBlock = 8192;  // frames per decoder call (streams, decodeAll)
+constexpr size_t kMaxBlockFrames = 131072;     // FileAnalyzer pipeline block, frames
+constexpr size_t kBlockSamples = size_t(1) << 20;  // ... and at most this many samples
 constexpr size_t kDecodeAllMaxSamples = size_t(1) << 27;
 
 // Copies channel c of an interleaved block into dst; non-finite samples (NaN/Inf in float
@@ -33,6 +38,10 @@ std::string secondsText(double s) {
 
 }  // namespace
 
+double ChannelFrontend::now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
 FileAnalyzer::FileAnalyzer(std::unique_ptr<Decoder> decoder, const AnalyzerOptions& options)
     : decoder_(std::move(decoder)), options_(options) {
   const DecodedInfo& in = decoder_->info();
@@ -50,9 +59,25 @@ FileAnalyzer::FileAnalyzer(std::unique_ptr<Decoder> decoder, const AnalyzerOptio
     fail(ErrorCode::InvalidArgument, "chunkSeconds must be a positive number");
   const double cf = std::ceil(options_.chunkSeconds * in.sampleRate);
   chunkFrames_ = cf < 1 ? 1 : static_cast<size_t>(cf);
-  for (size_t i = 0; i < channels_.size(); ++i) frontends_.push_back(std::make_unique<ChannelFrontend>(in.sampleRate));
-  interleaved_.resize(kDecodeBlock * static_cast<size_t>(in.channels));
-  mono_.resize(kDecodeBlock);
+  const size_t maxBlock = std::max<size_t>(1024, kBlockSamples / static_cast<size_t>(in.channels));
+  blockFrames_ = std::min({kMaxBlockFrames, maxBlock, std::max<size_t>(chunkFrames_, 4096)});
+  for (size_t i = 0; i < channels_.size(); ++i) {
+    frontends_.push_back(std::make_unique<ChannelFrontend>(in.sampleRate));
+    mono_.emplace_back(blockFrames_);
+  }
+  channelStats_.resize(channels_.size());
+  out_.resize(channels_.size());
+  const unsigned hw = std::thread::hardware_concurrency();
+  helpers_ = hw <= 1 ? 0 : static_cast<unsigned>(std::min<size_t>(channels_.size(), std::min(hw, 8u)));
+}
+
+FrontendStats FileAnalyzer::stats() const {
+  FrontendStats s = stats_;
+  for (const auto& c : channelStats_) {
+    s.resampleSec += c.resampleSec;
+    s.featuresSec += c.featuresSec;
+  }
+  return s;
 }
 
 void FileAnalyzer::checkDuration(int64_t frames) const {
@@ -66,31 +91,93 @@ void FileAnalyzer::checkDuration(int64_t frames) const {
              " analysed channel(s), the limit is " + secondsText(options_.maxDurationSec) + " s");
 }
 
-bool FileAnalyzer::next(std::vector<StepOutput>& out, int64_t& startStep) {
-  out.resize(channels_.size());
-  for (auto& o : out) o.clear();
+void FileAnalyzer::decodeBlock(Block& b) {
+  const size_t nch = static_cast<size_t>(decoder_->info().channels);
+  if (b.data.size() < blockFrames_ * nch) b.data.resize(blockFrames_ * nch);
+  const double t0 = ChannelFrontend::now();
+  size_t got = 0;
+  while (got < blockFrames_) {  // decoders may return short reads before the end
+    const size_t n = decoder_->read(b.data.data() + got * nch, blockFrames_ - got);
+    if (n == 0) break;
+    got += n;
+  }
+  stats_.decodeSec += ChannelFrontend::now() - t0;
+  stats_.framesDecoded += static_cast<int64_t>(got);
+  b.frames = got;
+  b.ready = true;
+  checkDuration(decoder_->framesRead());
+}
+
+void FileAnalyzer::processChannel(size_t i, const Block& b) {
+  float* m = mono_[i].data();
+  deinterleave(b.data.data(), b.frames, decoder_->info().channels, channels_[i], m);
+  frontends_[i]->push(m, b.frames, out_[i], &channelStats_[i]);
+}
+
+// Processes `cur` (all channels) on helper threads while this thread decodes `next`.
+void FileAnalyzer::processAndDecode(const Block& cur, Block& next) {
+  const size_t nch = channels_.size();
+  if (helpers_ == 0) {
+    for (size_t i = 0; i < nch; ++i) processChannel(i, cur);
+    decodeBlock(next);
+    return;
+  }
+  std::vector<std::exception_ptr> errors(helpers_ + 1);
+  std::vector<std::thread> threads;
+  threads.reserve(helpers_);
+  size_t inlineFrom = helpers_;  // helper slots that could not be started run inline
+  for (unsigned t = 0; t < helpers_; ++t) {
+    try {
+      threads.emplace_back([this, t, nch, &cur, &errors] {
+        try {
+          for (size_t i = t; i < nch; i += helpers_) processChannel(i, cur);
+        } catch (...) {
+          errors[t] = std::current_exception();
+        }
+      });
+    } catch (const std::system_error&) {
+      inlineFrom = t;
+      break;
+    }
+  }
+  try {
+    decodeBlock(next);
+  } catch (...) {
+    errors[helpers_] = std::current_exception();
+  }
+  for (unsigned t = static_cast<unsigned>(inlineFrom); t < helpers_; ++t) {
+    try {
+      for (size_t i = t; i < nch; i += helpers_) processChannel(i, cur);
+    } catch (...) {
+      if (!errors[t]) errors[t] = std::current_exception();
+    }
+  }
+  for (auto& th : threads) th.join();
+  for (auto& e : errors)
+    if (e) std::rethrow_exception(e);
+}
+
+bool FileAnalyzer::next(int64_t& startStep) {
+  for (auto& o : out_) o.clear();
   startStep = stepsDone_;
   if (finished_) return false;
-  const int nch = decoder_->info().channels;
-  size_t decoded = 0;
+  if (!cur_.ready) decodeBlock(cur_);
+  size_t processed = 0;
   for (;;) {
-    const size_t want = decoded < chunkFrames_ ? std::min(kDecodeBlock, chunkFrames_ - decoded) : kDecodeBlock;
-    const size_t n = decoder_->read(interleaved_.data(), want);
-    if (n == 0) {
-      for (size_t i = 0; i < channels_.size(); ++i) frontends_[i]->finish(out[i]);
+    if (cur_.frames == 0) {  // end of stream
+      for (size_t i = 0; i < channels_.size(); ++i) frontends_[i]->finish(out_[i]);
       finished_ = true;
+      cur_ = Block();
+      next_ = Block();
       if (frontends_[0]->samples() == 0) fail(ErrorCode::EmptyAudio, "the audio file contains no samples");
       break;
     }
-    checkDuration(decoder_->framesRead());
-    for (size_t i = 0; i < channels_.size(); ++i) {
-      deinterleave(interleaved_.data(), n, nch, channels_[i], mono_.data());
-      frontends_[i]->push(mono_.data(), n, out[i]);
-    }
-    decoded += n;
-    if (decoded >= chunkFrames_ && out[0].steps() > 0) break;
+    processAndDecode(cur_, next_);
+    processed += cur_.frames;
+    std::swap(cur_, next_);
+    if (processed >= chunkFrames_ && out_[0].steps() > 0) break;
   }
-  stepsDone_ += static_cast<int64_t>(out[0].steps());
+  stepsDone_ += static_cast<int64_t>(out_[0].steps());
   return true;
 }
 

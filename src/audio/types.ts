@@ -12,10 +12,15 @@ export interface AudioInfo {
   /** Native sample rate of the file, Hz. */
   sampleRate: number;
   channels: number;
-  /** Frames (samples per channel) at the native rate. */
+  /**
+   * Frames (samples per channel) at the native rate, as declared by the container.
+   * -1 when the container does not declare its length (e.g. FLAC written to a pipe);
+   * the length is then only known once the file has been decoded.
+   */
   frames: number;
+  /** frames / sampleRate; -1 when frames is -1. */
   durationSec: number;
-  /** Container: 'WAV' | 'FLAC' | 'MP3' | 'OGG' | ... */
+  /** Container: 'WAV' | 'FLAC' | 'MP3' | 'OGG' | 'RF64' | 'W64' | 'AIFF' | 'AU' | 'CAF' | 'MPEG' (layer I/II). */
   format: string;
   /** Sample encoding: 'PCM_16', 'PCM_24', 'FLOAT', 'MPEG_LAYER_III', ... */
   subtype: string;
@@ -38,10 +43,24 @@ export interface FeatureChunk {
 export interface OpenOptions {
   /** Analyse only this channel (0-based); default: every channel. */
   channel?: number;
-  /** Audio decoded per read() call, seconds (default 30). Bounds memory. */
+  /** Audio decoded per read() call, seconds, in (0, 600] (default 30). Bounds memory. */
   chunkSeconds?: number;
   /** Reject files longer than this (combined over the analysed channels), seconds. */
   maxDurationSec?: number;
+}
+
+/** Raw PCM layout of a StreamFrontend input (interleaved, little-endian). */
+export type SampleEncoding = 's16le' | 'f32le';
+
+/** Options of `new StreamFrontend(...)` (raw PCM pushed in chunks, e.g. a gRPC stream). */
+export interface StreamOptions {
+  /** Input sample rate, integer Hz in 8000..384000. */
+  sampleRate: number;
+  /** Interleaved channels in the input, 1..32. */
+  channels: number;
+  encoding: SampleEncoding;
+  /** Analyse only this channel (0-based); default: every channel. */
+  channel?: number;
 }
 
 /** Stable error codes raised by the addon (Error.code). */
