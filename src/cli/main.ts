@@ -62,6 +62,11 @@ export async function main(argv: string[]): Promise<number> {
 }
 
 if (require.main === module) {
+  // `auris analyze f.wav | head`: a closed pipe is not an error.
+  process.stdout.on('error', (e: NodeJS.ErrnoException) => {
+    if (e.code === 'EPIPE') process.exit(process.exitCode ?? 0);
+    throw e;
+  });
   main(process.argv.slice(2)).then(
     (code) => {
       process.exitCode = code;
