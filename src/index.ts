@@ -9,3 +9,5 @@ export * from './analysis';
 export * from './inference';
 export * from './pipeline';
 export type { AudioInfo, AudioSource, FeatureChunk, OpenOptions } from './audio/types';
+/** The native audio front end (probe, FileAnalyzer, StreamFrontend, AudioError). */
+export * as audio from './audio';

@@ -1,9 +1,9 @@
 /**
- * The file decoder as the pipeline sees it (src/audio's FileAnalyzer, see src/audio/types.ts).
- * src/audio is loaded at run time so the pipeline (and its tests, which inject a fake) do
- * not need the native addon until a real file is analysed.
+ * The file decoder as the pipeline sees it: src/audio's FileAnalyzer (see src/audio/types.ts),
+ * or a test double with the same shape. src/audio loads the native addon only on first use,
+ * so importing it here costs nothing until a real file is analysed.
  */
-import * as path from 'node:path';
+import { FileAnalyzer } from '../audio';
 import type { AudioInfo, AudioSource, FeatureChunk, OpenOptions } from '../audio/types';
 
 export interface FileAnalyzerLike {
@@ -15,17 +15,7 @@ export interface FileAnalyzerLike {
 
 export type OpenFileAnalyzer = (source: AudioSource, options: OpenOptions) => FileAnalyzerLike | Promise<FileAnalyzerLike>;
 
-let cached: OpenFileAnalyzer | undefined;
-
-/** FileAnalyzer.open from src/audio (loaded on first use). */
+/** FileAnalyzer.open from src/audio. */
 export function defaultOpen(): OpenFileAnalyzer {
-  if (!cached) {
-    const mod = require(path.join(__dirname, '..', 'audio')) as {
-      FileAnalyzer?: { open?: OpenFileAnalyzer };
-    };
-    const FA = mod.FileAnalyzer;
-    if (!FA || typeof FA.open !== 'function') throw new Error('src/audio does not export FileAnalyzer.open');
-    cached = (source, options) => FA.open!(source, options);
-  }
-  return cached;
+  return (source, options) => FileAnalyzer.open(source, options);
 }
