@@ -119,6 +119,7 @@ export class JobWorker {
     const heartbeat = setInterval(() => void msg.working().catch(() => undefined), HEARTBEAT_MS);
     let tmpFile: string | null = null;
     let release: (() => Promise<void>) | null = null;
+    let stopTrailing = (): void => undefined;
     try {
       const marked = await mutateJob(jobs, jobId, (j) => {
         j.attempts += 1;
@@ -160,6 +161,11 @@ export class JobWorker {
       let lastWrite = 0;
       let writing: Promise<unknown> = Promise.resolve();
       let latest = 0;
+      let trailing: NodeJS.Timeout | null = null;
+      stopTrailing = () => {
+        if (trailing) clearTimeout(trailing);
+        trailing = null;
+      };
       const writeProgress = (): void => {
         lastWrite = Date.now();
         const p = latest;
@@ -191,7 +197,15 @@ export class JobWorker {
         signal: controller.signal,
         onProgress: (p) => {
           latest = Math.max(latest, Math.min(0.99, Math.max(0, p)));
-          if (Date.now() - lastWrite >= PROGRESS_WRITE_INTERVAL_MS) writeProgress();
+          const since = Date.now() - lastWrite;
+          if (since >= PROGRESS_WRITE_INTERVAL_MS) writeProgress();
+          else if (!trailing) {
+            // Throttled: write the latest value when the interval is over.
+            trailing = setTimeout(() => {
+              trailing = null;
+              if (!controller.signal.aborted) writeProgress();
+            }, PROGRESS_WRITE_INTERVAL_MS - since);
+          }
         },
         onInfo: (info) => {
           const processed = req.channel !== null ? 1 : info.channels;
@@ -220,6 +234,7 @@ export class JobWorker {
             .catch(() => undefined);
         },
       });
+      stopTrailing();
       await writing;
       if (controller.signal.aborted) throw controller.signal.reason;
 
@@ -258,6 +273,7 @@ export class JobWorker {
       if (done) this.metrics.processingSeconds.observe((Date.now() - started) / 1000);
       await msg.ack();
     } finally {
+      stopTrailing();
       clearInterval(heartbeat);
       this.running.delete(jobId);
       if (tmpFile) await rm(tmpFile, { force: true }).catch(() => undefined);

@@ -85,7 +85,7 @@ export async function waitForJob(
   key: string,
   jobId: string,
   pred: (job: JobJson) => boolean = (j) => j.status === 'succeeded' || j.status === 'failed',
-  timeoutMs = 60_000,
+  timeoutMs = 15_000,
 ): Promise<JobJson> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
