@@ -3,6 +3,7 @@
 // heavy work (probe, open, read, decodeAll) runs on the libuv thread pool.
 #include <napi.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <memory>
@@ -453,14 +454,19 @@ Napi::Value AnalyzerWrap::Read(const Napi::CallbackInfo& info) {
 
 // ---------------------------------------------------------------------------------------
 // StreamFrontend binding: new StreamFrontend({sampleRate, channels, encoding, channel?})
+// close() frees the native state at once (no wait for GC); streamCount() counts the open ones.
 // ---------------------------------------------------------------------------------------
+
+std::atomic<int64_t> gLiveStreams{0};
 
 class StreamWrap final : public Napi::ObjectWrap<StreamWrap> {
  public:
   static Napi::Function Init(Napi::Env env) {
     return DefineClass(env, "StreamFrontend",
-                       {InstanceMethod<&StreamWrap::Push>("push"), InstanceMethod<&StreamWrap::End>("end")});
+                       {InstanceMethod<&StreamWrap::Push>("push"), InstanceMethod<&StreamWrap::End>("end"),
+                        InstanceMethod<&StreamWrap::Close>("close")});
   }
+  ~StreamWrap() override { release(); }
 
   StreamWrap(const Napi::CallbackInfo& info) : Napi::ObjectWrap<StreamWrap>(info) {
     guarded(info.Env(), [&]() -> Napi::Value {
@@ -493,6 +499,7 @@ class StreamWrap final : public Napi::ObjectWrap<StreamWrap> {
         ch = static_cast<int>(v);
       }
       core_ = std::make_unique<StreamFrontend>(static_cast<int>(r), static_cast<int>(c), encoding, ch);
+      ++gLiveStreams;
       return info.Env().Undefined();
     });
   }
@@ -501,6 +508,7 @@ class StreamWrap final : public Napi::ObjectWrap<StreamWrap> {
   Napi::Value Push(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     return guarded(env, [&]() -> Napi::Value {
+      if (!core_) badArg("StreamFrontend is closed");
       if (!isUint8Array(info[0])) badArg("push() expects a Buffer or Uint8Array");
       Napi::Uint8Array a = info[0].As<Napi::Uint8Array>();
       const int64_t start = core_->stepsDone();
@@ -511,6 +519,7 @@ class StreamWrap final : public Napi::ObjectWrap<StreamWrap> {
   Napi::Value End(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     return guarded(env, [&]() -> Napi::Value {
+      if (!core_) badArg("StreamFrontend is closed");
       const int64_t start = core_->stepsDone();
       core_->end(out_);
       if (core_->stepsDone() == 0) fail(ErrorCode::EmptyAudio, "the stream contained no samples");
@@ -518,9 +527,24 @@ class StreamWrap final : public Napi::ObjectWrap<StreamWrap> {
     });
   }
 
+  Napi::Value Close(const Napi::CallbackInfo& info) {
+    release();
+    return info.Env().Undefined();
+  }
+  void release() {
+    if (!core_) return;
+    core_.reset();
+    std::vector<StepOutput>().swap(out_);
+    --gLiveStreams;
+  }
+
   std::unique_ptr<StreamFrontend> core_;
   std::vector<StepOutput> out_;
 };
+
+Napi::Value StreamCount(const Napi::CallbackInfo& info) {
+  return Napi::Number::New(info.Env(), static_cast<double>(gLiveStreams.load()));
+}
 
 // ---------------------------------------------------------------------------------------
 // Functions
@@ -597,6 +621,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("computeFeatures", Napi::Function::New(env, ComputeFeatures, "computeFeatures"));
   exports.Set("Analyzer", AnalyzerWrap::Init(env));
   exports.Set("StreamFrontend", StreamWrap::Init(env));
+  exports.Set("streamCount", Napi::Function::New(env, StreamCount, "streamCount"));
   exports.Set("versions", [&] {
     Napi::Object v = Napi::Object::New(env);
     v.Set("sndfile", sndfileVersion());
