@@ -444,8 +444,11 @@ class Mpg123Decoder final : public Decoder {
       fail(ErrorCode::CorruptAudio, std::string("MP3 file has no decodable frame: ") + mpg123_strerror(mh_));
     }
     checkChannelsAndRate("MP3", channels, rate);
+    // Float output at any rate and channel count: a (damaged) stream that changes format
+    // midway then reports MPG123_NEW_FORMAT (-> CORRUPT_AUDIO) instead of making libmpg123
+    // print "Unable to set up output format" on stderr (it ignores MPG123_QUIET there).
     mpg123_format_none(mh_);
-    if (mpg123_format(mh_, rate, channels, MPG123_ENC_FLOAT_32) != MPG123_OK)
+    if (mpg123_format2(mh_, 0, MPG123_MONO | MPG123_STEREO, MPG123_ENC_FLOAT_32) != MPG123_OK)
       fail(ErrorCode::UnsupportedFormat, "MP3 output format not available");
     // mpg123_length() is exact when a Xing/Info frame counts the frames; without one it is
     // only a guess from the file size and bitrate (and libsndfile truncates VBR files to

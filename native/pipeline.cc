@@ -18,6 +18,7 @@ namespace {
 constexpr size_t kDecodeBlock = 8192;  // frames per decoder call (streams, decodeAll)
 constexpr size_t kMaxBlockFrames = 131072;     // FileAnalyzer pipeline block, frames
 constexpr size_t kBlockSamples = size_t(1) << 20;  // ... and at most this many samples
+constexpr size_t kMinThreadedSamples = 32768;      // smaller blocks are processed inline
 constexpr size_t kDecodeAllMaxSamples = size_t(1) << 27;
 
 // Copies channel c of an interleaved block into dst; non-finite samples (NaN/Inf in float
@@ -91,13 +92,14 @@ void FileAnalyzer::checkDuration(int64_t frames) const {
              " analysed channel(s), the limit is " + secondsText(options_.maxDurationSec) + " s");
 }
 
-void FileAnalyzer::decodeBlock(Block& b) {
+void FileAnalyzer::decodeBlock(Block& b, size_t frames) {
   const size_t nch = static_cast<size_t>(decoder_->info().channels);
+  frames = std::min(frames, blockFrames_);
   if (b.data.size() < blockFrames_ * nch) b.data.resize(blockFrames_ * nch);
   const double t0 = ChannelFrontend::now();
   size_t got = 0;
-  while (got < blockFrames_) {  // decoders may return short reads before the end
-    const size_t n = decoder_->read(b.data.data() + got * nch, blockFrames_ - got);
+  while (got < frames) {  // decoders may return short reads before the end
+    const size_t n = decoder_->read(b.data.data() + got * nch, frames - got);
     if (n == 0) break;
     got += n;
   }
@@ -115,11 +117,12 @@ void FileAnalyzer::processChannel(size_t i, const Block& b) {
 }
 
 // Processes `cur` (all channels) on helper threads while this thread decodes `next`.
-void FileAnalyzer::processAndDecode(const Block& cur, Block& next) {
+void FileAnalyzer::processAndDecode(const Block& cur, Block& next, size_t nextFrames) {
   const size_t nch = channels_.size();
-  if (helpers_ == 0) {
+  // Small blocks (tiny chunkSeconds) are not worth a thread start.
+  if (helpers_ == 0 || cur.frames * nch < kMinThreadedSamples) {
     for (size_t i = 0; i < nch; ++i) processChannel(i, cur);
-    decodeBlock(next);
+    decodeBlock(next, nextFrames);
     return;
   }
   std::vector<std::exception_ptr> errors(helpers_ + 1);
@@ -141,7 +144,7 @@ void FileAnalyzer::processAndDecode(const Block& cur, Block& next) {
     }
   }
   try {
-    decodeBlock(next);
+    decodeBlock(next, nextFrames);
   } catch (...) {
     errors[helpers_] = std::current_exception();
   }
@@ -161,7 +164,7 @@ bool FileAnalyzer::next(int64_t& startStep) {
   for (auto& o : out_) o.clear();
   startStep = stepsDone_;
   if (finished_) return false;
-  if (!cur_.ready) decodeBlock(cur_);
+  if (!cur_.ready) decodeBlock(cur_, chunkFrames_);
   size_t processed = 0;
   for (;;) {
     if (cur_.frames == 0) {  // end of stream
@@ -172,8 +175,11 @@ bool FileAnalyzer::next(int64_t& startStep) {
       if (frontends_[0]->samples() == 0) fail(ErrorCode::EmptyAudio, "the audio file contains no samples");
       break;
     }
-    processAndDecode(cur_, next_);
-    processed += cur_.frames;
+    // Blocks end on chunk boundaries: the prefetched block completes this chunk or starts the next.
+    const size_t after = processed + cur_.frames;
+    const size_t nextFrames = after < chunkFrames_ ? chunkFrames_ - after : chunkFrames_;
+    processAndDecode(cur_, next_, nextFrames);
+    processed = after;
     std::swap(cur_, next_);
     if (processed >= chunkFrames_ && out_[0].steps() > 0) break;
   }

@@ -93,9 +93,9 @@ class FileAnalyzer {
     bool ready = false;
   };
   void checkDuration(int64_t frames) const;
-  void decodeBlock(Block& b);
+  void decodeBlock(Block& b, size_t frames);
   void processChannel(size_t i, const Block& b);
-  void processAndDecode(const Block& cur, Block& next);
+  void processAndDecode(const Block& cur, Block& next, size_t nextFrames);
 
   std::unique_ptr<Decoder> decoder_;
   AnalyzerOptions options_;
