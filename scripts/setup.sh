@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 
 # Build and run-time libraries of the addon, plus the tools the tests use as references
 # (sox/ffmpeg decode reference files, espeak-ng speaks test sentences, lame makes MP3s).
-DEB_PACKAGES=(pkg-config cmake g++ libsndfile1-dev libsoxr-dev sox ffmpeg espeak-ng lame)
+DEB_PACKAGES=(pkg-config cmake g++ libsndfile1-dev libsoxr-dev libmpg123-dev sox ffmpeg espeak-ng lame)
 
 missing=()
 for p in "${DEB_PACKAGES[@]}"; do
