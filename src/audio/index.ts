@@ -64,6 +64,8 @@ interface NativeAnalyzer {
 interface NativeStream {
   push(buf: Uint8Array): FeatureChunk[];
   end(): FeatureChunk[];
+  /** Absent in builds older than the streaming work (then GC frees the state). */
+  close?(): void;
 }
 
 interface NativeAddon {
@@ -73,6 +75,7 @@ interface NativeAddon {
   computeFeatures(samples: Float32Array): Features;
   Analyzer: new (source: AudioSource, options?: OpenOptions) => NativeAnalyzer;
   StreamFrontend: new (options: StreamOptions) => NativeStream;
+  streamCount?(): number;
   versions: Record<string, string>;
 }
 
@@ -250,6 +253,18 @@ export class StreamFrontend {
   end(): FeatureChunk[] {
     return sync(() => this.handle.end());
   }
+
+  /** Frees the native state now instead of at garbage collection (idempotent); later push()/end() fail. */
+  close(): void {
+    this.handle.close?.();
+  }
+}
+
+/** StreamFrontends whose native state is alive (created, neither closed nor collected). */
+export function openStreamCount(): number {
+  const n = native();
+  if (typeof n.streamCount !== 'function') throw new Error('the native addon predates StreamFrontend.close(); rebuild it with `npm run setup`');
+  return n.streamCount();
 }
 
 /**
