@@ -7,7 +7,8 @@ cd "$(dirname "$0")/.."
 
 # Build and run-time libraries of the addon, plus the tools the tests use as references
 # (sox/ffmpeg decode reference files, espeak-ng speaks test sentences, lame makes MP3s).
-DEB_PACKAGES=(pkg-config cmake g++ libsndfile1-dev libsoxr-dev libmpg123-dev sox ffmpeg espeak-ng lame)
+# python3-grpcio and python3-grpc-tools: the Python gRPC client example and its test (test/grpc).
+DEB_PACKAGES=(pkg-config cmake g++ libsndfile1-dev libsoxr-dev libmpg123-dev sox ffmpeg espeak-ng lame python3-grpcio python3-grpc-tools)
 
 missing=()
 for p in "${DEB_PACKAGES[@]}"; do
