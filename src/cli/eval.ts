@@ -45,6 +45,7 @@ function parseTasks(v: string): EvalTask[] {
 export function formatReport(r: EvalReport): string {
   const out: string[] = [];
   out.push(`auris eval: ${r.rows} rows, ${r.files} files, ${(r.audioSec / 60).toFixed(1)} min of audio in ${r.elapsedSec.toFixed(0)} s (${r.csv.join(', ')})`);
+  out.push(`models: ${r.models.map((m) => `${m.name}${m.version ? ` ${m.version}` : ''}${m.sha256 ? ` (onnx sha256 ${m.sha256})` : ''}`).join(', ')}`);
   out.push(`Silero VAD reference: ${r.silero.used ? r.silero.model : `not used: ${r.silero.note ?? 'no speech rows'}`}`);
   if (r.failures.length > 0) {
     out.push(`${r.failures.length} file(s) failed and were left out:`);

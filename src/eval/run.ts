@@ -5,7 +5,9 @@
  * file when its package and ffmpeg are available.
  */
 import { execFile } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
+import * as path from 'node:path';
 import type { AnalyzeFileOptions, FileAnalysis } from '../pipeline';
 import { EVAL_TASKS, EvalRow, EvalTask, readEvalCsv } from './csv';
 import { FileSteps, TaskReport, TaskScorer } from './score';
@@ -43,6 +45,8 @@ export interface EvalReport {
   /** Files that could not be analysed (their rows are left out). */
   failures: { path: string; error: string }[];
   silero: { used: boolean; model?: string; note?: string };
+  /** The models scored: manifest version and the first 16 hex digits of model.onnx's SHA-256. */
+  models: { name: string; version?: string; sha256?: string }[];
   /** Seconds of audio analysed (sum over files of steps x 64 ms). */
   audioSec: number;
   elapsedSec: number;
@@ -108,6 +112,27 @@ export function decode16k(file: string): Promise<Float32Array> {
         resolve(new Float32Array(copy.buffer, 0, copy.length >> 2));
       },
     );
+  });
+}
+
+/** Which model files were scored (best effort: a custom analyzer may not use them). */
+function describeModels(tasks: readonly EvalTask[], modelsDir?: string): EvalReport['models'] {
+  let dir = modelsDir;
+  if (dir === undefined) {
+    try {
+      dir = (require('../inference/env') as { defaultModelsDir(): string }).defaultModelsDir();
+    } catch {
+      return tasks.map((name) => ({ name }));
+    }
+  }
+  return tasks.map((name) => {
+    try {
+      const m = JSON.parse(fs.readFileSync(path.join(dir!, name, 'manifest.json'), 'utf8')) as { version?: string; file?: string };
+      const onnx = fs.readFileSync(path.join(dir!, name, m.file ?? 'model.onnx'));
+      return { name, version: m.version, sha256: createHash('sha256').update(onnx).digest('hex').slice(0, 16) };
+    } catch {
+      return { name };
+    }
   });
 }
 
@@ -211,6 +236,7 @@ export async function runEval(opts: EvalOptions): Promise<EvalReport> {
 
   return {
     csv: csvs,
+    models: describeModels(tasks, opts.modelsDir),
     root: opts.root ?? null,
     files: files.length,
     rows: rows.length,
