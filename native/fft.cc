@@ -46,7 +46,7 @@ RealFft4::RealFft4(size_t n)
   }
 }
 
-__attribute__((target_clones("avx2", "default")))
+AURIS_SIMD_CLONES
 void RealFft4::power(const float* const x[4], const double* window, double* P) {
   // (the avx2 clone is chosen at load time on CPUs that have it; -ffp-contract=off keeps
   // both clones bit-identical: no fused multiply-add)

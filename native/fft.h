@@ -15,6 +15,14 @@ namespace auris {
 
 typedef double v4d __attribute__((vector_size(32)));
 
+// Hot functions get an AVX2 clone on x86-64, picked at load time (ifunc) on CPUs that have
+// it; with -ffp-contract=off both clones compute bit-identical results.
+#if defined(__x86_64__) && !defined(AURIS_NO_TARGET_CLONES)
+#define AURIS_SIMD_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define AURIS_SIMD_CLONES
+#endif
+
 /** A fixed array of v4d, 32-byte aligned (std::vector does not honour vector-type alignment). */
 class V4Array {
  public:

@@ -100,7 +100,7 @@ void Framer::compact() {
 }
 
 // w points at sample 1024 s - 128 and holds kStepWindow samples.
-__attribute__((target_clones("avx2", "default")))
+AURIS_SIMD_CLONES
 void Framer::emitStep(const float* w, int realSamples, StepOutput& out) {
   static_assert(kFramesPerStep == 4, "RealFft4 computes the four frames of a step together");
   const MelBank& bank = melBank();
