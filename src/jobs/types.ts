@@ -150,7 +150,10 @@ export interface BlobStore {
    */
   localFile(key: string): Promise<{ path: string; release(): Promise<void> } | null>;
   delete(key: string): Promise<void>;
-  /** Every key (for cleaning up orphans). */
+  /**
+   * Every key (for cleaning up orphans). A store shared by several nodes leaves out keys
+   * written in the last minutes: they may belong to a job another node is creating.
+   */
   keys(): Promise<string[]>;
 }
 
@@ -159,6 +162,23 @@ export class BlobTooLargeError extends Error {
   readonly code = 'BLOB_TOO_LARGE';
   constructor(readonly maxBytes: number) {
     super(`more than ${maxBytes} bytes`);
+  }
+}
+
+/**
+ * The storage or queue backend cannot be reached now (e.g. the NATS cluster is down);
+ * the request may be retried later. The REST API answers 503 with Retry-After.
+ */
+export class BackendUnavailableError extends Error {
+  override name = 'BackendUnavailableError';
+  readonly code = 'BACKEND_UNAVAILABLE';
+  constructor(
+    message: string,
+    /** Seconds after which a retry makes sense. */
+    readonly retryAfterSec = 5,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
   }
 }
 
