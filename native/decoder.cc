@@ -124,7 +124,7 @@ Container sniff(ByteSource& src) {
 bool truncatedMagic(ByteSource& src) {
   uint8_t h[12] = {0};
   size_t n = src.readAt(0, h, sizeof h);
-  if (n >= 12) return false;
+  if (n >= 12 || n < 3) return false;  // 1-2 bytes: too little to call it a broken header
   static const char* kMagics[] = {"RIFF", "RIFX", "RF64", "BW64", "riff", "FORM", "fLaC", "OggS", "ID3", "caff", ".snd"};
   for (const char* m : kMagics) {
     size_t len = std::strlen(m);
