@@ -1,0 +1,320 @@
+/**
+ * StreamSession: the transport-independent streaming processor behind the gRPC Analyze call.
+ *
+ *   raw PCM chunks -> native StreamFrontend (resampler + framer, state kept across chunks)
+ *                  -> one StreamRunner per model (inference on the worker pool, models'
+ *                     context kept between calls)
+ *                  -> StepDecider.aggregate/timeStep (the post-processing of file jobs)
+ *                  -> onStep(time-step result), in order, as soon as each output step's audio
+ *                     plus the models' lookahead has arrived.
+ *
+ * The results equal a file job on the same samples (docs/streaming.md): the same front end,
+ * exact windowing, the same aggregation and decision code, and the same duration rules for the
+ * last (partial) step and the summary fractions. Memory is bounded: the features of the
+ * models' context plus the steps in flight, and the per-step outputs of one output step.
+ */
+import { openStreamCount, StreamFrontend } from '../audio';
+import type { FeatureChunk, SampleEncoding } from '../audio/types';
+import { AurisError } from '../analysis/errors';
+import { STEP_MS } from '../analysis/options';
+import { modelsToRun } from '../analysis/policies';
+import { effectiveDurationMs, endTimestampMs, roundFractions, StepDecider, TimeStepResult } from '../analysis/postprocess';
+import type { InferenceEngine } from '../inference/engine';
+import type { ModelInfo } from '../inference/registry';
+import { StreamRunner } from './stream-runner';
+
+export interface StreamSessionOptions {
+  /** Requested models (validated names), output order. */
+  models: readonly string[];
+  outputPeriodMs: number;
+  includeRaw: boolean;
+  includeSummary: boolean;
+  /** dBFS. */
+  volumeThreshold: number;
+  sampleRate: number;
+  encoding: SampleEncoding;
+  channels: number;
+  /** The analysed channel (0-based). */
+  channel: number;
+  /** Most output steps per model call (default 256). */
+  maxWindowSteps?: number;
+}
+
+export interface StreamSummary {
+  /** Per requested model: `<class>_fraction` -> share of the audio (4 decimals, sum exactly 1). */
+  models: Record<string, Record<string, number>>;
+  /** frames / sample rate, ms (clamped into the last step like file jobs). */
+  durationMs: number;
+  /** End of the audio in integer ms (as the last transition end of a file job). */
+  endTimestampMs: number;
+  /** Output steps sent. */
+  steps: number;
+}
+
+export interface StreamSessionEvents {
+  /** One output step, in order (SPEC time-step shape, rounded). */
+  onStep(step: TimeStepResult): void;
+  /** Inference failed: the session is unusable (close it). */
+  onError(err: Error): void;
+  /** Outputs arrived (the backlog may have shrunk). */
+  onProgress?(): void;
+}
+
+/** Growable per-step float storage for steps [start, start + length). */
+class StepStore {
+  data: Float32Array;
+  start = 0;
+  length = 0;
+  constructor(readonly width: number) {
+    this.data = new Float32Array(64 * width);
+  }
+  /** Appends steps [start+length, ...). */
+  append(values: Float32Array): void {
+    const end = (this.length * this.width) + values.length;
+    if (end > this.data.length) {
+      const grown = new Float32Array(Math.max(end, this.data.length * 2));
+      grown.set(this.data.subarray(0, this.length * this.width));
+      this.data = grown;
+    }
+    this.data.set(values, this.length * this.width);
+    this.length += values.length / this.width;
+  }
+  /** Values of steps [from, to), indexed from 0. */
+  view(from: number, to: number): Float32Array {
+    return this.data.subarray((from - this.start) * this.width, (to - this.start) * this.width);
+  }
+  /** Forgets the steps before `step`. */
+  dropBefore(step: number): void {
+    const n = step - this.start;
+    if (n <= 0) return;
+    this.data.copyWithin(0, n * this.width, this.length * this.width);
+    this.length -= n;
+    this.start = step;
+  }
+  get end(): number {
+    return this.start + this.length;
+  }
+}
+
+const BYTES_PER_SAMPLE: Record<SampleEncoding, number> = { s16le: 2, f32le: 4 };
+
+export class StreamSession {
+  readonly options: StreamSessionOptions;
+  /** Models that run (requested + speech when gating). */
+  readonly modelsRun: readonly string[];
+  /** The largest right context among the models that run, steps. */
+  readonly lookaheadSteps: number;
+  private readonly decider: StepDecider;
+  private readonly frontend: StreamFrontend;
+  private readonly runners: StreamRunner[];
+  private readonly levels = new StepStore(1);
+  private readonly probs = new Map<string, StepStore>();
+  private readonly per: number;
+  private readonly frameBytes: number;
+  private readonly summaryTime: Float64Array[];
+  private bytes = 0;
+  /** Steps produced by the front end. */
+  private steps = 0;
+  /** Next output step to send. */
+  private nextOut = 0;
+  private frontendEnded = false;
+  private closed = false;
+  private failure: Error | undefined;
+  private finish: { resolve: () => void; reject: (e: Error) => void } | undefined;
+
+  constructor(
+    engine: InferenceEngine,
+    options: StreamSessionOptions,
+    private readonly events: StreamSessionEvents,
+  ) {
+    this.options = options;
+    if (!Number.isInteger(options.outputPeriodMs) || options.outputPeriodMs <= 0 || options.outputPeriodMs % STEP_MS !== 0) {
+      throw new AurisError('INVALID_ARGUMENT', `output_period must be a positive multiple of ${STEP_MS} ms`);
+    }
+    this.per = options.outputPeriodMs / STEP_MS;
+    this.frameBytes = options.channels * BYTES_PER_SAMPLE[options.encoding];
+    this.modelsRun = modelsToRun(options.models);
+    const infos: ModelInfo[] = engine.registry.resolve(this.modelsRun);
+    this.decider = new StepDecider({
+      models: options.models,
+      rawKeys: engine.registry.rawKeys(),
+      outputPeriodMs: options.outputPeriodMs,
+      volumeThreshold: options.volumeThreshold,
+      includeRaw: options.includeRaw,
+    });
+    this.summaryTime = this.decider.policies.map((p) => new Float64Array(p.summaryClasses.length));
+    this.lookaheadSteps = Math.max(...infos.map((m) => m.context.rightSteps));
+    this.frontend = new StreamFrontend({
+      sampleRate: options.sampleRate,
+      channels: options.channels,
+      encoding: options.encoding,
+      channel: options.channel,
+    });
+    this.runners = infos.map((m) => {
+      const store = new StepStore(m.rawKeys.length);
+      this.probs.set(m.name, store);
+      return new StreamRunner({
+        model: m,
+        infer: (features, steps) => engine.infer(m, features, steps),
+        onOutput: (_start, probs) => {
+          store.append(probs);
+          this.emitReady();
+          this.events.onProgress?.();
+        },
+        onError: (e) => this.fail(e),
+        align: this.per,
+        maxWindowSteps: Math.max(options.maxWindowSteps ?? 256, 1),
+      });
+    });
+  }
+
+  /** Steps received by the models whose outputs are not back yet (beyond their lookahead). */
+  get backlogSteps(): number {
+    let m = 0;
+    for (const r of this.runners) m = Math.max(m, r.backlog);
+    return m;
+  }
+
+  /** Output steps sent so far. */
+  get stepsSent(): number {
+    return this.nextOut;
+  }
+
+  /** 64 ms steps produced by the front end so far. */
+  get stepsReceived(): number {
+    return this.steps;
+  }
+
+  /** Model calls made so far (all models). */
+  get modelCalls(): number {
+    return this.runners.reduce((a, r) => a + r.calls, 0);
+  }
+
+  /** Frames (samples per channel) received. */
+  get frames(): number {
+    return Math.floor(this.bytes / this.frameBytes);
+  }
+
+  get isClosed(): boolean {
+    return this.closed;
+  }
+
+  /** Feeds raw PCM (any size, any alignment). Synchronous; keep chunks small (tens of KB). */
+  push(audio: Uint8Array): void {
+    if (this.closed) throw new AurisError('CLOSED', 'stream session is closed');
+    if (this.frontendEnded) throw new AurisError('CLOSED', 'push() after end()');
+    this.bytes += audio.byteLength;
+    this.feed(this.frontend.push(audio));
+  }
+
+  /**
+   * No more audio: flushes the front end and the models, sends the remaining output steps
+   * (the last one may be partial) and resolves with the summary (when includeSummary).
+   * An empty stream rejects with EMPTY_AUDIO (AudioError).
+   */
+  async end(): Promise<StreamSummary | undefined> {
+    if (this.closed) throw new AurisError('CLOSED', 'stream session is closed');
+    if (!this.frontendEnded) {
+      this.frontendEnded = true;
+      this.feed(this.frontend.end());
+      const done = new Promise<void>((resolve, reject) => (this.finish = { resolve, reject }));
+      for (const r of this.runners) r.end();
+      this.emitReady();
+      await done;
+    }
+    return this.options.includeSummary ? this.summary() : undefined;
+  }
+
+  /** Frees the native front end and the buffers now; outputs still in flight are dropped. Idempotent. */
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.frontend.close();
+    for (const r of this.runners) r.close();
+    this.finish?.reject(new AurisError('ABORTED', 'stream closed'));
+    this.finish = undefined;
+  }
+
+  private feed(chunks: FeatureChunk[]): void {
+    const chunk = chunks[0];
+    if (!chunk || chunk.steps === 0) return;
+    if (chunk.startStep !== this.steps) throw new Error(`front end returned steps from ${chunk.startStep}, expected ${this.steps}`);
+    this.levels.append(chunk.levels.subarray(0, chunk.steps));
+    this.steps += chunk.steps;
+    for (const r of this.runners) r.push(chunk.features, chunk.steps);
+  }
+
+  private fail(e: Error): void {
+    if (this.failure || this.closed) return;
+    this.failure = e;
+    this.finish?.reject(e);
+    this.finish = undefined;
+    this.events.onError(e);
+  }
+
+  /** Duration bookkeeping once the front end has ended (the last step may be partial). */
+  private durationMs(): number {
+    const durationMs = this.options.sampleRate > 0 && this.frames > 0 ? (this.frames / this.options.sampleRate) * 1000 : 0;
+    return effectiveDurationMs(this.steps, durationMs > 0 ? durationMs : this.steps * STEP_MS);
+  }
+
+  /** Sends every output step whose steps all have outputs from every model. */
+  private emitReady(): void {
+    if (this.closed || this.failure) return;
+    let available = Infinity;
+    for (const store of this.probs.values()) available = Math.min(available, store.end);
+    const lastMs = this.frontendEnded && this.steps > 0 ? this.durationMs() - (this.steps - 1) * STEP_MS : STEP_MS;
+    for (;;) {
+      const from = this.nextOut * this.per;
+      let to = from + this.per;
+      if (this.frontendEnded) {
+        if (from >= this.steps) break;
+        to = Math.min(to, this.steps);
+      }
+      if (available < to) break;
+      const steps = this.steps;
+      const ended = this.frontendEnded;
+      const dur = (i: number): number => (ended && from + i === steps - 1 ? lastMs : STEP_MS);
+      const probs: Record<string, Float32Array> = {};
+      for (const [name, store] of this.probs) probs[name] = store.view(from, to);
+      const agg = this.decider.aggregate(this.levels.view(from, to), probs, 0, to - from, dur);
+      const { step, decisions } = this.decider.timeStep(this.nextOut * this.options.outputPeriodMs, agg.levelDb, agg.avg, this.options.includeRaw);
+      if (this.options.includeSummary) {
+        this.decider.policies.forEach((policy, m) => {
+          const cls = policy.summaryClassOf(decisions[m]!.result);
+          const i = policy.summaryClasses.indexOf(cls);
+          if (i < 0) throw new Error(`internal: label ${cls} has no summary class in ${policy.name}`);
+          this.summaryTime[m]![i]! += agg.spanMs;
+        });
+      }
+      this.nextOut++;
+      this.levels.dropBefore(to);
+      for (const store of this.probs.values()) store.dropBefore(to);
+      this.events.onStep(step);
+      if (this.closed) return;
+    }
+    if (this.frontendEnded && this.nextOut * this.per >= this.steps && this.runners.every((r) => r.done)) {
+      const f = this.finish;
+      this.finish = undefined;
+      f?.resolve();
+    }
+  }
+
+  private summary(): StreamSummary {
+    const durationMs = this.durationMs();
+    const models: Record<string, Record<string, number>> = {};
+    this.decider.policies.forEach((policy, m) => {
+      const fr = roundFractions(policy.summaryClasses.map((_, i) => this.summaryTime[m]![i]! / durationMs));
+      const obj: Record<string, number> = {};
+      policy.summaryClasses.forEach((c, i) => (obj[`${c}_fraction`] = fr[i]!));
+      models[policy.name] = obj;
+    });
+    const lastStart = Math.max(0, this.nextOut - 1) * this.options.outputPeriodMs;
+    return { models, durationMs, endTimestampMs: endTimestampMs(durationMs, lastStart), steps: this.nextOut };
+  }
+}
+
+/** StreamFrontends alive in this process (native state not yet freed). */
+export function liveNativeStreams(): number {
+  return openStreamCount();
+}

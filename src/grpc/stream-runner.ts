@@ -1,0 +1,178 @@
+/**
+ * Streaming model runner for one (stream, model). Same windowing contract as
+ * src/inference's WindowedRunner (a window of output steps [a, b) is run over the features of
+ * steps [a - left, b + right], clipped to the signal, so its outputs equal a whole-signal run;
+ * docs/features.md), with two scheduling rules for live streams:
+ *
+ * - **Eager, one call in flight.** As soon as a step has its right context, it is sent to the
+ *   model, unless this runner already has a call in flight: steps that become ready meanwhile
+ *   join the next call. A lone stream gets one call per 64 ms step (lowest latency); when the
+ *   inference workers fall behind, calls cover more steps, so the cost per step drops
+ *   (a window's context is paid once per call) instead of the queue growing.
+ * - **Output-step aligned.** With output_period = p steps, calls end on multiples of p (an
+ *   output step needs all its p steps anyway), so a stream with p > 1 pays the context once
+ *   per output step.
+ *
+ * Only the features of the steps not yet sent plus `left` steps of history are kept.
+ */
+import { AurisError } from '../analysis/errors';
+import { FLOATS_PER_STEP } from '../inference/registry';
+import type { InferFn, OutputFn, RunnerModel } from '../inference/runner';
+
+export interface StreamRunnerOptions {
+  model: RunnerModel;
+  infer: InferFn;
+  /** Receives consecutive outputs in order. */
+  onOutput: OutputFn;
+  /** Called once when a model call fails; the runner stops. */
+  onError: (e: Error) => void;
+  /** Steps per output step: calls end on multiples of it until end() (default 1). */
+  align?: number;
+  /** Most output steps per call (default 256). */
+  maxWindowSteps?: number;
+}
+
+export class StreamRunner {
+  readonly model: RunnerModel;
+  private readonly left: number;
+  private readonly right: number;
+  private readonly C: number;
+  private readonly align: number;
+  private readonly maxWindow: number;
+  /** Features of steps [bufStart, received). */
+  private buf: Float32Array;
+  private bufStart = 0;
+  private _received = 0;
+  /** First step not yet sent to the model. */
+  private next = 0;
+  private _emitted = 0;
+  private inFlight = false;
+  private ended = false;
+  private closed = false;
+  private failed = false;
+  /** Model calls made. */
+  calls = 0;
+
+  constructor(private readonly options: StreamRunnerOptions) {
+    this.model = options.model;
+    this.left = options.model.context.leftSteps;
+    this.right = options.model.context.rightSteps;
+    this.C = options.model.rawKeys.length;
+    this.align = Math.max(1, options.align ?? 1);
+    this.maxWindow = Math.max(1, options.maxWindowSteps ?? 256);
+    this.buf = new Float32Array((this.left + this.right + 16) * FLOATS_PER_STEP);
+  }
+
+  get received(): number {
+    return this._received;
+  }
+
+  /** Steps whose outputs were delivered. */
+  get emitted(): number {
+    return this._emitted;
+  }
+
+  /** Steps received whose output is not delivered yet beyond the model's own lookahead (backlog). */
+  get backlog(): number {
+    return Math.max(0, this._received - this.right - this._emitted);
+  }
+
+  /** True once end() was called and every step's output was delivered. */
+  get done(): boolean {
+    return this.ended && this._emitted === this._received && !this.inFlight;
+  }
+
+  /** Appends `steps` steps of features ([steps*4][64], copied) and sends what became ready. */
+  push(features: Float32Array, steps: number): void {
+    if (this.closed || this.failed) return;
+    if (this.ended) throw new AurisError('CLOSED', 'push() after end()');
+    if (features.length !== steps * FLOATS_PER_STEP) {
+      throw new AurisError('INVALID_ARGUMENT', `expected ${FLOATS_PER_STEP} floats per step, got ${features.length} for ${steps} steps`);
+    }
+    if (steps === 0) return;
+    const F = FLOATS_PER_STEP;
+    const need = (this._received + steps - this.bufStart) * F;
+    if (need > this.buf.length) {
+      const grown = new Float32Array(Math.max(need, this.buf.length * 2));
+      grown.set(this.buf.subarray(0, (this._received - this.bufStart) * F));
+      this.buf = grown;
+    }
+    this.buf.set(features, (this._received - this.bufStart) * F);
+    this._received += steps;
+    this.pump();
+  }
+
+  /** No more input: the remaining steps are run with the signal end as their right context. */
+  end(): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.pump();
+  }
+
+  /** Drops the buffers; pending and later outputs are discarded. */
+  close(): void {
+    this.closed = true;
+    this.buf = new Float32Array(0);
+    this.bufStart = this._received;
+  }
+
+  private pump(): void {
+    if (this.inFlight || this.closed || this.failed) return;
+    const limit = this.ended ? this._received : this._received - this.right;
+    let b = Math.min(limit, this.next + this.maxWindow);
+    if (!this.ended && this.align > 1) {
+      const aligned = Math.floor(b / this.align) * this.align;
+      if (aligned > this.next) b = aligned;
+      else if (b - this.next < this.maxWindow) return; // wait for the rest of the output step
+    }
+    if (b <= this.next) return;
+    this.run(this.next, b);
+  }
+
+  /** Runs the model for output steps [a, b). */
+  private run(a: number, b: number): void {
+    const F = FLOATS_PER_STEP;
+    const inStart = Math.max(0, a - this.left);
+    const inEnd = Math.min(this._received, b + this.right);
+    const features = this.buf.slice((inStart - this.bufStart) * F, (inEnd - this.bufStart) * F);
+    this.next = b;
+    const keepFrom = Math.max(this.bufStart, b - this.left);
+    if (keepFrom > this.bufStart) {
+      this.buf.copyWithin(0, (keepFrom - this.bufStart) * F, (this._received - this.bufStart) * F);
+      this.bufStart = keepFrom;
+    }
+    this.inFlight = true;
+    this.calls++;
+    const steps = inEnd - inStart;
+    let job: Promise<Float32Array>;
+    try {
+      job = this.options.infer(features, steps);
+    } catch (e) {
+      job = Promise.reject(e);
+    }
+    job.then(
+      (probs) => {
+        this.inFlight = false;
+        if (this.closed || this.failed) return;
+        if (probs.length !== steps * this.C) {
+          this.fail(new AurisError('INFERENCE_FAILED', `model ${this.model.name} returned ${probs.length} values for ${steps} steps x ${this.C} classes`));
+          return;
+        }
+        this._emitted = b;
+        this.options.onOutput(a, probs.subarray((a - inStart) * this.C, (b - inStart) * this.C), b - a);
+        this.pump();
+      },
+      (e: unknown) => {
+        this.inFlight = false;
+        if (this.closed) return;
+        this.fail(e instanceof Error ? e : new Error(String(e)));
+      },
+    );
+  }
+
+  private fail(e: Error): void {
+    if (this.failed) return;
+    this.failed = true;
+    this.options.onError(e);
+  }
+}
