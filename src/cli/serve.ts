@@ -4,6 +4,7 @@
  */
 import { ConfigError, loadConfig, usage } from '../config';
 import { createServer } from '../http/server';
+import { attachGrpcServer } from '../grpc/serve-hook';
 
 export const summary = 'run the HTTP service (file-processing jobs)';
 
@@ -26,6 +27,7 @@ export async function run(argv: string[]): Promise<number> {
   const log = server.app.log;
   if (config.natsUrl) log.warn({ nats_url: config.natsUrl }, 'NATS_URL is set but distributed mode is not implemented yet; running the embedded store');
   await server.listen();
+  await attachGrpcServer(server); // gRPC streaming on GRPC_PORT, same keys; server.close() stops it first
   log.info(
     { url: server.url, data_dir: config.dataDir, models_dir: config.modelsDir, concurrency: config.concurrency, api_keys: config.apiKeys.length },
     'auris serving',
