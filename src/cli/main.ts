@@ -22,6 +22,7 @@ const COMMANDS: Record<string, { module: string; summary: string }> = {
   analyze: { module: './analyze', summary: 'analyse an audio file, print the results JSON' },
   eval: { module: './eval', summary: 'evaluate the models on a labelled data set' },
   serve: { module: './serve', summary: 'run the HTTP service' },
+  stream: { module: './stream', summary: 'send an audio file as a live gRPC stream, print each step as a JSON line' },
   keys: { module: './keys', summary: 'manage API keys' },
 };
 
