@@ -107,6 +107,11 @@ class Synth:
             sources = sorted(set(k[1] for k in keys))
             src = sources[rng.integers(len(sources))]  # balance sources, then speakers
             keys = [k for k in keys if k[1] == src]
+            if t == "arousal":
+                # clip-uniform within (class, source): most BAVED speakers recorded a single level, so
+                # speaker-uniform sampling would over-weight speaker identity; speakers with all levels dominate
+                cl = [c for k in keys for c in self.p.by[t][k]]
+                return lab, cl[rng.integers(len(cl))]
             k = keys[rng.integers(len(keys))]
         cl = self.p.by[t][k]
         return lab, cl[rng.integers(len(cl))]

@@ -18,6 +18,12 @@ LABELS = {
     "arousal": "RAVDESS angry/fearful/happy/surprised -> high, sad/calm -> low, neutral -> neutral; **disgust excluded** (arousal is ambiguous: the csv marks it `ambiguous`). BAVED level2/level1/level0 -> high/neutral/low. URDU angry/happy -> high, sad -> low, neutral -> neutral (URDU is used only for validation).",
 }
 
+SAMPLING = {
+    "speech": "Class drawn with p = 0.45 speech / 0.30 music / 0.25 other per segment; speech sources weighted (voxlingua 3, ravdess/baved 1.5, ktuberling/klettres 1.2, fsdd 1, librosa 0.3), music/other sources by sqrt(clip count).",
+    "gender": "Balanced by speaker, not by clip: gender drawn uniformly, then source (ravdess/baved) uniformly, then speaker uniformly, then one of the speaker's clips.",
+    "arousal": "Class drawn uniformly, then source (ravdess/baved) uniformly, then a clip uniformly within (class, source). Not speaker-uniform: most BAVED speakers recorded a single arousal level, so speaker-uniform sampling would reward recognising the speaker.",
+}
+
 SPLITS = f"""Splits are fixed in `training/data.py` (speaker-disjoint and source-disjoint; no file-level splitting):
 
 | source | validation part |
@@ -114,6 +120,10 @@ Licences include non-commercial (CC BY-NC-SA: RAVDESS, some jamendo songs) and r
 ## Labels
 
 {LABELS[task]}
+
+## Sampling
+
+{SAMPLING[task]}
 
 ## Augmentation
 

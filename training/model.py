@@ -27,9 +27,9 @@ class Block(nn.Module):
 
 
 class Net(nn.Module):
-    def __init__(self, n_classes, c1=32, c2=64, dil=(1, 2, 4, 8), norm_k=63, dropout=0.1, n_mels=64):
+    def __init__(self, n_classes, c1=32, c2=64, dil=(1, 2, 4, 8), norm_k=63, dropout=0.1, n_mels=64, norm="mean"):
         super().__init__()
-        self.norm_k, self.dil = norm_k, tuple(dil)
+        self.norm_k, self.dil, self.norm = norm_k, tuple(dil), norm
         self.conv1 = nn.Conv1d(n_mels, c1, 3, padding=1)
         self.bn1 = nn.BatchNorm1d(c1)
         self.conv2 = nn.Conv1d(c1, c2 // 2, 3, padding=1)
@@ -41,7 +41,12 @@ class Net(nn.Module):
         x = x.transpose(1, 2)  # [B, 64, T]
         # gain normalisation: subtract a local mean of the per-frame mean log energy
         e = x.mean(dim=1, keepdim=True)
-        m = F.avg_pool1d(e, self.norm_k, stride=1, padding=self.norm_k // 2, count_include_pad=False)
+        if self.norm == "max":
+            # local max of the (5-frame smoothed) energy: not diluted by silences between words
+            e = F.avg_pool1d(e, 5, stride=1, padding=2, count_include_pad=False)
+            m = F.max_pool1d(e, self.norm_k, stride=1, padding=self.norm_k // 2)
+        else:
+            m = F.avg_pool1d(e, self.norm_k, stride=1, padding=self.norm_k // 2, count_include_pad=False)
         x = x - m
         h = F.relu(self.bn1(self.conv1(x)))
         h = F.relu(self.conv2(h))
@@ -55,9 +60,9 @@ class Net(nn.Module):
         return torch.softmax(self.logits(x), dim=1).transpose(1, 2)  # [B, S, C]
 
 
-def context_steps(norm_k: int, dil) -> tuple[int, int]:
+def context_steps(norm_k: int, dil, norm: str = "mean") -> tuple[int, int]:
     """Exact left/right step context: frames reached by norm + 2 frame convs, then pooled, then dilated convs."""
-    fr = norm_k // 2 + 1 + 1  # frame-level reach on each side
+    fr = norm_k // 2 + (2 if norm == "max" else 0) + 1 + 1  # frame-level reach on each side
     D = sum(dil)
     # output step s reaches frames [4(s-D) - fr, 4(s+D) + 3 + fr]
     left = D + (-((-fr) // FRAMES_PER_STEP))  # ceil(fr/4)

@@ -44,7 +44,8 @@ def feature_cache(task, clips, store, n, seed, steps=64, workers=2):
     os.makedirs(D.CACHE, exist_ok=True)
     global _SYNTH
     _SYNTH = A.Synth(A.Pools(clips, "train"), store, task, steps)  # inherited by forked workers, not pickled
-    key = hashlib.sha1(f"{task}|{seed}|{steps}|{D.rows_sha256(clips)}|v4".encode()).hexdigest()[:12]
+    ver = "v5" if task == "arousal" else "v4"  # bump when the synthesis for a task changes
+    key = hashlib.sha1(f"{task}|{seed}|{steps}|{D.rows_sha256(clips)}|{ver}".encode()).hexdigest()[:12]
     Xs, Ys, Ws = [], [], []
     for sh in range((n + SHARD - 1) // SHARD):
         m = min(SHARD, n - sh * SHARD)
@@ -55,8 +56,10 @@ def feature_cache(task, clips, store, n, seed, steps=64, workers=2):
             jobs = [(min(chunk, m - i), (seed * 1000 + sh) * 100003 + i) for i in range(0, m, chunk)]
             with Pool(workers) as p:
                 parts = p.map(_make_batch, jobs, chunksize=1)
-            np.savez(fn, X=np.concatenate([q[0] for q in parts]), Y=np.concatenate([q[1] for q in parts]),
+            tmp = fn[:-4] + f".tmp{os.getpid()}.npz"
+            np.savez(tmp, X=np.concatenate([q[0] for q in parts]), Y=np.concatenate([q[1] for q in parts]),
                      W=np.concatenate([q[2] for q in parts]))
+            os.replace(tmp, fn)  # atomic: concurrent runs never read a partial shard
             print(f"[{task}] built shard {sh} ({m} examples) in {time.time() - t:.0f}s", flush=True)
         z = np.load(fn)
         Xs.append(z["X"]); Ys.append(z["Y"]); Ws.append(z["W"])
@@ -147,15 +150,18 @@ def train_task(task, clips, store, args, outdir):
     np.random.seed(args.seed)
     n = args.examples or (1200 if args.quick else 24000)
     epochs = args.epochs or (1 if args.quick else 10)
-    X, Y, W = feature_cache(task, clips, store, n, args.seed)
+    X, Y, W = feature_cache(task, clips, store, n, args.seed, workers=args.workers)
     vs = val_set(task, clips, store, quick=args.quick)
-    cfg = CONFIGS[task]
+    cfg = dict(CONFIGS[task])
+    if args.cfg:
+        cfg.update(json.loads(args.cfg))
+        CONFIGS[task] = cfg
     model = Net(len(CLASSES[task]), **cfg)
     Xt, Yt, Wt = torch.from_numpy(X), torch.from_numpy(Y.astype(np.int64)), torch.from_numpy(W.astype(np.float32))
     bs = 64
     steps_per_epoch = (len(X) + bs - 1) // bs
-    opt = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=1e-2)
-    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=3e-3, total_steps=epochs * steps_per_epoch, pct_start=0.15)
+    opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=1e-2)
+    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=args.lr, total_steps=epochs * steps_per_epoch, pct_start=0.15)
     g = torch.Generator().manual_seed(args.seed)
     history = []
     for ep in range(epochs):
@@ -220,7 +226,7 @@ def export(task, model, clips, res, outdir, args, n_examples, epochs):
         maxdiff = max(maxdiff, float(np.abs(out - ref).max()))
     assert maxdiff < 1e-4, maxdiff
     cfg = CONFIGS[task]
-    left, right = context_steps(cfg["norm_k"], cfg["dil"])
+    left, right = context_steps(cfg["norm_k"], cfg["dil"], cfg.get("norm", "mean"))
     used = [c for c in clips if D.task_label(task, c) is not None]
     params = sum(p.numel() for p in model.parameters())
     manifest = {
@@ -239,7 +245,7 @@ def export(task, model, clips, res, outdir, args, n_examples, epochs):
         "training_data_sha256": D.rows_sha256(used),
         "metrics": summary_metrics(task, res),
         "model": {"parameters": params, "macs_per_step": macs_per_step(model), "onnx_opset": 17,
-                  "architecture": f"gain-norm(avg {cfg['norm_k']} frames) + 2 frame convs + maxpool4 + "
+                  "architecture": f"gain-norm({cfg.get('norm', 'mean')} over {cfg['norm_k']} frames) + 2 frame convs + maxpool4 + "
                                   f"dilated residual convs {list(cfg['dil'])}",
                   "onnx_vs_torch_max_abs_diff": maxdiff},
         "training": {"examples": n_examples, "epochs": epochs, "seed": args.seed, "quick": bool(args.quick)},
@@ -285,6 +291,10 @@ def main():
     ap.add_argument("--epochs", type=int, default=None)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--workers", type=int, default=2, help="processes for building the augmented cache")
+    ap.add_argument("--cache-only", action="store_true", help="only build the augmented feature caches")
+    ap.add_argument("--cfg", default=None, help="JSON overrides of the model config, e.g. '{\"c2\": 96}'")
+    ap.add_argument("--lr", type=float, default=3e-3)
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     tasks = list(CLASSES) if args.all or not args.task else args.task
@@ -293,6 +303,9 @@ def main():
     store = D.AudioStore(clips)
     print("validation csvs:", D.write_validation_csvs(clips, os.path.join(D.HERE, "validation")), flush=True)
     for t in tasks:
+        if args.cache_only:
+            feature_cache(t, clips, store, args.examples or 24000, args.seed, workers=args.workers)
+            continue
         train_task(t, clips, store, args, out)
 
 
