@@ -1,0 +1,133 @@
+/**
+ * Uploaded audio and JSON results in a JetStream Object Store bucket (chunked, 128 KiB
+ * chunks, SHA-256 checked on read). Objects are deleted exactly when the embedded store
+ * deletes its files: the upload when the job finishes, the results when the job is
+ * deleted or expires (the retention sweeper of any node). A deleted object leaves no
+ * marker behind (its metadata subject is purged too).
+ */
+import { randomBytes } from 'node:crypto';
+import { createWriteStream } from 'node:fs';
+import { mkdir, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { Readable, Transform } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import type { ReadableStream as WebReadableStream } from 'node:stream/web';
+import { type ObjectStore, StorageType } from 'nats';
+import { type BlobStore, BlobTooLargeError } from '../types';
+import type { NatsConn, NatsLogger } from './connection';
+import { ensureReplicas } from './settings';
+
+export interface BlobStoreOptions {
+  /** Where localFile() copies objects for the decoder. */
+  tmpDir: string;
+  /** keys() leaves out objects younger than this, ms (they may belong to a job being created elsewhere). */
+  orphanGraceMs: number;
+}
+
+export class NatsBlobStore implements BlobStore {
+  private constructor(
+    private readonly conn: NatsConn,
+    private readonly os: ObjectStore,
+    private readonly bucket: string,
+    private readonly opts: BlobStoreOptions,
+    private readonly log: NatsLogger,
+  ) {}
+
+  static async open(conn: NatsConn, bucket: string, replicas: number, opts: BlobStoreOptions, log: NatsLogger): Promise<NatsBlobStore> {
+    const os = await conn.js.views.os(bucket, { storage: StorageType.File, replicas });
+    await ensureReplicas(conn.jsm, `OBJ_${bucket}`, replicas, log);
+    return new NatsBlobStore(conn, os, bucket, opts, log);
+  }
+
+  private check(key: string): string {
+    if (!/^[A-Za-z0-9_-][A-Za-z0-9._-]*(\/[A-Za-z0-9_-][A-Za-z0-9._-]*)*$/.test(key) || key.length > 300) {
+      throw new Error(`unsafe blob key ${JSON.stringify(key)}`);
+    }
+    return key;
+  }
+
+  async putStream(key: string, data: Readable, opts: { maxBytes?: number } = {}): Promise<{ size: number }> {
+    this.check(key);
+    let size = 0;
+    const max = opts.maxBytes ?? Infinity;
+    const counter = new Transform({
+      transform(chunk: Buffer, _enc, cb) {
+        size += chunk.length;
+        if (size > max) cb(new BlobTooLargeError(max));
+        else cb(null, chunk);
+      },
+    });
+    // Piped (not consumed) so that an overrun leaves the source readable: the caller drains it and answers 413.
+    const onSourceError = (err: Error): void => void counter.destroy(err);
+    const onSourceClose = (): void => {
+      if (!data.readableEnded) counter.destroy(new Error('the request body ended early'));
+    };
+    data.once('error', onSourceError);
+    data.once('close', onSourceClose);
+    data.pipe(counter);
+    try {
+      await this.conn.call('blob put', () => this.os.put({ name: key }, Readable.toWeb(counter) as unknown as ReadableStream<Uint8Array>));
+    } catch (err) {
+      data.unpipe(counter);
+      counter.destroy();
+      throw err;
+    } finally {
+      data.off('error', onSourceError);
+      data.off('close', onSourceClose);
+    }
+    return { size };
+  }
+
+  async put(key: string, data: Buffer | string): Promise<{ size: number }> {
+    this.check(key);
+    const buf = typeof data === 'string' ? Buffer.from(data) : data;
+    await this.conn.call('blob put', () => this.os.putBlob({ name: key }, buf));
+    return { size: buf.length };
+  }
+
+  async getStream(key: string): Promise<{ stream: Readable; size: number } | null> {
+    this.check(key);
+    const r = await this.conn.call('blob get', () => this.os.get(key));
+    if (!r) return null;
+    r.error.catch(() => undefined); // surfaced as a stream error
+    return { stream: Readable.fromWeb(r.data as unknown as WebReadableStream<Uint8Array>), size: r.info.size };
+  }
+
+  async localFile(key: string): Promise<{ path: string; release(): Promise<void> } | null> {
+    const got = await this.getStream(key);
+    if (!got) return null;
+    await mkdir(this.opts.tmpDir, { recursive: true });
+    const path = join(this.opts.tmpDir, `blob-${randomBytes(8).toString('hex')}`);
+    try {
+      await pipeline(got.stream, createWriteStream(path));
+    } catch (err) {
+      await rm(path, { force: true });
+      throw err;
+    }
+    return { path, release: () => rm(path, { force: true }) };
+  }
+
+  async delete(key: string): Promise<void> {
+    this.check(key);
+    await this.conn.call('blob delete', async () => {
+      const info = await this.os.info(key);
+      if (!info) return;
+      await this.os.delete(key);
+      // Drop the "deleted" metadata too, so deleted objects leave nothing in the stream.
+      await this.conn.jsm.streams.purge(`OBJ_${this.bucket}`, { filter: `$O.${this.bucket}.M.${metaToken(key)}` }).catch((err: unknown) => {
+        this.log.warn({ key, err: (err as Error).message }, 'blob store: purging the metadata of a deleted object failed');
+      });
+    });
+  }
+
+  async keys(): Promise<string[]> {
+    const all = await this.conn.call('blob list', () => this.os.list());
+    const cutoff = Date.now() - this.opts.orphanGraceMs;
+    return all.filter((o) => !o.deleted && Date.parse(o.mtime) <= cutoff).map((o) => o.name);
+  }
+}
+
+/** The subject token of an object name in the bucket's metadata subjects (base64url with padding). */
+function metaToken(name: string): string {
+  return Buffer.from(name, 'utf8').toString('base64').replace(/\+/g, '-').replace(/\//g, '_');
+}

@@ -1,0 +1,113 @@
+/**
+ * Distributed mode: the four backends on NATS JetStream.
+ *
+ *   <PREFIX>_JOBS            work-queue stream, subject <prefix>.jobs.<jobId>   (JobQueue)
+ *     consumer "workers"     durable pull, explicit ack, ack wait + backoff, max_deliver
+ *   <PREFIX>_JOBS_EXHAUSTED  max-deliveries advisories of "workers"            (jobs marked failed)
+ *   <PREFIX>_EVENTS          work-queue stream, subject <prefix>.events.job-finished (EventBus)
+ *     consumer "callbacks"   durable pull, explicit ack (callback dispatchers)
+ *   KV  <prefix>_jobs        job records, revision-checked updates             (JobStore)
+ *   OBJ <prefix>_blobs       uploads and results                               (BlobStore)
+ *
+ * Every node creates what is missing on start. See docs/deploy.md.
+ */
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Backends } from '../types';
+import { NatsBlobStore } from './blob-store';
+import { NatsConn, type NatsLogger, silentLogger } from './connection';
+import { NatsEventBus } from './event-bus';
+import { ExhaustedJobHandler } from './exhausted';
+import { NatsJobStore } from './job-store';
+import { NatsJobQueue } from './queue';
+import { consumerConfigs, DEFAULT_SETTINGS, ensureConsumer, ensureStream, names, type NatsSettings, streamConfigs } from './settings';
+
+export { NatsBlobStore, NatsConn, NatsEventBus, NatsJobQueue, NatsJobStore, ExhaustedJobHandler };
+export { DEFAULT_SETTINGS, names, type NatsSettings } from './settings';
+
+export interface NatsBackendOptions extends Partial<NatsSettings> {
+  /** nats://host:port, or several separated by commas (seed servers of a cluster). */
+  servers: string | string[];
+  /** Seconds a finished job is kept (expires_at of jobs failed for running out of deliveries). */
+  retentionSec: number;
+  /** Where blobs are copied for the decoder (default: the OS temp dir). */
+  tmpDir?: string;
+  /** Orphan cleanup leaves objects younger than this alone, ms (default 15 min). */
+  orphanGraceMs?: number;
+  /** Client name (monitoring). */
+  name?: string;
+  reconnectWaitMs?: number;
+  requestTimeoutMs?: number;
+  /** How long one worker pull waits on the server, ms. */
+  pullExpiresMs?: number;
+  log?: NatsLogger;
+}
+
+export interface NatsBackends extends Backends {
+  conn: NatsConn;
+  settings: NatsSettings;
+  jobs: NatsJobStore;
+  queue: NatsJobQueue;
+  blobs: NatsBlobStore;
+  events: NatsEventBus;
+  exhausted: ExhaustedJobHandler;
+}
+
+export async function openNatsBackends(opts: NatsBackendOptions): Promise<NatsBackends> {
+  const log = opts.log ?? silentLogger;
+  const settings: NatsSettings = {
+    prefix: opts.prefix ?? DEFAULT_SETTINGS.prefix,
+    replicas: opts.replicas ?? DEFAULT_SETTINGS.replicas,
+    ackWaitMs: opts.ackWaitMs ?? DEFAULT_SETTINGS.ackWaitMs,
+    maxDeliver: opts.maxDeliver ?? DEFAULT_SETTINGS.maxDeliver,
+    eventsAckWaitMs: opts.eventsAckWaitMs ?? DEFAULT_SETTINGS.eventsAckWaitMs,
+  };
+  if (settings.maxDeliver < 2) throw new Error('NATS max_deliver must be at least 2');
+  if (settings.replicas < 1 || settings.replicas > 5) throw new Error('NATS replicas must be 1..5');
+  const n = names(settings.prefix);
+  const conn = await NatsConn.open({
+    servers: opts.servers,
+    name: opts.name,
+    reconnectWaitMs: opts.reconnectWaitMs,
+    requestTimeoutMs: opts.requestTimeoutMs,
+    log,
+  });
+  try {
+    for (const cfg of streamConfigs(n, settings)) await ensureStream(conn.jsm, cfg, log);
+    for (const { stream, config } of consumerConfigs(n, settings)) await ensureConsumer(conn.jsm, stream, config, log);
+    const jobs = await NatsJobStore.open(conn, n.jobsBucket, settings.replicas, log);
+    const blobs = await NatsBlobStore.open(
+      conn,
+      n.blobsBucket,
+      settings.replicas,
+      { tmpDir: opts.tmpDir ?? join(tmpdir(), 'auris-blobs'), orphanGraceMs: opts.orphanGraceMs ?? 15 * 60_000 },
+      log,
+    );
+    const queue = new NatsJobQueue(conn, n, settings, log, { pullExpiresMs: opts.pullExpiresMs });
+    const events = new NatsEventBus(conn, n, settings, log);
+    const exhausted = new ExhaustedJobHandler(conn, n, { jobs, queue, blobs, events }, opts.retentionSec, log);
+    exhausted.start();
+    let closed = false;
+    return {
+      conn,
+      settings,
+      jobs,
+      queue,
+      blobs,
+      events,
+      exhausted,
+      close: async () => {
+        if (closed) return;
+        closed = true;
+        await queue.close();
+        await events.close();
+        await exhausted.stop();
+        jobs.close();
+        await conn.close();
+      },
+    };
+  } catch (err) {
+    await conn.close();
+    throw err;
+  }
+}
