@@ -58,7 +58,7 @@ function machine(): Record<string, unknown> {
   const cpus = os.cpus();
   let ffmpeg = '';
   try {
-    ffmpeg = execFileSync('ffmpeg', ['-version'], { encoding: 'utf8' }).split('\n')[0];
+    ffmpeg = execFileSync('ffmpeg', ['-version'], { encoding: 'utf8' }).split('\n')[0].replace(/^ffmpeg version (\S+).*/, 'ffmpeg $1');
   } catch {
     ffmpeg = 'not found';
   }
@@ -265,19 +265,34 @@ export function computeRatios(results: Measurement[]): Record<string, number> {
     const ff = find(results, input, 'ffmpeg decode');
     const ffr = find(results, input, 'ffmpeg decode+resample');
     // > 1: the front end takes that many times longer (CPU) than ffmpeg
-    if (fe && ff) ratios[`${input}: front end CPU / ffmpeg decode CPU`] = fe.cpuSec / ff.cpuSec;
-    if (fe && ffr) ratios[`${input}: front end CPU / ffmpeg decode+resample CPU`] = fe.cpuSec / ffr.cpuSec;
+    if (fe && ff) {
+      ratios[`${input}: front end / ffmpeg decode, CPU time`] = fe.cpuSec / ff.cpuSec;
+      ratios[`${input}: front end / ffmpeg decode, wall time`] = fe.wallSec / ff.wallSec;
+    }
+    if (fe && ffr) {
+      ratios[`${input}: front end / ffmpeg decode+resample, CPU time`] = fe.cpuSec / ffr.cpuSec;
+      ratios[`${input}: front end / ffmpeg decode+resample, wall time`] = fe.wallSec / ffr.wallSec;
+    }
     for (const r of results.filter((x) => x.input === input && x.name.startsWith('pipeline'))) {
       ratios[`${input}: ${r.name} end-to-end x real time`] = r.xrtWall;
     }
   }
   const all = find(results, 'wav', 'models all');
   const sil = find(results, 'wav', 'silero');
-  if (all && sil) ratios['wav: all our models CPU / Silero CPU'] = all.cpuSec / sil.cpuSec;
+  if (all && sil) {
+    ratios['wav: Silero VAD / all three of our models, CPU time'] = sil.cpuSec / all.cpuSec;
+    ratios['wav: all three of our models / Silero VAD, CPU time'] = all.cpuSec / sil.cpuSec;
+  }
   return ratios;
 }
 
-const f1 = (x: number) => (Number.isFinite(x) ? (x >= 100 ? x.toFixed(0) : x.toFixed(1)) : 'n/a');
+/** 3 significant digits at most, no exponent: 12345 -> 12345, 12.34 -> 12.3, 0.01234 -> 0.0123. */
+const f1 = (x: number): string => {
+  if (!Number.isFinite(x)) return 'n/a';
+  if (Math.abs(x) >= 100) return x.toFixed(0);
+  if (x === 0) return '0';
+  return String(Number(x.toPrecision(3)));
+};
 
 function markdown(report: { machine: Record<string, unknown>; quick: boolean; repeat: number; inputs: BenchInput[]; results: Measurement[]; ratios: Record<string, number>; skipped: Skipped[] }): string {
   const m = report.machine;
@@ -294,7 +309,13 @@ function markdown(report: { machine: Record<string, unknown>; quick: boolean; re
   }
   lines.push('');
   lines.push('What each row measures:');
-  for (const r of report.results.filter((x, i, a) => a.findIndex((y) => y.name === x.name) === i)) lines.push(`- **${r.name}**: ${r.what}.`);
+  // each row name once, in order of appearance, the front-end stages right after 'front end'
+  const stages = ['front end: decode', 'front end: resample', 'front end: features'];
+  const seen = report.results.map((x) => x.name).filter((n, i, a) => a.indexOf(n) === i);
+  const names = seen.filter((n) => !stages.includes(n));
+  const fe = names.indexOf('front end');
+  if (fe >= 0) names.splice(fe + 1, 0, ...stages.filter((n) => seen.includes(n)));
+  for (const n of names) lines.push(`- **${n}**: ${report.results.find((x) => x.name === n)!.what}.`);
   if (Object.keys(report.ratios).length > 0) {
     lines.push('');
     lines.push('| ratio | value |');
