@@ -13,7 +13,7 @@ import { fetchSource } from './fetch-source';
 import type { JobMetrics } from './metrics';
 import { mutateJob } from './record';
 import { resultsKey, resultsPath } from './service';
-import { isTerminal, type Backends, type JobFinishedEvent, type QueueMessage, type StoredJob } from './types';
+import { BackendUnavailableError, isTerminal, type Backends, type JobFinishedEvent, type QueueMessage, type StoredJob } from './types';
 
 export interface WorkerLogger {
   info(obj: object, msg: string): void;
@@ -193,6 +193,7 @@ export class JobWorker {
       if (req.channel !== null) options.channel = req.channel;
       if (req.volume_threshold !== null) options.volumeThreshold = req.volume_threshold;
       let audioSeconds = 0;
+      if (controller.signal.aborted) throw controller.signal.reason;
       const channels = await this.analyzer.analyze(source, options, {
         signal: controller.signal,
         onProgress: (p) => {
@@ -249,8 +250,10 @@ export class JobWorker {
       const key = resultsKey(jobId);
       await blobs.put(key, body);
       const done = await this.finish(jobId, null, { key, size });
-      if (!done) await blobs.delete(key); // deleted meanwhile
-      else {
+      if (!done) {
+        // Deleted meanwhile: drop the results. Finished by another worker (a redelivery): its record points at the same key.
+        if (!(await jobs.get(jobId))) await blobs.delete(key);
+      } else {
         this.metrics.audioSeconds.inc(audioSeconds || (done.record.audio ? done.record.audio.duration_sec * done.record.audio.processed_channels : 0));
         this.metrics.processingSeconds.observe((Date.now() - started) / 1000);
       }
@@ -265,6 +268,12 @@ export class JobWorker {
       if (reason instanceof Deleted) {
         this.log.info({ job_id: jobId }, 'job deleted while processing');
         await msg.ack();
+        return;
+      }
+      if (reason instanceof BackendUnavailableError) {
+        // Storage or queue unreachable (distributed mode): not the job's fault; it is delivered again later.
+        this.log.warn({ job_id: jobId, err: reason.message }, 'backend unavailable; the job will run again');
+        await msg.nak().catch(() => undefined);
         return;
       }
       const error = toJobError(reason);

@@ -165,6 +165,7 @@ export class FakeAnalyzer implements Analyzer {
   private async step(signal?: AbortSignal): Promise<void> {
     if (!this.gated) return;
     await new Promise<void>((resolve, reject) => {
+      if (signal?.aborted) return reject(Object.assign(new Error('aborted'), { code: 'ABORTED' }));
       this.waiters.push(resolve);
       signal?.addEventListener('abort', () => reject(Object.assign(new Error('aborted'), { code: 'ABORTED' })), { once: true });
     });
