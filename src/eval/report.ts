@@ -41,6 +41,14 @@ export function formatTaskReport(r: TaskReport): string {
     const total = Object.values(r.serviceLabels).reduce((a, b) => a + b, 0);
     out.push(`  service labels on these steps: ${Object.entries(r.serviceLabels).map(([k, v]) => `${k} ${pct(v / total)}`).join(', ')}`);
   }
+  if (r.byGroup.length > 1) {
+    out.push('  per folder (voiced steps, step accuracy' + (r.task === 'speech' ? ', speech F1 ours / Silero' : '') + '):');
+    const w = Math.max(...r.byGroup.map((g) => g.group.length));
+    for (const g of r.byGroup) {
+      const speech = r.task === 'speech' ? `  speech F1 ${pct(g.speechF1 ?? NaN).padStart(6)} / ${pct(g.sileroSpeechF1 ?? NaN).padStart(6)}` : '';
+      out.push(`    ${g.group.padEnd(w)}  ${String(g.steps).padStart(7)} steps  accuracy ${pct(g.stepAccuracy).padStart(6)}${speech}`);
+    }
+  }
   if (r.speechVsNonSpeech) {
     const s = r.speechVsNonSpeech;
     out.push(`  speech vs non-speech on the same ${s.steps} voiced steps:`);

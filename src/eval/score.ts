@@ -74,6 +74,12 @@ export interface TaskReport {
   };
   /** How the service itself labelled the voiced steps (e.g. gender `unknown` / `no_speech`). */
   serviceLabels?: Record<string, number>;
+  /**
+   * Per group of rows (the folder of the row's path as written in the CSV, e.g.
+   * `audio/ravdess`): voiced steps, step accuracy, and for the speech task the speech F1 of
+   * ours and Silero's on those steps.
+   */
+  byGroup: { group: string; rows: number; steps: number; stepAccuracy: number; speechF1?: number; sileroSpeechF1?: number }[];
   /** Speech task only: speech vs non-speech on the voiced steps. */
   speechVsNonSpeech?: {
     steps: number;
@@ -83,6 +89,13 @@ export interface TaskReport {
     /** Ours restricted to the steps Silero also scored (equal to `ours` when Silero ran on every file). */
     oursOnSileroSteps?: BinaryReport;
   };
+}
+
+/** Group of a row: the folder of its path as written in the CSV ('.' for none). */
+export function groupOf(rawPath: string): string {
+  const p = rawPath.replace(/\\/g, '/');
+  const i = p.lastIndexOf('/');
+  return i < 0 ? '.' : p.slice(0, i);
 }
 
 export class TaskScorer {
@@ -97,6 +110,7 @@ export class TaskScorer {
   silentSteps = 0;
   readonly serviceLabels = new Map<string, number>();
   private sileroSeen = false;
+  private readonly groups = new Map<string, { rows: number; steps: number; correct: number; ours: BinaryCounts; silero: BinaryCounts }>();
 
   constructor(readonly task: EvalTask, readonly labels: readonly string[]) {
     this.step = new ConfusionMatrix(labels);
@@ -105,7 +119,7 @@ export class TaskScorer {
   }
 
   /** Scores one CSV row against the outputs of its file. */
-  add(row: Pick<EvalRow, 'task' | 'label' | 'startMs' | 'endMs'>, file: FileSteps): void {
+  add(row: Pick<EvalRow, 'task' | 'label' | 'startMs' | 'endMs'> & { rawPath?: string }, file: FileSteps): void {
     if (row.task !== this.task) throw new Error(`row of task ${row.task} given to the ${this.task} scorer`);
     const model = this.task;
     const keys = file.rawKeys[model];
@@ -118,6 +132,13 @@ export class TaskScorer {
     for (const k of keyLabel) if (!this.labels.includes(k)) throw new Error(`model ${model} has class "${k}" that the ${model} task does not know`);
 
     this.rows++;
+    const groupName = row.rawPath !== undefined ? groupOf(row.rawPath) : '';
+    let group = this.groups.get(groupName);
+    if (!group) {
+      group = { rows: 0, steps: 0, correct: 0, ours: new BinaryCounts(), silero: new BinaryCounts() };
+      this.groups.set(groupName, group);
+    }
+    group.rows++;
     const [from, to] = rowSteps(row, file.steps);
     const sum = new Float64Array(C);
     const stepPreds: string[] = [];
@@ -132,6 +153,8 @@ export class TaskScorer {
       const pred = keyLabel[argmax(p)];
       stepPreds.push(pred);
       this.step.add(row.label, pred);
+      group.steps++;
+      if (pred === row.label) group.correct++;
       if (serviceLabels && serviceLabels[s] !== undefined) {
         this.serviceLabels.set(serviceLabels[s], (this.serviceLabels.get(serviceLabels[s]) ?? 0) + 1);
       }
@@ -139,9 +162,11 @@ export class TaskScorer {
         const truth = row.label === 'speech';
         const ours = pred === 'speech';
         this.oursBinary.add(truth, ours);
+        group.ours.add(truth, ours);
         if (file.silero && s < file.silero.length) {
           this.sileroSeen = true;
           this.sileroBinary.add(truth, file.silero[s] === 1);
+          group.silero.add(truth, file.silero[s] === 1);
           this.oursOnSilero.add(truth, ours);
         }
       }
@@ -170,6 +195,16 @@ export class TaskScorer {
         perClass: pc.map(({ label, support, precision, recall, f1 }) => ({ label, support, precision, recall, f1 })),
         confusion: this.step.toJSON(),
       },
+      byGroup: [...this.groups.entries()]
+        .sort(([a], [b]) => a.localeCompare(b))
+        .map(([group, g]) => ({
+          group,
+          rows: g.rows,
+          steps: g.steps,
+          stepAccuracy: g.steps > 0 ? g.correct / g.steps : NaN,
+          ...(this.task === 'speech' ? { speechF1: g.ours.scores().f1 } : {}),
+          ...(this.task === 'speech' && g.silero.total > 0 ? { sileroSpeechF1: g.silero.scores().f1 } : {}),
+        })),
       utterance: {
         n: this.uttMean.total,
         mean: { accuracy: this.uttMean.accuracy(), uar: this.uttMean.uar(), confusion: this.uttMean.toJSON() },

@@ -3,7 +3,7 @@ import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { TaskScorer, rowSteps, FileSteps } from '../../src/eval/score';
+import { TaskScorer, rowSteps, groupOf, FileSteps } from '../../src/eval/score';
 import { runEval, stepsFromChannel } from '../../src/eval/run';
 import { formatTaskReport } from '../../src/eval/report';
 
@@ -134,4 +134,24 @@ test('runEval groups rows by file and scores them with an injected analyzer (no 
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }
+});
+
+test('per-folder breakdown groups rows by the folder of their CSV path', () => {
+  assert.equal(groupOf('audio/ravdess/x.opus'), 'audio/ravdess');
+  assert.equal(groupOf('x.wav'), '.');
+  assert.equal(groupOf('a\\b\\c.wav'), 'a/b');
+  const keys = ['music', 'other', 'speech'];
+  const sc = new TaskScorer('speech', keys);
+  sc.add({ task: 'speech', label: 'speech', rawPath: 'a/1.wav' }, file('speech', keys, [[0, 0, 1], [1, 0, 0]], [], [1, 1]));
+  sc.add({ task: 'speech', label: 'music', rawPath: 'b/2.wav' }, file('speech', keys, [[1, 0, 0]], [], [0]));
+  const g = sc.report().byGroup;
+  assert.deepEqual(g.map((x) => [x.group, x.rows, x.steps]), [
+    ['a', 1, 2],
+    ['b', 1, 1],
+  ]);
+  close(g[0].stepAccuracy, 0.5);
+  close(g[0].speechF1!, 2 / 3);
+  close(g[0].sileroSpeechF1!, 1);
+  assert.ok(Number.isNaN(g[1].speechF1!)); // no speech truth, no speech predicted: 0/0
+  assert.match(formatTaskReport(sc.report()), /per folder/);
 });
