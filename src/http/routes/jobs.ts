@@ -139,6 +139,9 @@ export async function jobRoutes(app: FastifyInstance, opts: JobRoutesOptions): P
             drain(req);
             throw tooLarge(config);
           }
+          if (req.raw.destroyed || !req.raw.complete) {
+            throw new ApiError('INVALID_BODY', 'The upload was interrupted before the body was complete.');
+          }
           throw err;
         }
         if (job.record.source.size_bytes === 0) {
