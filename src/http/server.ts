@@ -14,11 +14,13 @@ import { openEmbeddedBackends } from '../jobs/embedded';
 import { JobMetrics } from '../jobs/metrics';
 import { RetentionSweeper } from '../jobs/retention';
 import { JobService } from '../jobs/service';
-import { isTerminal, type Backends } from '../jobs/types';
+import { BackendUnavailableError, isTerminal, type Backends } from '../jobs/types';
 import { JobWorker } from '../jobs/worker';
 import { ApiKeyRegistry, generateDevKey, RateLimiter } from './auth';
 import { API_ERRORS, ApiError, PROBLEM_CONTENT_TYPE, problemSchema } from './errors';
+import { consolePlugin } from './console';
 import { jobRoutes, unsupportedMediaType } from './routes/jobs';
+import { listJobRoutes } from './routes/list';
 import { AUDIO_MEDIA_TYPES, jobRecordSchema } from './schemas';
 
 /** Range accepted for volume_threshold: dBFS of the step level (docs/results.md). */
@@ -160,8 +162,10 @@ export async function createServer(opts: ServerOptions = {}): Promise<AurisServe
   let closing = false;
   let listening = false;
   await app.register(jobRoutes, { config, service, listModels: () => analyzer.listModels(), volumeRange: VOLUME_THRESHOLD_RANGE });
+  await app.register(listJobRoutes, { list: () => backends.jobs.list() }); // GET /file-processing/jobs (the project's jobs)
 
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  await app.register(consolePlugin); // the web console at GET / (web/, src/http/console.ts)
   app.get(
     '/healthz',
     {
@@ -248,6 +252,9 @@ export async function createServer(opts: ServerOptions = {}): Promise<AurisServe
 /** Maps Fastify's own errors (validation, body parsing) to the catalogue. */
 function toApiError(err: FastifyError | ApiError): ApiError {
   if (err instanceof ApiError) return err;
+  if (err instanceof BackendUnavailableError) {
+    return new ApiError('SERVICE_UNAVAILABLE', 'The job store is unreachable right now; retry later.', { retry_after: err.retryAfterSec }, err.retryAfterSec);
+  }
   const fe = err as FastifyError & { validation?: Array<Record<string, unknown>>; validationContext?: string };
   if (fe.validation) {
     const inBody = fe.validationContext === 'body';
