@@ -1,0 +1,200 @@
+/**
+ * The console's client of the public REST API (docs/api.md): only /file-processing/jobs
+ * endpoints with the x-api-key header, plus the unauthenticated /readyz for the model list.
+ * Errors are RFC 9457 problem+json bodies with a stable `code`.
+ */
+
+export type JobStatus = 'queued' | 'processing' | 'succeeded' | 'failed';
+
+export interface JobRequestParams {
+  models: string[];
+  output_period: number;
+  channel: number | null;
+  include_summary: boolean;
+  include_transitions: boolean;
+  include_raw_values: boolean;
+  volume_threshold: number | null;
+  callback?: string | null;
+}
+
+export interface JobRecord {
+  job_id: string;
+  status: JobStatus;
+  progress: number;
+  created_at: string;
+  started_at: string | null;
+  finished_at: string | null;
+  expires_at: string | null;
+  request: JobRequestParams;
+  source: { method: 'url' | 'upload'; url: string | null; content_type: string | null; size_bytes: number | null };
+  audio: { duration_sec: number; channels: number; sample_rate: number; format: string; processed_channels: number } | null;
+  results_url: string | null;
+  results_size_bytes: number | null;
+  error: { code: string; message: string } | null;
+}
+
+export interface ModelResult {
+  result: string;
+  confidence: number;
+}
+
+export interface TimeStep {
+  timestamp: number;
+  results: Record<string, ModelResult>;
+  raw?: Record<string, Record<string, number>>;
+}
+
+export interface Segment {
+  timestamp_start: number;
+  timestamp_end: number;
+  result: string;
+  confidence: number;
+}
+
+export interface ChannelResult {
+  time_series: TimeStep[];
+  summary?: Record<string, Record<string, number>>;
+  transitions?: Record<string, Segment[]>;
+}
+
+export interface ResultsEnvelope {
+  job_id: string;
+  result: { channels: Record<string, ChannelResult> };
+}
+
+/** A problem+json error answered by the API (or a network failure, code NETWORK_ERROR). */
+export class ApiProblem extends Error {
+  override name = 'ApiProblem';
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    detail: string,
+    readonly body: Record<string, unknown> = {},
+  ) {
+    super(detail);
+  }
+}
+
+export interface CreateJobInput {
+  params: JobRequestParams;
+  file?: File | Blob;
+  contentType?: string;
+  url?: string;
+}
+
+const AUDIO_TYPES_BY_EXT: Record<string, string> = {
+  wav: 'audio/wav',
+  wave: 'audio/wav',
+  flac: 'audio/flac',
+  mp3: 'audio/mpeg',
+};
+
+/** The Content-Type to upload a file with: its own audio type, else by extension, else octet-stream. */
+export function uploadContentType(file: { name?: string; type?: string }): string {
+  const accepted = ['audio/wav', 'audio/x-wav', 'audio/wave', 'audio/vnd.wave', 'audio/flac', 'audio/x-flac', 'audio/mpeg', 'audio/mp3'];
+  const t = (file.type ?? '').toLowerCase();
+  if (accepted.includes(t)) return t;
+  const ext = (file.name ?? '').toLowerCase().split('.').pop() ?? '';
+  return AUDIO_TYPES_BY_EXT[ext] ?? 'application/octet-stream';
+}
+
+/** The query string of a create request. */
+export function createQuery(p: JobRequestParams): string {
+  const q = new URLSearchParams();
+  q.set('models', p.models.join(','));
+  q.set('output_period', String(p.output_period));
+  if (p.channel !== null) q.set('channel', String(p.channel));
+  q.set('include_summary', String(p.include_summary));
+  q.set('include_transitions', String(p.include_transitions));
+  q.set('include_raw_values', String(p.include_raw_values));
+  if (p.volume_threshold !== null) q.set('volume_threshold', String(p.volume_threshold));
+  if (p.callback) q.set('callback', p.callback);
+  return q.toString();
+}
+
+export class AurisApi {
+  constructor(
+    private readonly key: () => string,
+    private readonly base = '',
+  ) {}
+
+  private async request(path: string, init: RequestInit = {}, auth = true): Promise<Response> {
+    const headers = new Headers(init.headers);
+    if (auth) headers.set('x-api-key', this.key());
+    headers.set('accept', 'application/json, application/problem+json');
+    let res: Response;
+    try {
+      res = await fetch(this.base + path, { ...init, headers, cache: 'no-store' });
+    } catch (err) {
+      throw new ApiProblem(0, 'NETWORK_ERROR', `The server could not be reached (${(err as Error).message}).`);
+    }
+    if (!res.ok) throw await toProblem(res);
+    return res;
+  }
+
+  /** Model names installed on the server (from /readyz), or null when it does not say. */
+  async models(): Promise<string[] | null> {
+    try {
+      const res = await fetch(this.base + '/readyz', { cache: 'no-store' });
+      const body = (await res.json()) as { models?: unknown };
+      return Array.isArray(body.models) ? body.models.filter((m): m is string => typeof m === 'string') : null;
+    } catch {
+      return null;
+    }
+  }
+
+  async createJob(input: CreateJobInput): Promise<JobRecord> {
+    const path = `/file-processing/jobs?${createQuery(input.params)}`;
+    const init: RequestInit = { method: 'POST' };
+    if (input.url !== undefined) {
+      init.headers = { 'content-type': 'application/json' };
+      init.body = JSON.stringify({ url: input.url });
+    } else if (input.file) {
+      init.headers = { 'content-type': input.contentType ?? 'application/octet-stream' };
+      init.body = input.file;
+    }
+    return (await this.request(path, init)).json() as Promise<JobRecord>;
+  }
+
+  async getJob(id: string): Promise<JobRecord> {
+    return (await this.request(`/file-processing/jobs/${encodeURIComponent(id)}`)).json() as Promise<JobRecord>;
+  }
+
+  /** The results as text (kept verbatim for the JSON download) and parsed. */
+  async getResults(id: string): Promise<{ text: string; envelope: ResultsEnvelope }> {
+    const text = await (await this.request(`/file-processing/jobs/${encodeURIComponent(id)}/results`)).text();
+    return { text, envelope: JSON.parse(text) as ResultsEnvelope };
+  }
+
+  async deleteJob(id: string): Promise<void> {
+    await this.request(`/file-processing/jobs/${encodeURIComponent(id)}`, { method: 'DELETE' });
+  }
+
+  /**
+   * The jobs of the caller's project, newest first, when the server has the list endpoint
+   * (GET /file-processing/jobs); null when it does not (404/405), so the caller falls back.
+   */
+  async listJobs(limit = 50): Promise<JobRecord[] | null> {
+    try {
+      const res = await this.request(`/file-processing/jobs?limit=${limit}`);
+      const body = (await res.json()) as { jobs?: JobRecord[] } | JobRecord[];
+      const jobs = Array.isArray(body) ? body : body.jobs;
+      return Array.isArray(jobs) ? jobs : null;
+    } catch (err) {
+      if (err instanceof ApiProblem && (err.status === 404 || err.status === 405) && err.code !== 'JOB_NOT_FOUND') return null;
+      throw err;
+    }
+  }
+}
+
+async function toProblem(res: Response): Promise<ApiProblem> {
+  let body: Record<string, unknown> = {};
+  try {
+    body = (await res.json()) as Record<string, unknown>;
+  } catch {
+    /* not JSON */
+  }
+  const code = typeof body.code === 'string' ? body.code : `HTTP_${res.status}`;
+  const detail = typeof body.detail === 'string' ? body.detail : res.statusText || `HTTP ${res.status}`;
+  return new ApiProblem(res.status, code, detail, body);
+}

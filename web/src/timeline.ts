@@ -1,0 +1,389 @@
+/**
+ * The result view of one channel: waveform (decoded in the browser), one colour-coded lane
+ * per model from the segments, raw-probability curves when present, a time axis, and the
+ * summary fractions as bars. Lanes are DOM elements positioned in percent, so they follow
+ * the width; the canvases are redrawn on resize.
+ */
+import type { ChannelResult, Segment } from './api.js';
+import { channelEndMs, classColour, formatPercent, formatTime, fractionLabel, modelsOf, segmentsOf } from './data.js';
+
+export interface ChannelViewInput {
+  jobId: string;
+  channelId: string;
+  channel: ChannelResult;
+  requestedModels: string[];
+  durationSec: number | null;
+  /** Decoded samples of this channel (any sample rate), or null: no waveform. */
+  samples: { data: Float32Array; sampleRate: number } | null;
+  /** Why there is no waveform (shown instead of it). */
+  waveformNote: string;
+}
+
+let uid = 0;
+const nextId = (p: string): string => `${p}-${++uid}`;
+
+function el<K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Record<string, string> = {}, text?: string): HTMLElementTagNameMap[K] {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
+  if (text !== undefined) e.textContent = text;
+  return e;
+}
+
+/** The shared tooltip element (one per page). */
+function tooltip(): HTMLElement {
+  let t = document.getElementById('tooltip');
+  if (!t) {
+    t = el('div', { id: 'tooltip', role: 'tooltip', class: 'tooltip' });
+    t.hidden = true;
+    document.body.append(t);
+  }
+  return t;
+}
+
+function showTooltip(lines: string[], x: number, y: number): void {
+  const t = tooltip();
+  t.replaceChildren(...lines.map((l, i) => el(i === 0 ? 'strong' : 'span', {}, l)));
+  t.hidden = false;
+  const w = t.offsetWidth;
+  const h = t.offsetHeight;
+  const left = Math.min(Math.max(4, x - w / 2), window.innerWidth - w - 4);
+  const top = y - h - 10 < 4 ? y + 18 : y - h - 10;
+  t.style.left = `${left + window.scrollX}px`;
+  t.style.top = `${top + window.scrollY}px`;
+}
+
+export function hideTooltip(): void {
+  const t = document.getElementById('tooltip');
+  if (t) t.hidden = true;
+}
+
+const segmentText = (model: string, s: Segment): string =>
+  `${model}: ${s.result}, ${formatTime(s.timestamp_start)} to ${formatTime(s.timestamp_end)}, confidence ${s.confidence.toFixed(4)}`;
+
+/** Redraws a canvas at its CSS size times devicePixelRatio. */
+function fitCanvas(canvas: HTMLCanvasElement): CanvasRenderingContext2D | null {
+  const dpr = window.devicePixelRatio || 1;
+  const w = Math.max(1, Math.round(canvas.clientWidth * dpr));
+  const h = Math.max(1, Math.round(canvas.clientHeight * dpr));
+  if (canvas.width !== w) canvas.width = w;
+  if (canvas.height !== h) canvas.height = h;
+  const ctx = canvas.getContext('2d');
+  if (!ctx) return null;
+  ctx.setTransform(1, 0, 0, 1, 0, 0);
+  ctx.clearRect(0, 0, w, h);
+  return ctx;
+}
+
+function drawWaveform(canvas: HTMLCanvasElement, samples: { data: Float32Array; sampleRate: number }, endMs: number): void {
+  const ctx = fitCanvas(canvas);
+  if (!ctx) return;
+  const { width: w, height: h } = canvas;
+  const mid = h / 2;
+  ctx.fillStyle = getComputedStyle(canvas).getPropertyValue('--wave').trim() || '#3b6ea5';
+  const total = (endMs / 1000) * samples.sampleRate; // samples spanned by the full width
+  const data = samples.data;
+  let peak = 0;
+  for (let i = 0; i < data.length; i += 16) peak = Math.max(peak, Math.abs(data[i]!));
+  const gain = peak > 0 && peak < 0.25 ? 0.25 / peak : 1; // quiet files still show a shape
+  for (let x = 0; x < w; x++) {
+    const a = Math.floor((x / w) * total);
+    const b = Math.min(data.length, Math.max(a + 1, Math.floor(((x + 1) / w) * total)));
+    if (a >= data.length) break;
+    let min = 1;
+    let max = -1;
+    const stride = Math.max(1, Math.floor((b - a) / 512));
+    for (let i = a; i < b; i += stride) {
+      const v = data[i]!;
+      if (v < min) min = v;
+      if (v > max) max = v;
+    }
+    const y1 = mid - Math.min(1, max * gain) * mid * 0.95;
+    const y2 = mid - Math.max(-1, min * gain) * mid * 0.95;
+    ctx.fillRect(x, y1, 1, Math.max(1, y2 - y1));
+  }
+  ctx.fillStyle = 'rgba(0,0,0,0.25)';
+  ctx.fillRect(0, Math.floor(mid), w, 1);
+}
+
+function drawCurves(canvas: HTMLCanvasElement, ch: ChannelResult, model: string, classes: string[], endMs: number): void {
+  const ctx = fitCanvas(canvas);
+  if (!ctx) return;
+  const { width: w, height: h } = canvas;
+  const dpr = window.devicePixelRatio || 1;
+  ctx.strokeStyle = 'rgba(0,0,0,0.12)';
+  ctx.lineWidth = 1;
+  for (const f of [0.25, 0.5, 0.75]) {
+    ctx.beginPath();
+    ctx.moveTo(0, Math.round(h * f) + 0.5);
+    ctx.lineTo(w, Math.round(h * f) + 0.5);
+    ctx.stroke();
+  }
+  const ts = ch.time_series;
+  const step = ts.length > 1 ? ts[1]!.timestamp - ts[0]!.timestamp : endMs;
+  ctx.lineWidth = 1.5 * dpr;
+  for (const cls of classes) {
+    ctx.strokeStyle = classColour(cls);
+    ctx.beginPath();
+    let started = false;
+    for (const t of ts) {
+      const p = t.raw?.[model]?.[cls];
+      if (p === undefined) continue;
+      const x = ((t.timestamp + step / 2) / endMs) * w;
+      const y = h - p * (h - 2 * dpr) - dpr;
+      if (started) ctx.lineTo(x, y);
+      else ctx.moveTo(x, y);
+      started = true;
+    }
+    ctx.stroke();
+  }
+}
+
+function niceTickMs(endMs: number, widthPx: number): number {
+  const target = endMs / Math.max(2, Math.floor(widthPx / 90));
+  const steps = [100, 200, 250, 500, 1000, 2000, 5000, 10000, 15000, 30000, 60000, 120000, 300000, 600000, 900000, 1800000, 3600000];
+  return steps.find((s) => s >= target) ?? 3600000;
+}
+
+function renderAxis(axis: HTMLElement, endMs: number): void {
+  const tick = niceTickMs(endMs, axis.clientWidth || 800);
+  const ticks: HTMLElement[] = [];
+  for (let t = 0; t <= endMs + 1e-6; t += tick) {
+    const s = el('span', { class: 'tick' }, formatTime(t));
+    s.style.left = `${(t / endMs) * 100}%`;
+    ticks.push(s);
+  }
+  axis.replaceChildren(...ticks);
+}
+
+/** Builds the view of one channel. Returns the element and a redraw function (resize). */
+export function channelView(input: ChannelViewInput): { root: HTMLElement; redraw: () => void } {
+  const { channel: ch, channelId } = input;
+  const endMs = channelEndMs(ch, input.durationSec);
+  const models = modelsOf(ch, input.requestedModels);
+  const headingId = nextId('ch');
+  const root = el('section', { class: 'channel', 'aria-labelledby': headingId, 'data-channel': channelId });
+  root.append(el('h3', { id: headingId }, `Channel ${channelId}`));
+
+  const grid = el('div', { class: 'tracks' });
+  const cursor = el('div', { class: 'cursor', 'aria-hidden': 'true' });
+  cursor.hidden = true;
+  const redraws: Array<() => void> = [];
+
+  // Waveform.
+  const waveLabelId = nextId('wave');
+  grid.append(el('div', { class: 'track-label', id: waveLabelId }, 'Waveform'));
+  const waveTrack = el('div', { class: 'track wave-track' });
+  if (input.samples) {
+    const canvas = el('canvas', { class: 'waveform', role: 'img', 'aria-labelledby': waveLabelId, 'aria-describedby': `${waveLabelId}-d` });
+    waveTrack.append(canvas, el('span', { id: `${waveLabelId}-d`, class: 'visually-hidden' }, `Waveform of channel ${channelId}, ${formatTime(endMs)}`));
+    const samples = input.samples;
+    redraws.push(() => drawWaveform(canvas, samples, endMs));
+  } else {
+    waveTrack.classList.add('no-wave');
+    waveTrack.append(el('span', { class: 'note' }, input.waveformNote));
+  }
+  grid.append(waveTrack);
+
+  // One lane per model, with its raw curves under it when present.
+  for (const model of models) {
+    const segs = segmentsOf(ch, model, input.durationSec === null ? null : input.durationSec * 1000);
+    const labelId = nextId('lane');
+    grid.append(el('div', { class: 'track-label', id: labelId }, model));
+    const lane = el('div', {
+      class: 'track lane',
+      role: 'group',
+      'aria-labelledby': labelId,
+      'aria-roledescription': 'timeline lane',
+      'data-model': model,
+    });
+    segs.forEach((s, i) => {
+      const seg = el('div', {
+        class: 'seg',
+        role: 'button',
+        tabindex: i === 0 ? '0' : '-1',
+        'data-label': s.result,
+        'data-start': String(s.timestamp_start),
+        'data-end': String(s.timestamp_end),
+        'data-confidence': String(s.confidence),
+        'aria-label': segmentText(model, s),
+      });
+      seg.style.left = `${(s.timestamp_start / endMs) * 100}%`;
+      seg.style.width = `${(Math.max(0, s.timestamp_end - s.timestamp_start) / endMs) * 100}%`;
+      seg.style.background = classColour(s.result);
+      seg.append(el('span', { class: 'seg-text', 'aria-hidden': 'true' }, s.result));
+      lane.append(seg);
+    });
+    const segEls = (): HTMLElement[] => [...lane.querySelectorAll<HTMLElement>('.seg')];
+    const focusSeg = (i: number): void => {
+      const all = segEls();
+      const target = all[Math.max(0, Math.min(all.length - 1, i))];
+      if (!target) return;
+      for (const s of all) s.tabIndex = -1;
+      target.tabIndex = 0;
+      target.focus();
+    };
+    lane.addEventListener('keydown', (ev) => {
+      const cur = segEls().indexOf(ev.target as HTMLElement);
+      if (cur < 0) return;
+      const moves: Record<string, number> = { ArrowRight: cur + 1, ArrowDown: cur + 1, ArrowLeft: cur - 1, ArrowUp: cur - 1, Home: 0, End: segEls().length - 1 };
+      const to = moves[ev.key];
+      if (to === undefined) {
+        if (ev.key === 'Escape') hideTooltip();
+        return;
+      }
+      ev.preventDefault();
+      focusSeg(to);
+    });
+    lane.addEventListener('focusin', (ev) => {
+      const seg = ev.target as HTMLElement;
+      if (!seg.classList.contains('seg')) return;
+      const r = seg.getBoundingClientRect();
+      const i = segEls().indexOf(seg);
+      const s = segs[i];
+      if (s) showTooltip(tooltipLines(model, s, null), r.left + r.width / 2, r.top);
+    });
+    lane.addEventListener('focusout', hideTooltip);
+    lane.addEventListener('mousemove', (ev) => {
+      const r = lane.getBoundingClientRect();
+      const t = ((ev.clientX - r.left) / r.width) * endMs;
+      const s = segs.find((x) => t >= x.timestamp_start && t < x.timestamp_end) ?? segs[segs.length - 1];
+      if (s) showTooltip(tooltipLines(model, s, t, stepConfidence(ch, model, t)), ev.clientX, r.top);
+    });
+    lane.addEventListener('mouseleave', hideTooltip);
+    grid.append(lane);
+
+    const rawClasses = rawClassesOf(ch, model);
+    if (rawClasses.length) {
+      const curveLabelId = nextId('curve');
+      const label = el('div', { class: 'track-label sub', id: curveLabelId });
+      label.append(el('span', {}, `${model} raw`));
+      const legend = el('span', { class: 'curve-legend' });
+      for (const c of rawClasses) {
+        const item = el('span', { class: 'key' });
+        const sw = el('span', { class: 'swatch', 'aria-hidden': 'true' });
+        sw.style.background = classColour(c);
+        item.append(sw, document.createTextNode(c));
+        legend.append(item);
+      }
+      label.append(legend);
+      grid.append(label);
+      const curveTrack = el('div', { class: 'track curve-track' });
+      const canvas = el('canvas', {
+        class: 'curve',
+        role: 'img',
+        'aria-labelledby': curveLabelId,
+        'data-model': model,
+      });
+      canvas.setAttribute('aria-label', `Raw probabilities of ${model} over time: ${rawClasses.join(', ')}`);
+      curveTrack.append(canvas);
+      grid.append(curveTrack);
+      redraws.push(() => drawCurves(canvas, ch, model, rawClasses, endMs));
+    }
+  }
+
+  // Time axis.
+  grid.append(el('div', { class: 'track-label axis-label' }, 'Time'));
+  const axis = el('div', { class: 'axis', 'aria-hidden': 'true' });
+  grid.append(axis);
+  redraws.push(() => renderAxis(axis, endMs));
+
+  // A vertical cursor over every track at the pointer.
+  const overlayHost = el('div', { class: 'tracks-host' });
+  overlayHost.append(grid, cursor);
+  grid.addEventListener('mousemove', (ev) => {
+    const track = grid.querySelector<HTMLElement>('.track');
+    if (!track) return;
+    const r = track.getBoundingClientRect();
+    const hr = overlayHost.getBoundingClientRect();
+    if (ev.clientX < r.left || ev.clientX > r.right) {
+      cursor.hidden = true;
+      return;
+    }
+    cursor.hidden = false;
+    cursor.style.left = `${ev.clientX - hr.left}px`;
+  });
+  grid.addEventListener('mouseleave', () => (cursor.hidden = true));
+  root.append(overlayHost);
+
+  // Legend of the labels used in the lanes.
+  const used = new Set<string>();
+  for (const m of models) for (const s of segmentsOf(ch, m, null)) used.add(s.result);
+  if (used.size) {
+    const legend = el('ul', { class: 'legend', 'aria-label': 'Label colours' });
+    for (const label of used) {
+      const li = el('li');
+      const sw = el('span', { class: 'swatch', 'aria-hidden': 'true' });
+      sw.style.background = classColour(label);
+      li.append(sw, document.createTextNode(label));
+      legend.append(li);
+    }
+    root.append(legend);
+  }
+
+  // Summary bars.
+  if (ch.summary && Object.keys(ch.summary).length) {
+    const sumId = nextId('sum');
+    const box = el('div', { class: 'summary', role: 'group', 'aria-labelledby': sumId });
+    box.append(el('h4', { id: sumId }, 'Summary (share of the audio)'));
+    for (const [model, fractions] of Object.entries(ch.summary)) {
+      const fig = el('figure', { class: 'summary-model', 'data-model': model });
+      fig.append(el('figcaption', {}, model));
+      const bar = el('div', { class: 'stack', 'aria-hidden': 'true' });
+      const list = el('ul', { class: 'fractions' });
+      for (const [key, value] of Object.entries(fractions)) {
+        const label = fractionLabel(key);
+        if (value > 0) {
+          const part = el('span', { class: 'part', title: `${label} ${formatPercent(value)}` });
+          part.style.width = `${value * 100}%`;
+          part.style.background = classColour(label);
+          bar.append(part);
+        }
+        const li = el('li', { 'data-key': key, 'data-value': String(value) });
+        const sw = el('span', { class: 'swatch', 'aria-hidden': 'true' });
+        sw.style.background = classColour(label);
+        const meter = el('span', { class: 'meter', 'aria-hidden': 'true' });
+        const fill = el('span', { class: 'fill' });
+        fill.style.width = `${value * 100}%`;
+        fill.style.background = classColour(label);
+        meter.append(fill);
+        li.append(sw, el('span', { class: 'name' }, label), meter, el('span', { class: 'value' }, formatPercent(value)));
+        list.append(li);
+      }
+      fig.append(bar, list);
+      box.append(fig);
+    }
+    root.append(box);
+  }
+
+  const redraw = (): void => {
+    for (const r of redraws) r();
+  };
+  return { root, redraw };
+}
+
+function tooltipLines(model: string, s: Segment, atMs: number | null, step?: { result: string; confidence: number } | null): string[] {
+  const lines = [`${model}: ${s.result}`];
+  if (atMs !== null) lines.push(`at ${formatTime(atMs)}${step ? ` · step ${step.result} ${step.confidence.toFixed(4)}` : ''}`);
+  lines.push(`segment ${formatTime(s.timestamp_start)} – ${formatTime(s.timestamp_end)}`);
+  lines.push(`confidence ${s.confidence.toFixed(4)}`);
+  return lines;
+}
+
+/** The time step under `t` (ms) for one model, from the time series. */
+function stepConfidence(ch: ChannelResult, model: string, t: number): { result: string; confidence: number } | null {
+  const ts = ch.time_series;
+  if (!ts.length) return null;
+  let lo = 0;
+  let hi = ts.length - 1;
+  while (lo < hi) {
+    const mid = (lo + hi + 1) >> 1;
+    if (ts[mid]!.timestamp <= t) lo = mid;
+    else hi = mid - 1;
+  }
+  return ts[lo]!.results[model] ?? null;
+}
+
+function rawClassesOf(ch: ChannelResult, model: string): string[] {
+  const first = ch.time_series.find((t) => t.raw?.[model]);
+  return first ? Object.keys(first.raw![model]!) : [];
+}
