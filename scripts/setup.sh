@@ -8,7 +8,8 @@ cd "$(dirname "$0")/.."
 # Build and run-time libraries of the addon, plus the tools the tests use as references
 # (sox/ffmpeg decode reference files, espeak-ng speaks test sentences, lame makes MP3s).
 # python3-grpcio and python3-grpc-tools: the Python gRPC client example and its test (test/grpc).
-DEB_PACKAGES=(pkg-config cmake g++ libsndfile1-dev libsoxr-dev libmpg123-dev sox ffmpeg espeak-ng lame python3-grpcio python3-grpc-tools)
+# chromium: the headless browser the web console tests drive with playwright-core (test/console).
+DEB_PACKAGES=(pkg-config cmake g++ libsndfile1-dev libsoxr-dev libmpg123-dev sox ffmpeg espeak-ng lame python3-grpcio python3-grpc-tools chromium)
 
 missing=()
 for p in "${DEB_PACKAGES[@]}"; do
@@ -36,4 +37,7 @@ npx cmake-js compile --CDCMAKE_BUILD_TYPE=Release >/tmp/auris-native-build.log 2
 
 echo "[setup] compiling TypeScript" >&2
 npx tsc -p tsconfig.json >&2
+
+echo "[setup] building the web console (web/dist)" >&2
+node web/build.mjs >&2
 echo "[setup] ready" >&2

@@ -1,0 +1,108 @@
+/**
+ * Helpers of the web console tests: build the console, start the real server (embedded
+ * backends, temp DATA_DIR, one API key) on 127.0.0.1:0, generate audio, and drive Debian's
+ * Chromium (/usr/bin/chromium, installed by scripts/setup.sh) headless with playwright-core.
+ * No browser is ever downloaded.
+ */
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { chromium, type BrowserContext } from 'playwright-core';
+import { defaultConfig } from '../../src/config';
+import { createServer, type AurisServer } from '../../src/http/server';
+
+export const ROOT = resolve(__dirname, '..', '..', '..');
+export const OUT_DIR = join(ROOT, 'test', 'out');
+export const CHROMIUM = '/usr/bin/chromium';
+export const KEY = 'console-test-key-0001';
+
+export const CHROMIUM_ARGS = [
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--disable-dev-shm-usage',
+];
+
+/** Builds web/dist (node web/build.mjs), so the test runs against the current sources. */
+export function buildConsole(): void {
+  execFileSync(process.execPath, [join(ROOT, 'web', 'build.mjs')], { stdio: ['ignore', 'ignore', 'pipe'], timeout: 120_000 });
+}
+
+export function tempDir(prefix: string): { path: string; cleanup(): void } {
+  const path = mkdtempSync(join(tmpdir(), prefix));
+  return { path, cleanup: () => rmSync(path, { recursive: true, force: true }) };
+}
+
+export async function startServer(dataDir: string): Promise<AurisServer> {
+  const config = defaultConfig({
+    host: '127.0.0.1',
+    port: 0,
+    grpcPort: 0,
+    dataDir,
+    concurrency: 1,
+    apiKeys: [{ key: KEY, organizationId: 'org-console', projectId: 'proj-console' }],
+    logLevel: 'silent',
+  });
+  const server = await createServer({ config, logger: false });
+  await server.listen();
+  return server;
+}
+
+/** fetch against the server with the test key. */
+export function api(server: AurisServer) {
+  return (path: string, init: RequestInit = {}): Promise<Response> => {
+    const headers = new Headers(init.headers);
+    headers.set('x-api-key', KEY);
+    return fetch(server.url + path, { ...init, headers });
+  };
+}
+
+/**
+ * A speech-then-silence WAV (16 kHz mono 16-bit): espeak-ng speaks a sentence (about 5 s),
+ * then 2.5 s of digital silence. Returns its path.
+ */
+export function speechThenSilence(dir: string): string {
+  const speech = join(dir, 'speech-raw.wav');
+  const out = join(dir, 'speech-then-silence.wav');
+  execFileSync('espeak-ng', ['-w', speech, 'Hello, this is a short test of the audio analysis console. It should be detected as speech.'], { timeout: 30_000 });
+  execFileSync('sox', [speech, '-r', '16000', '-b', '16', '-c', '1', out, 'pad', '0', '2.5'], { timeout: 30_000 });
+  return out;
+}
+
+/** A WAV whose header declares far more audio than the file holds: the job fails with CORRUPT_AUDIO. */
+export function truncatedWav(from: string, dir: string): string {
+  const out = join(dir, 'truncated.wav');
+  writeFileSync(out, readFileSync(from).subarray(0, 12_000));
+  return out;
+}
+
+/** Chromium with a fresh user-data-dir (removed by close()). */
+export async function launchBrowser(): Promise<{ context: BrowserContext; close(): Promise<void> }> {
+  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: run scripts/setup.sh (Debian package chromium)`);
+  const profile = tempDir('auris-chromium-');
+  const context = await chromium.launchPersistentContext(profile.path, {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: CHROMIUM_ARGS,
+    viewport: { width: 1280, height: 800 },
+    acceptDownloads: true,
+    timeout: 60_000,
+  });
+  return {
+    context,
+    async close() {
+      await context.close().catch(() => undefined);
+      profile.cleanup();
+    },
+  };
+}
+
+export function outPath(name: string): string {
+  mkdirSync(OUT_DIR, { recursive: true });
+  return join(OUT_DIR, name);
+}
