@@ -42,10 +42,10 @@ export function formatTaskReport(r: TaskReport): string {
     out.push(`  service labels on these steps: ${Object.entries(r.serviceLabels).map(([k, v]) => `${k} ${pct(v / total)}`).join(', ')}`);
   }
   if (r.byGroup.length > 1) {
-    out.push('  per folder (voiced steps, step accuracy' + (r.task === 'speech' ? ', speech F1 ours / Silero' : '') + '):');
+    out.push('  per folder (voiced steps, step accuracy' + (r.task === 'speech' ? ', share of steps called speech by ours / by Silero' : '') + '):');
     const w = Math.max(...r.byGroup.map((g) => g.group.length));
     for (const g of r.byGroup) {
-      const speech = r.task === 'speech' ? `  speech F1 ${pct(g.speechF1 ?? NaN).padStart(6)} / ${pct(g.sileroSpeechF1 ?? NaN).padStart(6)}` : '';
+      const speech = r.task === 'speech' ? `  called speech ${pct(g.speechRate ?? NaN).padStart(6)} / ${pct(g.sileroSpeechRate ?? NaN).padStart(6)}` : '';
       out.push(`    ${g.group.padEnd(w)}  ${String(g.steps).padStart(7)} steps  accuracy ${pct(g.stepAccuracy).padStart(6)}${speech}`);
     }
   }

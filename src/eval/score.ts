@@ -76,10 +76,20 @@ export interface TaskReport {
   serviceLabels?: Record<string, number>;
   /**
    * Per group of rows (the folder of the row's path as written in the CSV, e.g.
-   * `audio/ravdess`): voiced steps, step accuracy, and for the speech task the speech F1 of
-   * ours and Silero's on those steps.
+   * `audio/ravdess`): voiced steps, step accuracy, and for the speech task how often ours and
+   * Silero called those steps speech, and their speech F1.
    */
-  byGroup: { group: string; rows: number; steps: number; stepAccuracy: number; speechF1?: number; sileroSpeechF1?: number }[];
+  byGroup: {
+    group: string;
+    rows: number;
+    steps: number;
+    stepAccuracy: number;
+    /** Speech task: share of the steps called speech (recall on speech rows, false-alarm rate on others). */
+    speechRate?: number;
+    sileroSpeechRate?: number;
+    speechF1?: number;
+    sileroSpeechF1?: number;
+  }[];
   /** Speech task only: speech vs non-speech on the voiced steps. */
   speechVsNonSpeech?: {
     steps: number;
@@ -89,6 +99,11 @@ export interface TaskReport {
     /** Ours restricted to the steps Silero also scored (equal to `ours` when Silero ran on every file). */
     oursOnSileroSteps?: BinaryReport;
   };
+}
+
+/** Share of the steps called positive. */
+function rate(b: BinaryCounts): number {
+  return b.total === 0 ? NaN : (b.tp + b.fp) / b.total;
 }
 
 /** Group of a row: the folder of its path as written in the CSV ('.' for none). */
@@ -202,8 +217,8 @@ export class TaskScorer {
           rows: g.rows,
           steps: g.steps,
           stepAccuracy: g.steps > 0 ? g.correct / g.steps : NaN,
-          ...(this.task === 'speech' ? { speechF1: g.ours.scores().f1 } : {}),
-          ...(this.task === 'speech' && g.silero.total > 0 ? { sileroSpeechF1: g.silero.scores().f1 } : {}),
+          ...(this.task === 'speech' ? { speechRate: rate(g.ours), speechF1: g.ours.scores().f1 } : {}),
+          ...(this.task === 'speech' && g.silero.total > 0 ? { sileroSpeechRate: rate(g.silero), sileroSpeechF1: g.silero.scores().f1 } : {}),
         })),
       utterance: {
         n: this.uttMean.total,

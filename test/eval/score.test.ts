@@ -152,6 +152,9 @@ test('per-folder breakdown groups rows by the folder of their CSV path', () => {
   close(g[0].stepAccuracy, 0.5);
   close(g[0].speechF1!, 2 / 3);
   close(g[0].sileroSpeechF1!, 1);
+  close(g[0].speechRate!, 0.5);
+  close(g[0].sileroSpeechRate!, 1);
   assert.ok(Number.isNaN(g[1].speechF1!)); // no speech truth, no speech predicted: 0/0
+  close(g[1].speechRate!, 0);
   assert.match(formatTaskReport(sc.report()), /per folder/);
 });
