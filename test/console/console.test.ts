@@ -1,14 +1,18 @@
 /**
  * End-to-end tests of the web console in a real browser: Debian's Chromium, headless, driven
- * by playwright-core, against the real server (embedded backends, real models) on a loopback
- * port. Screenshots go to test/out/.
+ * by playwright-core, against the real server (real models) on a loopback port, once on the
+ * embedded backends and once on NATS JetStream (a real nats-server; skipped without one).
+ * The console only uses the public REST API, so both must behave the same.
+ * Screenshots go to test/out/.
  */
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import type { BrowserContext, Page } from 'playwright-core';
 import type { AurisServer } from '../../src/http/server';
-import { api, buildConsole, KEY, launchBrowser, outPath, speechThenSilence, startServer, tempDir, truncatedWav } from './helpers';
+import { openNatsBackends } from '../../src/jobs/nats';
+import { natsUnavailable, TestNatsServer } from '../nats/server';
+import { api, buildConsole, KEY, launchBrowser, outPath, serveFile, speechThenSilence, startServer, tempDir, truncatedWav } from './helpers';
 
 interface Segment {
   timestamp_start: number;
@@ -35,23 +39,34 @@ type HTMLCanvasElement = HTMLElement & {
 };
 declare const document: { activeElement: unknown; documentElement: { scrollWidth: number; clientWidth: number } };
 
-describe('web console (Chromium, real server)', { timeout: 300_000 }, () => {
+const natsSkip = natsUnavailable();
+
+for (const mode of ['embedded', 'nats'] as const) describe(`web console (Chromium, real server, ${mode})`, { timeout: 300_000, skip: mode === 'nats' ? natsSkip : false }, () => {
   let server: AurisServer;
+  let nats: TestNatsServer | null = null;
   let browser: { context: BrowserContext; close(): Promise<void> };
   const data = tempDir('auris-console-data-');
   const work = tempDir('auris-console-audio-');
+  const shot = (name: string): string => outPath(`console${mode === 'nats' ? '-nats' : ''}-${name}`);
   let wav: string;
 
   before(async () => {
     buildConsole();
     wav = speechThenSilence(work.path);
-    server = await startServer(data.path);
+    if (mode === 'nats') {
+      nats = await TestNatsServer.start();
+      const backends = await openNatsBackends({ servers: nats.url, prefix: 'console', retentionSec: 3600, tmpDir: data.path, reconnectWaitMs: 100 });
+      server = await startServer(data.path, backends);
+    } else {
+      server = await startServer(data.path);
+    }
     browser = await launchBrowser();
   });
 
   after(async () => {
     await browser?.close();
     await server?.close();
+    await nats?.close();
     data.cleanup();
     work.cleanup();
   });
@@ -173,11 +188,11 @@ describe('web console (Chromium, real server)', { timeout: 300_000 }, () => {
     // Downloads: JSON identical to the results endpoint; CSV one row per segment.
     const [jsonDl] = await Promise.all([page.waitForEvent('download'), page.getByRole('link', { name: 'Download JSON' }).click()]);
     assert.equal(jsonDl.suggestedFilename(), `auris-${jobId}.json`);
-    const jsonPath = outPath(`console-${jobId}.json`);
+    const jsonPath = shot(`${jobId}.json`);
     await jsonDl.saveAs(jsonPath);
     assert.equal(readFileSync(jsonPath, 'utf8'), resultsText);
     const [csvDl] = await Promise.all([page.waitForEvent('download'), page.getByRole('link', { name: 'Download CSV' }).click()]);
-    const csvPath = outPath(`console-${jobId}-segments.csv`);
+    const csvPath = shot(`${jobId}-segments.csv`);
     await csvDl.saveAs(csvPath);
     const csv = readFileSync(csvPath, 'utf8').trimEnd().split('\r\n');
     assert.equal(csv[0], 'job_id,channel,model,timestamp_start,timestamp_end,start_sec,end_sec,result,confidence');
@@ -195,13 +210,13 @@ describe('web console (Chromium, real server)', { timeout: 300_000 }, () => {
     // Screenshots: 1280x800 and a narrow phone-sized screen (no horizontal overflow there).
     await page.mouse.move(0, 0);
     await page.evaluate(() => (globalThis as unknown as { scrollTo(x: number, y: number): void }).scrollTo(0, 0));
-    await page.screenshot({ path: outPath('console-1280x800.png') });
-    await page.screenshot({ path: outPath('console-1280-full.png'), fullPage: true });
+    await page.screenshot({ path: shot('1280x800.png') });
+    await page.screenshot({ path: shot('1280-full.png'), fullPage: true });
     await page.setViewportSize({ width: 390, height: 844 });
     await page.waitForTimeout(300);
     const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
     assert.ok(overflow <= 0, `horizontal overflow on a narrow screen: ${overflow}px`);
-    await page.screenshot({ path: outPath('console-narrow-390.png'), fullPage: true });
+    await page.screenshot({ path: shot('narrow-390.png'), fullPage: true });
     await page.setViewportSize({ width: 1280, height: 800 });
 
     // Delete from the list (two steps), the job is gone on the server.
@@ -231,9 +246,50 @@ describe('web console (Chromium, real server)', { timeout: 300_000 }, () => {
     assert.equal((await page.locator('#job-error-message').textContent())!.trim(), rec.error.message);
     assert.equal(await page.locator('#results-panel').isHidden(), true);
     await page.locator(`#jobs-body tr[data-job-id="${jobId}"] .err-code`, { hasText: 'CORRUPT_AUDIO' }).waitFor();
-    await page.screenshot({ path: outPath('console-failed.png') });
+    await page.screenshot({ path: shot('failed.png') });
     assert.deepEqual(problemsOf(page), []);
     await page.close();
+  });
+
+  test('a URL job: lanes without a waveform; reload keeps the key and the job; open from the list', async () => {
+    const file = await serveFile(wav);
+    try {
+      const page = await openConsole();
+      await page.getByRole('radio', { name: 'By URL' }).check();
+      await page.getByLabel('File URL').fill(file.url);
+      await page.getByLabel('Output period (ms)').fill('512');
+      await page.locator('#models input[value="arousal"]').uncheck();
+      await page.getByRole('button', { name: 'Analyse' }).click();
+      await page.locator('#job-status[data-status="succeeded"]').waitFor();
+      const jobId = (await page.locator('#job-id').textContent())!.trim();
+      const env = (await (await api(server)(`/file-processing/jobs/${jobId}/results`)).json()) as Envelope;
+      const ch = env.result.channels['0']!;
+      assert.deepEqual(Object.keys(ch.transitions!), ['speech', 'gender']);
+      await page.locator('.wave-track.no-wave', { hasText: 'No waveform for URL jobs' }).waitFor();
+      assert.equal(await page.locator('canvas.waveform').count(), 0);
+      assert.deepEqual(await page.locator('.lane').evaluateAll((els) => els.map((e) => (e as unknown as HTMLElement).dataset.model)), ['speech', 'gender']);
+      const labels = await page.locator('.lane[data-model="gender"] .seg').evaluateAll((els) => els.map((e) => (e as unknown as HTMLElement).dataset.label));
+      assert.deepEqual(labels, ch.transitions!.gender!.map((x) => x.result));
+      assert.match((await page.locator('#job-source').textContent())!, new RegExp(`URL ${file.url.replace(/[.]/g, '\\.')}`));
+
+      // A reload keeps the key (session storage) and reopens the job.
+      await page.reload();
+      await page.locator('#key-status.ok').waitFor();
+      await page.locator('#job-status[data-status="succeeded"]').waitFor();
+      assert.equal((await page.locator('#job-id').textContent())!.trim(), jobId);
+      await page.locator('.lane[data-model="speech"] .seg').first().waitFor();
+
+      // Open the same job from the list with the keyboard.
+      const row = page.locator(`#jobs-body tr[data-job-id="${jobId}"]`);
+      await row.getByRole('button', { name: /^Open job/ }).focus();
+      await page.keyboard.press('Enter');
+      await page.locator('#job-status[data-status="succeeded"]').waitFor();
+      await page.locator('.lane[data-model="gender"] .seg').first().waitFor();
+      assert.deepEqual(problemsOf(page), []);
+      await page.close();
+    } finally {
+      await file.close();
+    }
   });
 
   test('a wrong key and a rejected parameter show their problem codes', async () => {

@@ -5,12 +5,15 @@
  * No browser is ever downloaded.
  */
 import { execFileSync } from 'node:child_process';
+import { createServer as createHttpServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { chromium, type BrowserContext } from 'playwright-core';
 import { defaultConfig } from '../../src/config';
 import { createServer, type AurisServer } from '../../src/http/server';
+import type { Backends } from '../../src/jobs/types';
 
 export const ROOT = resolve(__dirname, '..', '..', '..');
 export const OUT_DIR = join(ROOT, 'test', 'out');
@@ -38,7 +41,8 @@ export function tempDir(prefix: string): { path: string; cleanup(): void } {
   return { path, cleanup: () => rmSync(path, { recursive: true, force: true }) };
 }
 
-export async function startServer(dataDir: string): Promise<AurisServer> {
+/** The real server on 127.0.0.1:0: embedded backends under dataDir, or the given ones (NATS). */
+export async function startServer(dataDir: string, backends?: Backends): Promise<AurisServer> {
   const config = defaultConfig({
     host: '127.0.0.1',
     port: 0,
@@ -48,7 +52,7 @@ export async function startServer(dataDir: string): Promise<AurisServer> {
     apiKeys: [{ key: KEY, organizationId: 'org-console', projectId: 'proj-console' }],
     logLevel: 'silent',
   });
-  const server = await createServer({ config, logger: false });
+  const server = await createServer({ config, logger: false, ...(backends ? { backends } : {}) });
   await server.listen();
   return server;
 }
@@ -105,4 +109,19 @@ export async function launchBrowser(): Promise<{ context: BrowserContext; close(
 export function outPath(name: string): string {
   mkdirSync(OUT_DIR, { recursive: true });
   return join(OUT_DIR, name);
+}
+
+/** A loopback HTTP server of one file (the URL method's source). */
+export async function serveFile(path: string, contentType = 'audio/wav'): Promise<{ url: string; close(): Promise<void> }> {
+  const body = readFileSync(path);
+  const srv: Server = createHttpServer((_req, res) => {
+    res.writeHead(200, { 'content-type': contentType, 'content-length': body.length });
+    res.end(body);
+  });
+  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
+  const port = (srv.address() as AddressInfo).port;
+  return {
+    url: `http://127.0.0.1:${port}/speech-then-silence.wav`,
+    close: () => new Promise<void>((r) => srv.close(() => r())),
+  };
 }
