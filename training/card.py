@@ -137,6 +137,9 @@ Licences include non-commercial (CC BY-NC-SA: RAVDESS, some jamendo songs) and r
 
 Clean validation clips, whole clip fed to the model; "clip" metrics average the per-step probabilities over the clip's voiced steps
 (step level >= -50 dBFS), "step" metrics score every voiced step. Balanced accuracy = unweighted average recall (UAR).
+The final epoch is exported (no early stopping), but a few design variants (gain normalisation mean vs max, width,
+sampling) were compared on this same validation set, so the numbers are slightly optimistic. The cross-corpus
+sources (urdu, widelands-*) are the most honest estimate of behaviour on unseen recordings.
 
 {metric_table(task, res)}
 

@@ -148,8 +148,8 @@ def evaluate(model, task, vs):
 def train_task(task, clips, store, args, outdir):
     torch.manual_seed(args.seed)
     np.random.seed(args.seed)
-    n = args.examples or (1200 if args.quick else 24000)
-    epochs = args.epochs or (1 if args.quick else 10)
+    n = args.examples or (1200 if args.quick else 20000)
+    epochs = args.epochs or (1 if args.quick else 12)
     X, Y, W = feature_cache(task, clips, store, n, args.seed, workers=args.workers)
     vs = val_set(task, clips, store, quick=args.quick)
     cfg = dict(CONFIGS[task])
@@ -304,7 +304,7 @@ def main():
     print("validation csvs:", D.write_validation_csvs(clips, os.path.join(D.HERE, "validation")), flush=True)
     for t in tasks:
         if args.cache_only:
-            feature_cache(t, clips, store, args.examples or 24000, args.seed, workers=args.workers)
+            feature_cache(t, clips, store, args.examples or 20000, args.seed, workers=args.workers)
             continue
         train_task(t, clips, store, args, out)
 
