@@ -6,6 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
+import { parseAllowlist } from './download/ssrf';
 import { defaultModelsDir } from './inference/env';
 
 export interface ApiKeyEntry {
@@ -46,6 +47,20 @@ export interface CallbackConfig {
   concurrency: number;
 }
 
+/** URL method downloads: signing keys and SSRF allowlist (docs/download.md). */
+export interface DownloadConfig {
+  /** PEM private key (EC P-521) that signs download requests; default DATA_DIR/keys/download-signing-key.pem, generated on first start. */
+  signingKeyFile?: string;
+  /** More keys published for verification (PEM files, public or private): rotation. */
+  verificationKeyFiles: string[];
+  /** Lifetime of a download token (exp - iat), seconds. */
+  tokenTtlSec: number;
+  /** Time to open one connection (TCP + TLS), ms. */
+  connectTimeoutMs: number;
+  /** Host names and CIDR ranges that downloads and callbacks may reach although they are private (on-prem). */
+  urlAllowlist: string[];
+}
+
 export interface Config {
   host: string;
   port: number;
@@ -66,10 +81,11 @@ export interface Config {
   maxJobAttempts: number;
   limits: Limits;
   callbacks: CallbackConfig;
+  download: DownloadConfig;
   logLevel: string;
 }
 
-type Kind = 'string' | 'int' | 'number' | 'keys';
+type Kind = 'string' | 'int' | 'number' | 'keys' | 'list';
 
 interface OptionDef {
   /** Dotted path in Config. */
@@ -111,6 +127,11 @@ export const OPTIONS: readonly OptionDef[] = [
   { path: 'callbacks.retries', flag: '--callback-retries', env: 'CALLBACK_RETRIES', kind: 'int', min: 0, def: () => 3, doc: 'callback retries after 5xx / timeout / network error' },
   { path: 'callbacks.backoffMs', flag: '--callback-backoff-ms', env: 'CALLBACK_BACKOFF_MS', kind: 'int', min: 0, def: () => 1000, doc: 'first callback retry delay, ms (doubles each retry)' },
   { path: 'callbacks.concurrency', flag: '--callback-concurrency', env: 'CALLBACK_CONCURRENCY', kind: 'int', min: 1, def: () => 64, doc: 'callbacks delivered at the same time' },
+  { path: 'download.signingKeyFile', flag: '--signing-key-file', env: 'SIGNING_KEY_FILE', kind: 'string', def: () => undefined, doc: 'PEM EC P-521 private key that signs URL downloads (default DATA_DIR/keys/download-signing-key.pem, generated on first start)' },
+  { path: 'download.verificationKeyFiles', flag: '--verification-key-files', env: 'VERIFICATION_KEY_FILES', kind: 'list', def: () => [], doc: 'comma-separated PEM keys also published in the JWKS (key rotation)' },
+  { path: 'download.tokenTtlSec', flag: '--download-token-ttl', env: 'DOWNLOAD_TOKEN_TTL_SECONDS', kind: 'int', min: 1, def: () => 300, doc: 'lifetime of the signed download token (exp - iat), seconds' },
+  { path: 'download.connectTimeoutMs', flag: '--download-connect-timeout-ms', env: 'DOWNLOAD_CONNECT_TIMEOUT_MS', kind: 'int', min: 1, def: () => 10_000, doc: 'URL download connect timeout (TCP + TLS), ms' },
+  { path: 'download.urlAllowlist', flag: '--url-allowlist', env: 'URL_ALLOWLIST', kind: 'list', def: () => [], doc: 'comma-separated hosts / CIDR ranges that downloads and callbacks may reach although private (on-prem)' },
   { path: 'logLevel', flag: '--log-level', env: 'LOG_LEVEL', kind: 'string', def: () => 'info', doc: 'fatal, error, warn, info, debug, trace or silent' },
 ];
 
@@ -141,6 +162,8 @@ function convert(def: OptionDef, value: string, origin: string): unknown {
       return value;
     case 'keys':
       return parseApiKeys(value, origin);
+    case 'list':
+      return value.split(',').map((v) => v.trim()).filter((v) => v !== '');
     case 'int':
     case 'number': {
       const n = Number(value);
@@ -216,6 +239,11 @@ export function loadConfig(argv: readonly string[] = [], env: NodeJS.ProcessEnv 
       throw new ConfigError(`API_KEYS_FILE ${config.apiKeysFile}: ${(err as Error).message}`);
     }
     config.apiKeys = [...config.apiKeys, ...parseApiKeys(text, `API_KEYS_FILE ${config.apiKeysFile}`)];
+  }
+  try {
+    parseAllowlist(config.download.urlAllowlist);
+  } catch (err) {
+    throw new ConfigError(`URL_ALLOWLIST: ${(err as Error).message}`);
   }
   if (config.limits.maxOutputPeriodMs % 64 !== 0) throw new ConfigError('MAX_OUTPUT_PERIOD_MS must be a multiple of 64');
   const seen = new Set<string>();
