@@ -11,3 +11,7 @@ export * from './pipeline';
 export type { AudioInfo, AudioSource, FeatureChunk, OpenOptions } from './audio/types';
 /** The native audio front end (probe, FileAnalyzer, StreamFrontend, AudioError). */
 export * as audio from './audio';
+/** For file hosts: verify the service's signed download requests (docs/download.md). */
+export { verifyDownloadRequest, DownloadVerificationError, MemoryJtiStore } from './download/verify';
+export type { JtiStore, VerifyDownloadOptions, VerifiedDownloadRequest } from './download/verify';
+export type { DownloadClaims } from './download/sign';

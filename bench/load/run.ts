@@ -68,7 +68,7 @@ async function main(): Promise<void> {
   await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
   const rxBase = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
 
-  const env: NodeJS.ProcessEnv = { PATH: process.env.PATH ?? '', DATA_DIR: join(dir, 'data'), API_KEYS: `${KEY}:load:load`, LOG_LEVEL: 'warn' };
+  const env: NodeJS.ProcessEnv = { PATH: process.env.PATH ?? '', DATA_DIR: join(dir, 'data'), API_KEYS: `${KEY}:load:load`, LOG_LEVEL: 'warn', URL_ALLOWLIST: '127.0.0.1' }; // the file host and callback receiver are local
   if (concurrency) env.CONCURRENCY = concurrency;
   const child = spawn(process.execPath, [join(ROOT, 'dist', 'src', 'cli', 'main.js'), 'serve', '--port', '0', '--log-level', 'info'], {
     env,

@@ -6,6 +6,7 @@
  * Deliveries run concurrently (up to `concurrency`), so a slow receiver blocks no one.
  */
 import type { CallbackConfig } from '../config';
+import { guardedFetch, isUrlNotAllowed, type UrlGuard } from '../download/guarded-http';
 import type { CallbackOutcome, JobMetrics } from '../jobs/metrics';
 import { serializeJob } from '../jobs/record';
 import type { EventBus, EventDelivery } from '../jobs/types';
@@ -26,25 +27,29 @@ export interface AttemptResult {
 }
 
 /** One POST with a timeout; never throws. */
-export async function postCallback(url: string, body: string, headers: Record<string, string>, timeoutMs: number, signal?: AbortSignal): Promise<AttemptResult> {
+export async function postCallback(
+  url: string,
+  body: string,
+  headers: Record<string, string>,
+  timeoutMs: number,
+  signal?: AbortSignal,
+  /** SSRF guard (src/download): the callback host's addresses are checked and connected to directly. */
+  guard?: UrlGuard,
+): Promise<AttemptResult> {
   const timeout = AbortSignal.timeout(timeoutMs);
   const combined = signal ? AbortSignal.any([timeout, signal]) : timeout;
   try {
-    const res = await fetch(url, {
-      method: 'POST',
-      body,
-      headers: { 'content-type': 'application/json', 'user-agent': 'auris-callback/0.1', ...headers },
-      redirect: 'manual',
-      signal: combined,
-    });
+    const init = { method: 'POST' as const, body, headers: { 'content-type': 'application/json', 'user-agent': 'auris-callback/0.1', ...headers }, signal: combined };
+    const res = guard ? await guardedFetch(url, init, guard, timeoutMs) : await fetch(url, { ...init, redirect: 'manual' });
     // Read (and drop) the body under the same timeout so a stalled body counts as a timeout too.
     await res.arrayBuffer().catch(() => undefined);
     if (timeout.aborted) return { outcome: 'timeout', status: res.status };
     if (res.status >= 200 && res.status < 300) return { outcome: 'success', status: res.status };
     if (res.status >= 500) return { outcome: 'server_error', status: res.status };
     return { outcome: 'client_error', status: res.status };
-  } catch {
+  } catch (err) {
     if (timeout.aborted) return { outcome: 'timeout' };
+    if (isUrlNotAllowed(err)) return { outcome: 'client_error' }; // SSRF refusal: final
     return { outcome: 'network_error' };
   }
 }
@@ -61,6 +66,8 @@ export class CallbackDispatcher {
     private readonly config: CallbackConfig,
     private readonly metrics: JobMetrics,
     private readonly log: DispatcherLogger,
+    /** SSRF guard for callback URLs (the download allowlist applies). */
+    private readonly guard?: UrlGuard,
   ) {}
 
   start(): void {
@@ -99,6 +106,7 @@ export class CallbackDispatcher {
         { [EVENT_ID_HEADER]: ev.event_id, [ATTEMPT_HEADER]: String(attempt), [JOB_ID_HEADER]: ev.job_id, [EVENT_TYPE_HEADER]: ev.type },
         this.config.timeoutMs,
         this.abort.signal,
+        this.guard,
       );
       if (this.abort.signal.aborted) return;
       this.metrics.callbackAttempts.inc({ outcome: last.outcome });

@@ -23,7 +23,7 @@ const COMMANDS: Record<string, { module: string; summary: string }> = {
   eval: { module: './eval', summary: 'evaluate the models on a labelled data set' },
   serve: { module: './serve', summary: 'run the HTTP service' },
   stream: { module: './stream', summary: 'send an audio file as a live gRPC stream, print each step as a JSON line' },
-  keys: { module: './keys', summary: 'manage API keys' },
+  keys: { module: './keys', summary: 'print the public keys that verify download requests (or generate one)' },
 };
 
 function loadCommand(name: string): CommandModule | undefined {

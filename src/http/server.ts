@@ -9,6 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { MAX_VOLUME_THRESHOLD_DB, MIN_VOLUME_THRESHOLD_DB } from '../analysis/options';
 import { CallbackDispatcher } from '../callbacks/dispatcher';
 import { type Config, defaultConfig, type DeepPartial, mergeConfig } from '../config';
+import { createDownloadService, type DownloadDeps } from '../download';
 import { type Analyzer, pipelineAnalyzer } from '../jobs/analyzer';
 import { openEmbeddedBackends } from '../jobs/embedded';
 import { JobMetrics } from '../jobs/metrics';
@@ -20,6 +21,7 @@ import { ApiKeyRegistry, generateDevKey, RateLimiter } from './auth';
 import { API_ERRORS, ApiError, PROBLEM_CONTENT_TYPE, problemSchema } from './errors';
 import { consolePlugin } from './console';
 import { jobRoutes, unsupportedMediaType } from './routes/jobs';
+import { downloadKeyRoutes } from './routes/download-keys';
 import { listJobRoutes } from './routes/list';
 import { AUDIO_MEDIA_TYPES, jobRecordSchema } from './schemas';
 
@@ -39,6 +41,8 @@ export interface ServerOptions {
   startWorker?: boolean;
   /** Start the callback dispatcher (default true). */
   startDispatcher?: boolean;
+  /** URL downloads and callbacks: injectable resolver / connector / keys (tests); default from config. */
+  download?: DownloadDeps;
 }
 
 export interface AurisServer {
@@ -84,15 +88,16 @@ export async function createServer(opts: ServerOptions = {}): Promise<AurisServe
   const registry = new ApiKeyRegistry(keys);
   const limiter = new RateLimiter(config.limits.rateLimitRps, config.limits.rateLimitBurst);
 
+  const download = await createDownloadService(config, opts.download, app.log.child({ component: 'download' })); // signing keys (generated on first start), SSRF guard
   let backendsRef: Backends | null = null;
   const metrics = new JobMetrics(() => backendsRef?.jobs ?? null);
   const backends = opts.backends ?? (await openEmbeddedBackends(config.dataDir, (m) => app.log.warn(m)));
   backendsRef = backends;
   const analyzer = opts.analyzer ?? pipelineAnalyzer(config.modelsDir);
   const service = new JobService(backends, config, metrics);
-  const worker = new JobWorker(backends, analyzer, config, metrics, app.log.child({ component: 'worker' }));
+  const worker = new JobWorker(backends, analyzer, config, metrics, app.log.child({ component: 'worker' }), download.downloader);
   service.onDeleted = (id) => worker.cancel(id);
-  const dispatcher = new CallbackDispatcher(backends.events, config.callbacks, metrics, app.log.child({ component: 'callbacks' }));
+  const dispatcher = new CallbackDispatcher(backends.events, config.callbacks, metrics, app.log.child({ component: 'callbacks' }), download.guard);
   const sweeper = new RetentionSweeper(backends, service, config.sweepIntervalMs, app.log.child({ component: 'retention' }));
 
   // Recovery: drop orphaned blobs, re-enqueue unfinished jobs the queue does not hold.
@@ -163,6 +168,7 @@ export async function createServer(opts: ServerOptions = {}): Promise<AurisServe
   let listening = false;
   await app.register(jobRoutes, { config, service, listModels: () => analyzer.listModels(), volumeRange: VOLUME_THRESHOLD_RANGE });
   await app.register(listJobRoutes, { list: () => backends.jobs.list() }); // GET /file-processing/jobs (the project's jobs)
+  await app.register(downloadKeyRoutes, { keys: download.keys }); // GET /.well-known/jwks.json, GET /verification-keys
 
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
   await app.register(consolePlugin); // the web console at GET / (web/, src/http/console.ts)

@@ -9,7 +9,7 @@ import type { AudioSource } from '../audio/types';
 import type { Config } from '../config';
 import type { Analyzer, AnalyzeOptions } from './analyzer';
 import { JOB_ERROR_CODES, JobFailure, toJobError } from './errors';
-import { fetchSource } from './fetch-source';
+import { fetchSource, lazyDownloader, type SourceDownloader } from './fetch-source';
 import type { JobMetrics } from './metrics';
 import { mutateJob } from './record';
 import { resultsKey, resultsPath } from './service';
@@ -32,6 +32,7 @@ export class JobWorker {
   private readonly running = new Map<string, AbortController>();
   private stopController = new AbortController();
   private started = false;
+  private readonly downloader: SourceDownloader;
 
   constructor(
     private readonly backends: Backends,
@@ -39,7 +40,11 @@ export class JobWorker {
     private readonly config: Config,
     private readonly metrics: JobMetrics,
     private readonly log: WorkerLogger,
-  ) {}
+    /** The URL method's signed, SSRF-safe downloader (src/download); default: built from config on first use. */
+    downloader?: SourceDownloader,
+  ) {
+    this.downloader = downloader ?? lazyDownloader(config);
+  }
 
   get isRunning(): boolean {
     return this.started;
@@ -145,10 +150,11 @@ export class JobWorker {
         await mkdir(tmpDir, { recursive: true });
         tmpFile = join(tmpDir, `${jobId}-${randomBytes(4).toString('hex')}`);
         const got = await fetchSource(job.record.source.url ?? '', tmpFile, {
-          maxBytes: this.config.limits.maxDownloadBytes,
-          timeoutMs: this.config.limits.downloadTimeoutMs,
+          downloader: this.downloader,
           signal: controller.signal,
           job: { jobId, organizationId: job.owner.organization_id, projectId: job.owner.project_id },
+          maxDurationSec: this.config.limits.maxAudioDurationSec,
+          channel: req.channel,
         });
         await mutateJob(jobs, jobId, (j) => {
           j.record.source.size_bytes = got.bytes;

@@ -35,6 +35,7 @@ export function testConfig(dataDir: string, overrides: DeepPartial<Config> = {})
       { key: KEY_A2, organizationId: 'org-a', projectId: 'proj-a' },
     ],
     callbacks: { backoffMs: 20 },
+    download: { urlAllowlist: ['127.0.0.1'] }, // test file hosts and callback receivers listen on 127.0.0.1 (SSRF allowlist)
     logLevel: 'silent',
   });
   return defaultConfig({ ...base, ...overrides, limits: { ...base.limits, ...overrides.limits }, callbacks: { ...base.callbacks, ...overrides.callbacks } } as DeepPartial<Config>);
