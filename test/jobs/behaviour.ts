@@ -417,8 +417,10 @@ export function backendBehaviour(name: string, harness: () => BackendHarness, op
         const done = await waitForJob(server, KEY_A, job.job_id);
         assert.equal(done.status, 'failed');
         assert.equal(done.error?.code, 'CORRUPT_AUDIO');
-        const stored = await server.backends.jobs.get(job.job_id);
-        assert.equal(stored?.value.upload_blob, null);
+        const upload = `uploads/${job.job_id}`;
+        // The upload goes right after the job is marked failed.
+        await waitFor(async () => (await server.backends.jobs.get(job.job_id))?.value.upload_blob === null, 5000, 'upload released');
+        assert.equal(await server.backends.blobs.getStream(upload), null);
         const res = await api(server, KEY_A)(`/file-processing/jobs/${job.job_id}/results`);
         assert.equal(res.status, 409);
       } finally {

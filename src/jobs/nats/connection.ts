@@ -165,3 +165,14 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
     signal?.addEventListener('abort', done, { once: true });
   });
 }
+
+/** Stops `iter` when `signal` aborts (also when it already has); returns the cleanup. */
+export function stopOnAbort(iter: { stop(err?: Error): void }, signal: AbortSignal): () => void {
+  const onAbort = (): void => void iter.stop();
+  if (signal.aborted) {
+    onAbort();
+    return () => undefined;
+  }
+  signal.addEventListener('abort', onAbort, { once: true });
+  return () => signal.removeEventListener('abort', onAbort);
+}

@@ -7,7 +7,7 @@
  */
 import type { Consumer, JsMsg } from 'nats';
 import type { EventBus, EventDelivery, JobFinishedEvent } from '../types';
-import { isUnavailable, mapError, type NatsConn, type NatsLogger, sleep } from './connection';
+import { isUnavailable, mapError, type NatsConn, type NatsLogger, sleep, stopOnAbort } from './connection';
 import type { Names, NatsSettings } from './settings';
 
 export class NatsEventBus implements EventBus {
@@ -91,8 +91,7 @@ export class NatsEventBus implements EventBus {
         try {
           const consumer = await this.getConsumer();
           const iter = await consumer.fetch({ max_messages: limit - running.size, expires: 5000 });
-          const onAbort = (): void => void iter.stop();
-          signal.addEventListener('abort', onAbort, { once: true });
+          const cleanup = stopOnAbort(iter, signal);
           try {
             for await (const m of iter) {
               if (signal.aborted) {
@@ -102,7 +101,7 @@ export class NatsEventBus implements EventBus {
               run(m);
             }
           } finally {
-            signal.removeEventListener('abort', onAbort);
+            cleanup();
           }
         } catch (err) {
           if (signal.aborted) break;

@@ -10,7 +10,7 @@ import { randomUUID } from 'node:crypto';
 import type { Consumer, JsMsg } from 'nats';
 import { mutateJob } from '../record';
 import { type Backends, isTerminal, type JobFinishedEvent } from '../types';
-import { apiErrorCode, isUnavailable, type NatsConn, type NatsLogger, sleep } from './connection';
+import { apiErrorCode, isUnavailable, type NatsConn, type NatsLogger, sleep, stopOnAbort } from './connection';
 import type { Names } from './settings';
 
 const NO_MESSAGE_FOUND = 10037;
@@ -48,12 +48,11 @@ export class ExhaustedJobHandler {
       try {
         this.consumer ??= await this.conn.js.consumers.get(this.n.deadStream, this.n.deadConsumer);
         const iter = await this.consumer.fetch({ max_messages: 10, expires: 10_000 });
-        const onAbort = (): void => void iter.stop();
-        signal.addEventListener('abort', onAbort, { once: true });
+        const cleanup = stopOnAbort(iter, signal);
         try {
           for await (const m of iter) await this.handle(m);
         } finally {
-          signal.removeEventListener('abort', onAbort);
+          cleanup();
         }
       } catch (err) {
         if (signal.aborted) break;

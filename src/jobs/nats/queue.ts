@@ -10,7 +10,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Consumer, JsMsg } from 'nats';
 import { BackendUnavailableError, type JobQueue, type QueueMessage } from '../types';
-import { isUnavailable, mapError, type NatsConn, type NatsLogger, sleep } from './connection';
+import { isUnavailable, mapError, type NatsConn, type NatsLogger, sleep, stopOnAbort } from './connection';
 import type { Names, NatsSettings } from './settings';
 
 export interface QueueOptions {
@@ -76,15 +76,14 @@ export class NatsJobQueue implements JobQueue {
       try {
         const consumer = await this.getConsumer();
         const iter = await consumer.fetch({ max_messages: 1, expires: this.pullExpiresMs });
-        const onStop = (): void => void iter.stop();
-        stop.addEventListener('abort', onStop, { once: true });
+        const cleanup = stopOnAbort(iter, stop);
         try {
           for await (const m of iter) {
             msg = m;
             break;
           }
         } finally {
-          stop.removeEventListener('abort', onStop);
+          cleanup();
         }
       } catch (err) {
         if (stop.aborted) break;
