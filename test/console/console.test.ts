@@ -89,6 +89,14 @@ for (const mode of ['embedded', 'nats'] as const) describe(`web console (Chromiu
 
   const problemsOf = (page: Page): string[] => (page as Page & { problems?: string[] }).problems ?? [];
 
+  /** Waits until the job shown has finished; fails at once, with its error, when it failed. */
+  async function waitSucceeded(page: Page): Promise<void> {
+    await page.locator('#job-status[data-status="succeeded"], #job-status[data-status="failed"]').waitFor();
+    if ((await page.locator('#job-status').getAttribute('data-status')) === 'failed') {
+      assert.fail(`the job failed: ${await page.locator('#job-error').textContent()}`);
+    }
+  }
+
   test('upload speech + silence: lanes, summary, tooltip, keyboard, downloads, jobs list, delete', async () => {
     const page = await openConsole();
     // Models come from /readyz; every installed model is offered and checked.
@@ -100,7 +108,7 @@ for (const mode of ['embedded', 'nats'] as const) describe(`web console (Chromiu
     await page.getByLabel('Raw values').check();
     await page.getByRole('button', { name: 'Analyse' }).click();
 
-    await page.locator('#job-status[data-status="succeeded"]').waitFor();
+    await waitSucceeded(page);
     const jobId = (await page.locator('#job-id').textContent())!.trim();
     assert.match(jobId, /^[0-9a-f-]{36}$/);
     assert.equal(await page.locator('#job-progress').evaluate((e) => (e as unknown as HTMLProgressElement).value), 1);
@@ -175,7 +183,19 @@ for (const mode of ['embedded', 'nats'] as const) describe(`web console (Chromiu
     assert.match(tipText, new RegExp(`confidence ${ch.transitions!.speech![0]!.confidence.toFixed(4)}`));
 
     // Keyboard: Tab reaches the lane, arrows move between segments, the tooltip follows focus.
-    await firstSpeech.focus();
+    // Tab order: after the job's buttons comes the first speech segment, then the next lane.
+    const activeSeg = (): Promise<string> =>
+      page.evaluate(() => {
+        const a = document.activeElement as { dataset: Record<string, string>; parentElement: { dataset: Record<string, string> } };
+        return `${a.parentElement.dataset.model}:${a.dataset.label}@${a.dataset.start}`;
+      });
+    await page.locator('#job-delete').focus();
+    await page.keyboard.press('Tab');
+    assert.equal(await activeSeg(), `speech:${ch.transitions!.speech![0]!.result}@0`);
+    await page.keyboard.press('Tab');
+    assert.equal(await activeSeg(), `arousal:${ch.transitions!.arousal![0]!.result}@0`);
+    await page.keyboard.press('Shift+Tab');
+    assert.equal(await activeSeg(), `speech:${ch.transitions!.speech![0]!.result}@0`);
     await page.keyboard.press('End');
     const lastLabel = await page.evaluate(() => (document.activeElement as HTMLElement).dataset.label);
     assert.equal(lastLabel, 'silence');
@@ -260,7 +280,7 @@ for (const mode of ['embedded', 'nats'] as const) describe(`web console (Chromiu
       await page.getByLabel('Output period (ms)').fill('512');
       await page.locator('#models input[value="arousal"]').uncheck();
       await page.getByRole('button', { name: 'Analyse' }).click();
-      await page.locator('#job-status[data-status="succeeded"]').waitFor();
+      await waitSucceeded(page);
       const jobId = (await page.locator('#job-id').textContent())!.trim();
       const env = (await (await api(server)(`/file-processing/jobs/${jobId}/results`)).json()) as Envelope;
       const ch = env.result.channels['0']!;
@@ -275,7 +295,7 @@ for (const mode of ['embedded', 'nats'] as const) describe(`web console (Chromiu
       // A reload keeps the key (session storage) and reopens the job.
       await page.reload();
       await page.locator('#key-status.ok').waitFor();
-      await page.locator('#job-status[data-status="succeeded"]').waitFor();
+      await waitSucceeded(page);
       assert.equal((await page.locator('#job-id').textContent())!.trim(), jobId);
       await page.locator('.lane[data-model="speech"] .seg').first().waitFor();
 
@@ -283,7 +303,7 @@ for (const mode of ['embedded', 'nats'] as const) describe(`web console (Chromiu
       const row = page.locator(`#jobs-body tr[data-job-id="${jobId}"]`);
       await row.getByRole('button', { name: /^Open job/ }).focus();
       await page.keyboard.press('Enter');
-      await page.locator('#job-status[data-status="succeeded"]').waitFor();
+      await waitSucceeded(page);
       await page.locator('.lane[data-model="gender"] .seg').first().waitFor();
       assert.deepEqual(problemsOf(page), []);
       await page.close();

@@ -50,6 +50,7 @@ export async function startServer(dataDir: string, backends?: Backends): Promise
     dataDir,
     concurrency: 1,
     apiKeys: [{ key: KEY, organizationId: 'org-console', projectId: 'proj-console' }],
+    download: { urlAllowlist: ['127.0.0.1'] }, // the URL test's file host listens on 127.0.0.1 (SSRF allowlist)
     logLevel: 'silent',
   });
   const server = await createServer({ config, logger: false, ...(backends ? { backends } : {}) });

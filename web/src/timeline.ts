@@ -20,6 +20,16 @@ export interface ChannelViewInput {
 }
 
 let uid = 0;
+
+/** One hidden hint, shared by every lane: how to move between segments. */
+function laneHintId(): string {
+  const id = 'lane-keys-hint';
+  if (!document.getElementById(id)) {
+    const hint = el('p', { id, class: 'visually-hidden' }, 'Segments of one model in time order. Tab to a lane, then use the arrow keys, Home and End to move between its segments.');
+    document.body.append(hint);
+  }
+  return id;
+}
 const nextId = (p: string): string => `${p}-${++uid}`;
 
 function el<K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Record<string, string> = {}, text?: string): HTMLElementTagNameMap[K] {
@@ -191,15 +201,15 @@ export function channelView(input: ChannelViewInput): { root: HTMLElement; redra
     grid.append(el('div', { class: 'track-label', id: labelId }, model));
     const lane = el('div', {
       class: 'track lane',
-      role: 'group',
+      role: 'list',
       'aria-labelledby': labelId,
-      'aria-roledescription': 'timeline lane',
+      'aria-describedby': laneHintId(),
       'data-model': model,
     });
     segs.forEach((s, i) => {
       const seg = el('div', {
         class: 'seg',
-        role: 'button',
+        role: 'listitem',
         tabindex: i === 0 ? '0' : '-1',
         'data-label': s.result,
         'data-start': String(s.timestamp_start),
