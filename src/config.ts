@@ -69,8 +69,18 @@ export interface Config {
   modelsDir: string;
   apiKeys: ApiKeyEntry[];
   apiKeysFile?: string;
-  /** Distributed mode (NATS JetStream); not used yet, the embedded store runs. */
+  /** Distributed mode: NATS JetStream server URL(s), comma-separated; unset: the embedded store. */
   natsUrl?: string;
+  /** What this process runs: api (REST + callbacks), worker (jobs), all (both; the only role without NATS). */
+  role: 'api' | 'worker' | 'all';
+  /** Distributed mode: replicas of every stream and bucket (1 on a single server, 3 or 5 on a cluster). */
+  natsReplicas: number;
+  /** Distributed mode: a job whose worker is silent this long is delivered again, ms (later deliveries back off). */
+  natsAckWaitMs: number;
+  /** Distributed mode: deliveries of one job before it fails with JOB_INTERRUPTED. */
+  natsMaxDeliver: number;
+  /** Distributed mode: name prefix of the streams and buckets (deployments sharing a cluster). */
+  natsPrefix: string;
   /** Jobs processed at the same time by this process. */
   concurrency: number;
   /** Finished jobs and their results are purged this long after they finish, seconds. */
@@ -96,6 +106,8 @@ interface OptionDef {
   def: () => unknown;
   doc: string;
   min?: number;
+  /** Other accepted spellings of the flag. */
+  aliases?: string[];
 }
 
 const MiB = 1024 * 1024;
@@ -109,7 +121,12 @@ export const OPTIONS: readonly OptionDef[] = [
   { path: 'modelsDir', flag: '--models-dir', env: 'MODELS_DIR', kind: 'string', def: () => defaultModelsDir(), doc: 'model directory (<dir>/<name>/manifest.json; default $AURIS_MODELS_DIR or the package models/)' },
   { path: 'apiKeys', flag: '--api-keys', env: 'API_KEYS', kind: 'keys', def: () => [], doc: 'comma-separated key:organization_id:project_id entries' },
   { path: 'apiKeysFile', flag: '--api-keys-file', env: 'API_KEYS_FILE', kind: 'string', def: () => undefined, doc: 'file with one key:organization_id:project_id per line (# comments)' },
-  { path: 'natsUrl', flag: '--nats-url', env: 'NATS_URL', kind: 'string', def: () => undefined, doc: 'NATS JetStream URL for distributed mode (later issue; ignored for now)' },
+  { path: 'natsUrl', flag: '--nats', aliases: ['--nats-url'], env: 'NATS_URL', kind: 'string', def: () => undefined, doc: 'NATS JetStream URL(s), comma-separated: distributed mode (docs/deploy.md); unset: embedded store' },
+  { path: 'role', flag: '--role', env: 'ROLE', kind: 'string', def: () => 'all', doc: 'api (REST + callbacks), worker (jobs) or all; api and worker need --nats' },
+  { path: 'natsReplicas', flag: '--nats-replicas', env: 'NATS_REPLICAS', kind: 'int', min: 1, def: () => 1, doc: 'replicas of the JetStream streams and buckets (3 or 5 on a cluster)' },
+  { path: 'natsAckWaitMs', flag: '--nats-ack-wait-ms', env: 'NATS_ACK_WAIT_MS', kind: 'int', min: 1000, def: () => 30_000, doc: 'a job whose worker is silent this long is delivered again, ms' },
+  { path: 'natsMaxDeliver', flag: '--nats-max-deliver', env: 'NATS_MAX_DELIVER', kind: 'int', min: 2, def: () => 5, doc: 'deliveries of a job before it fails with JOB_INTERRUPTED' },
+  { path: 'natsPrefix', flag: '--nats-prefix', env: 'NATS_PREFIX', kind: 'string', def: () => 'auris', doc: 'name prefix of the JetStream streams and buckets' },
   { path: 'concurrency', flag: '--concurrency', env: 'CONCURRENCY', kind: 'int', min: 0, def: () => availableParallelism(), doc: 'jobs processed at the same time (0: accept jobs but process none)' },
   { path: 'retentionSec', flag: '--retention', env: 'RETENTION_SECONDS', kind: 'number', min: 0, def: () => 24 * 3600, doc: 'seconds after a job finishes before the job and its results are purged' },
   { path: 'sweepIntervalMs', flag: '--sweep-interval-ms', env: 'SWEEP_INTERVAL_MS', kind: 'int', min: 10, def: () => 60_000, doc: 'how often expired jobs are purged, ms' },
@@ -207,7 +224,8 @@ export function loadConfig(argv: readonly string[] = [], env: NodeJS.ProcessEnv 
     const arg = argv[i]!;
     if (!arg.startsWith('--')) throw new ConfigError(`unexpected argument ${JSON.stringify(arg)}`);
     const eq = arg.indexOf('=');
-    const name = eq >= 0 ? arg.slice(0, eq) : arg;
+    const given = eq >= 0 ? arg.slice(0, eq) : arg;
+    const name = OPTIONS.find((o) => o.aliases?.includes(given))?.flag ?? given;
     if (!OPTIONS.some((o) => o.flag === name)) throw new ConfigError(`unknown option ${name}\n\n${usage()}`);
     let value: string | undefined;
     if (eq >= 0) value = arg.slice(eq + 1);
@@ -246,6 +264,8 @@ export function loadConfig(argv: readonly string[] = [], env: NodeJS.ProcessEnv 
     throw new ConfigError(`URL_ALLOWLIST: ${(err as Error).message}`);
   }
   if (config.limits.maxOutputPeriodMs % 64 !== 0) throw new ConfigError('MAX_OUTPUT_PERIOD_MS must be a multiple of 64');
+  if (!['api', 'worker', 'all'].includes(config.role)) throw new ConfigError(`ROLE must be api, worker or all (got ${JSON.stringify(config.role)})`);
+  if (config.role !== 'all' && !config.natsUrl) throw new ConfigError(`role ${config.role} needs distributed mode: set --nats / NATS_URL`);
   const seen = new Set<string>();
   for (const k of config.apiKeys) {
     if (seen.has(k.key)) throw new ConfigError('the same API key is configured twice');
