@@ -5,6 +5,7 @@
 import { ConfigError, loadConfig, usage } from '../config';
 import { createServer } from '../http/server';
 import { attachGrpcServer } from '../grpc/serve-hook';
+import { deferredLogger, natsOptionsFromConfig, openNatsBackends, roleServerOptions } from '../jobs/nats';
 
 export const summary = 'run the HTTP service (file-processing jobs)';
 
@@ -23,13 +24,16 @@ export async function run(argv: string[]): Promise<number> {
     }
     throw err;
   }
-  const server = await createServer({ config });
+  // Distributed mode (NATS JetStream, docs/deploy.md) when NATS_URL is set; else the embedded store.
+  const natsLog = deferredLogger();
+  const backends = config.natsUrl ? await openNatsBackends(natsOptionsFromConfig(config, natsLog)) : undefined;
+  const server = await createServer({ config, backends, ...roleServerOptions(config.role) });
   const log = server.app.log;
-  if (config.natsUrl) log.warn({ nats_url: config.natsUrl }, 'NATS_URL is set but distributed mode is not implemented yet; running the embedded store');
+  natsLog.attach(log.child({ component: 'nats' }));
   await server.listen();
-  await attachGrpcServer(server); // gRPC streaming on GRPC_PORT, same keys; server.close() stops it first
+  if (config.role !== 'worker') await attachGrpcServer(server); // gRPC streaming on GRPC_PORT, same keys; server.close() stops it first
   log.info(
-    { url: server.url, data_dir: config.dataDir, models_dir: config.modelsDir, concurrency: config.concurrency, api_keys: config.apiKeys.length },
+    { url: server.url, role: config.role, nats: config.natsUrl ?? null, data_dir: config.dataDir, models_dir: config.modelsDir, concurrency: config.concurrency, api_keys: config.apiKeys.length },
     'auris serving',
   );
 

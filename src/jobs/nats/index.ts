@@ -13,6 +13,7 @@
  */
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { Config } from '../../config';
 import type { Backends } from '../types';
 import { NatsBlobStore } from './blob-store';
 import { NatsConn, type NatsLogger, silentLogger } from './connection';
@@ -110,4 +111,45 @@ export async function openNatsBackends(opts: NatsBackendOptions): Promise<NatsBa
     await conn.close();
     throw err;
   }
+}
+
+/** The backend options of `auris serve` (flags / env, see src/config.ts). */
+export function natsOptionsFromConfig(config: Config, log?: NatsLogger): NatsBackendOptions {
+  if (!config.natsUrl) throw new Error('distributed mode needs a NATS URL');
+  return {
+    servers: config.natsUrl,
+    prefix: config.natsPrefix,
+    replicas: config.natsReplicas,
+    ackWaitMs: config.natsAckWaitMs,
+    maxDeliver: config.natsMaxDeliver,
+    retentionSec: config.retentionSec,
+    tmpDir: join(config.dataDir, 'tmp'),
+    name: `auris-${config.role}`,
+    log,
+  };
+}
+
+/** What a role runs (createServer options): api = REST + callbacks, worker = jobs, all = both. */
+export function roleServerOptions(role: Config['role']): { startWorker: boolean; startDispatcher: boolean } {
+  return { startWorker: role !== 'api', startDispatcher: role !== 'worker' };
+}
+
+/**
+ * A logger usable before the server's logger exists: JSON lines on stderr until `attach`
+ * hands it a real one.
+ */
+export function deferredLogger(): NatsLogger & { attach(log: NatsLogger): void } {
+  let target: NatsLogger | null = null;
+  const write = (level: string) => (obj: object, msg: string) => {
+    if (target) return (target as unknown as Record<string, (o: object, m: string) => void>)[level]!(obj, msg);
+    process.stderr.write(JSON.stringify({ level, time: Date.now(), component: 'nats', ...obj, msg }) + '\n');
+  };
+  return {
+    info: write('info'),
+    warn: write('warn'),
+    error: write('error'),
+    attach(log) {
+      target = log;
+    },
+  };
 }
