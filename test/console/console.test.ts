@@ -12,7 +12,7 @@ import type { BrowserContext, Page } from 'playwright-core';
 import type { AurisServer } from '../../src/http/server';
 import { openNatsBackends } from '../../src/jobs/nats';
 import { natsUnavailable, TestNatsServer } from '../nats/server';
-import { api, buildConsole, KEY, launchBrowser, outPath, serveFile, speechThenSilence, startServer, tempDir, truncatedWav } from './helpers';
+import { api, buildConsole, chromiumUnavailable, KEY, launchBrowser, outPath, serveFile, speechThenSilence, startServer, tempDir, truncatedWav } from './helpers';
 
 interface Segment {
   timestamp_start: number;
@@ -39,9 +39,10 @@ type HTMLCanvasElement = HTMLElement & {
 };
 declare const document: { activeElement: unknown; documentElement: { scrollWidth: number; clientWidth: number } };
 
-const natsSkip = natsUnavailable();
+const browserSkip = chromiumUnavailable();
+const natsSkip = browserSkip || natsUnavailable();
 
-for (const mode of ['embedded', 'nats'] as const) describe(`web console (Chromium, real server, ${mode})`, { timeout: 300_000, skip: mode === 'nats' ? natsSkip : false }, () => {
+for (const mode of ['embedded', 'nats'] as const) describe(`web console (Chromium, real server, ${mode})`, { timeout: 300_000, skip: mode === 'nats' ? natsSkip : browserSkip }, () => {
   let server: AurisServer;
   let nats: TestNatsServer | null = null;
   let browser: { context: BrowserContext; close(): Promise<void> };

@@ -31,6 +31,11 @@ export const CHROMIUM_ARGS = [
   '--disable-dev-shm-usage',
 ];
 
+/** Why the browser tests cannot run here, or false when they can (like the NATS tests without nats-server). */
+export function chromiumUnavailable(): string | false {
+  return existsSync(CHROMIUM) ? false : `${CHROMIUM} is missing: scripts/setup.sh installs the Debian package chromium`;
+}
+
 /** Builds web/dist (node web/build.mjs), so the test runs against the current sources. */
 export function buildConsole(): void {
   execFileSync(process.execPath, [join(ROOT, 'web', 'build.mjs')], { stdio: ['ignore', 'ignore', 'pipe'], timeout: 120_000 });
