@@ -7,7 +7,6 @@
  *   auris keys [--format text|json|jwks|pem] [serve options]
  *   auris keys generate <file.pem>       a new EC P-521 private key (mode 0600) for rotation
  */
-import { createPublicKey } from 'node:crypto';
 import { ConfigError, loadConfig } from '../config';
 import { generateKeyPem, KeyError, loadKeyRing, writeKeyFileExclusive } from '../download/keys';
 
@@ -95,7 +94,7 @@ export async function run(argv: string[]): Promise<number> {
       break;
     case 'pem':
       for (const k of ring.published) {
-        const pem = createPublicKey(k.publicKey).export({ type: 'spki', format: 'pem' }) as string;
+        const pem = k.publicKey.export({ type: 'spki', format: 'pem' }) as string;
         process.stdout.write(`# kid: ${k.kid}${k.kid === ring.signing.kid ? ' (signing)' : ''}\n${pem}`);
       }
       break;
