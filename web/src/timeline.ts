@@ -158,7 +158,7 @@ function renderAxis(axis: HTMLElement, endMs: number): void {
   const tick = niceTickMs(endMs, axis.clientWidth || 800);
   const ticks: HTMLElement[] = [];
   for (let t = 0; t <= endMs + 1e-6; t += tick) {
-    const s = el('span', { class: 'tick' }, formatTime(t));
+    const s = el('span', { class: t / endMs > 0.97 ? 'tick end' : 'tick' }, formatTime(t));
     s.style.left = `${(t / endMs) * 100}%`;
     ticks.push(s);
   }
