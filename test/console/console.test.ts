@@ -209,11 +209,11 @@ for (const mode of ['embedded', 'nats'] as const) describe(`web console (Chromiu
     // Downloads: JSON identical to the results endpoint; CSV one row per segment.
     const [jsonDl] = await Promise.all([page.waitForEvent('download'), page.getByRole('link', { name: 'Download JSON' }).click()]);
     assert.equal(jsonDl.suggestedFilename(), `auris-${jobId}.json`);
-    const jsonPath = shot(`${jobId}.json`);
+    const jsonPath = shot(`results.json`);
     await jsonDl.saveAs(jsonPath);
     assert.equal(readFileSync(jsonPath, 'utf8'), resultsText);
     const [csvDl] = await Promise.all([page.waitForEvent('download'), page.getByRole('link', { name: 'Download CSV' }).click()]);
-    const csvPath = shot(`${jobId}-segments.csv`);
+    const csvPath = shot(`segments.csv`);
     await csvDl.saveAs(csvPath);
     const csv = readFileSync(csvPath, 'utf8').trimEnd().split('\r\n');
     assert.equal(csv[0], 'job_id,channel,model,timestamp_start,timestamp_end,start_sec,end_sec,result,confidence');
