@@ -6,7 +6,7 @@ import type { Readable } from 'node:stream';
 import type { Config } from '../../config';
 import { serializeJob } from '../../jobs/record';
 import type { JobService, Owner } from '../../jobs/service';
-import { BlobTooLargeError, type JobRequest } from '../../jobs/types';
+import { BackendUnavailableError, BlobTooLargeError, type JobRequest } from '../../jobs/types';
 import { ApiError } from '../errors';
 import {
   AUDIO_MEDIA_TYPES,
@@ -138,6 +138,10 @@ export async function jobRoutes(app: FastifyInstance, opts: JobRoutesOptions): P
           if (err instanceof BlobTooLargeError) {
             drain(req);
             throw tooLarge(config);
+          }
+          if (err instanceof BackendUnavailableError) {
+            drain(req);
+            throw err; // 503 with Retry-After
           }
           if (req.raw.destroyed || !req.raw.complete) {
             throw new ApiError('INVALID_BODY', 'The upload was interrupted before the body was complete.');
