@@ -2,9 +2,10 @@
  * The REST server: Fastify app + job worker pool + callback dispatcher + retention sweeper,
  * on the Backends interfaces (embedded local-disk implementations by default).
  */
+import fastifyHelmet from '@fastify/helmet';
 import fastifySwagger from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
-import Fastify, { type FastifyError, type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyServerOptions } from 'fastify';
 import type { AddressInfo } from 'node:net';
 import { MAX_VOLUME_THRESHOLD_DB, MIN_VOLUME_THRESHOLD_DB } from '../analysis/options';
 import { CallbackDispatcher } from '../callbacks/dispatcher';
@@ -43,6 +44,33 @@ export interface ServerOptions {
   startDispatcher?: boolean;
   /** URL downloads and callbacks: injectable resolver / connector / keys (tests); default from config. */
   download?: DownloadDeps;
+  /** HTTP server timeouts (slow clients); default HTTP_TIMEOUTS. */
+  httpTimeouts?: Partial<HttpTimeouts>;
+}
+
+/** Timeouts against slow or idle clients (slowloris), in ms; docs/reliability.md. */
+export interface HttpTimeouts {
+  /** Whole request headers must arrive within this (408 and close otherwise). */
+  headersMs: number;
+  /** Whole request, body included (an upload of maxUploadBytes must make it in time). */
+  requestMs: number;
+  /** A socket with no traffic at all is destroyed after this. */
+  connectionMs: number;
+  /** Idle keep-alive sockets between requests. */
+  keepAliveMs: number;
+  /** How often Node checks headersMs/requestMs. */
+  checkIntervalMs: number;
+}
+export const HTTP_TIMEOUTS: HttpTimeouts = { headersMs: 10_000, requestMs: 300_000, connectionMs: 60_000, keepAliveMs: 5_000, checkIntervalMs: 1_000 };
+/** Largest request header block, bytes (431 above). */
+export const MAX_HEADER_BYTES = 16 * 1024;
+
+/** Logged requests never carry credentials (x-api-key, authorization, cookies). */
+const REDACTED_LOG_PATHS = ['req.headers["x-api-key"]', 'req.headers.authorization', 'req.headers.cookie', 'headers["x-api-key"]', 'headers.authorization'];
+function withRedaction(logger: FastifyServerOptions['logger']): FastifyServerOptions['logger'] {
+  if (!logger || typeof logger !== 'object') return logger;
+  const l = logger as { redact?: unknown; [k: string]: unknown };
+  return l.redact ? logger : ({ ...l, redact: { paths: REDACTED_LOG_PATHS, censor: '[redacted]' } } as FastifyServerOptions['logger']);
 }
 
 export interface AurisServer {
@@ -65,12 +93,22 @@ export interface AurisServer {
 export async function createServer(opts: ServerOptions = {}): Promise<AurisServer> {
   const base = opts.config ?? defaultConfig();
   const config = opts.overrides ? mergeConfig(base, opts.overrides) : base;
+  const t = { ...HTTP_TIMEOUTS, ...opts.httpTimeouts };
   const app = Fastify({
-    logger: opts.logger ?? { level: config.logLevel },
+    logger: withRedaction(opts.logger ?? { level: config.logLevel }),
+    connectionTimeout: t.connectionMs,
+    keepAliveTimeout: t.keepAliveMs,
+    requestTimeout: t.requestMs,
+    http: { headersTimeout: Math.min(t.headersMs, t.requestMs), requestTimeout: t.requestMs, maxHeaderSize: MAX_HEADER_BYTES, connectionsCheckingInterval: t.checkIntervalMs },
     bodyLimit: 1024 * 1024, // JSON bodies; uploads stream under limits.maxUploadBytes
     trustProxy: false,
     ajv: { customOptions: { removeAdditional: false, coerceTypes: true, allErrors: true, keywords: ['example'] } },
     return503OnClosing: true,
+    // Router-level errors (a path parameter over 100 characters, a malformed %-escape) as problem+json too.
+    frameworkErrors: (err, req, reply) => {
+      const apiErr = err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? new ApiError('NOT_FOUND', 'No such resource (path parameter too long).') : new ApiError('INVALID_PARAMETER', 'The request URL is malformed.');
+      return (reply as unknown as FastifyReply).code(apiErr.status).type(PROBLEM_CONTENT_TYPE).send(JSON.stringify(apiErr.toProblem(req.url.split('?')[0].slice(0, 200))));
+    },
     forceCloseConnections: 'idle',
   });
 
@@ -125,6 +163,9 @@ export async function createServer(opts: ServerOptions = {}): Promise<AurisServe
     const e = new ApiError('NOT_FOUND', `No route ${req.method} ${req.url.split('?')[0]}.`);
     return reply.code(404).type(PROBLEM_CONTENT_TYPE).send(JSON.stringify(e.toProblem(req.url.split('?')[0])));
   });
+
+  // Security headers on every response; CSP is set per page by the console (src/http/console.ts).
+  await app.register(fastifyHelmet, { contentSecurityPolicy: false, hsts: false, crossOriginResourcePolicy: { policy: 'same-site' } });
 
   app.addSchema(problemSchema);
   app.addSchema(jobRecordSchema);
