@@ -87,6 +87,13 @@ export async function jobRoutes(app: FastifyInstance, opts: JobRoutesOptions): P
     async (req, reply) => {
       const owner = ownerOf(req);
       const q = req.query;
+      // Ajv coerces "1e309" / "Infinity" to Infinity and lets it through integer/range checks.
+      for (const [k, v] of Object.entries(q)) {
+        if (typeof v === 'number' && !Number.isFinite(v)) {
+          drain(req);
+          throw new ApiError('INVALID_PARAMETER', `${k}: must be a finite number`, { errors: [{ parameter: k, message: 'must be a finite number' }] });
+        }
+      }
       const models = [...new Set(q.models.split(','))];
       const valid = opts.listModels();
       const unknown = models.filter((m) => !valid.includes(m));
