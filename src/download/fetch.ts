@@ -4,7 +4,7 @@
  *
  *  - maximum bytes (Content-Length checked first, then counted while streaming);
  *  - a connect timeout per hop and a total timeout over all hops and the body;
- *  - at most 5 redirects (301, 302, 303, 307, 308), each checked again;
+ *  - at most 5 redirects (301, 302, 303, 307, 308), each checked again; never https -> http;
  *  - the duration limit, from the first 64 KiB (duration.ts): a file whose header shows
  *    more than the limit is refused at once, the rest of it is never downloaded.
  *
@@ -126,7 +126,11 @@ export class Downloader {
         } catch {
           throw failed(`Downloading the file URL failed: HTTP ${status} to an invalid Location.`);
         }
+        const from = url;
         url = checkUrlForm(next); // the scheme; the address is checked by the next guardedRequest
+        if (from.protocol === 'https:' && url.protocol === 'http:') {
+          throw new JobFailure('URL_NOT_ALLOWED', 'A redirect from https to http is not followed (the signed request would travel in clear).');
+        }
         redirects++;
         continue;
       }

@@ -9,6 +9,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { createServer as createNetServer, type Socket } from 'node:net';
 import { join } from 'node:path';
+import { createServer as createHttpsServer } from 'node:https';
 import { connect as tlsConnect } from 'node:tls';
 import { after, afterEach, before, describe, it } from 'node:test';
 import { Downloader, type DownloaderOptions, HEAD_BYTES } from '../../src/download/fetch';
@@ -226,6 +227,42 @@ describe('Downloader', () => {
       },
     });
     await failsWith(tlsToLoopback.download({ identity: identity(`https://127.0.0.1:${port}/a.wav`), destPath: dest() }), 'DOWNLOAD_TIMEOUT', /connecting .* 200 ms/);
+  });
+
+  it('https: TLS to the checked address with the URL host for SNI and the certificate; https -> http redirects refused', async (t) => {
+    const key = join(dir.path, 'tls.key');
+    const cert = join(dir.path, 'tls.crt');
+    execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', key, '-out', cert, '-days', '1', '-subj', '/CN=files.test', '-addext', 'subjectAltName=DNS:files.test'], { stdio: 'ignore' });
+    const ca = readFileSync(cert);
+    const tlsHost = createHttpsServer({ key: readFileSync(key), cert: ca }, (req, res) => {
+      if (req.url === '/down') return void res.writeHead(302, { location: `${host.url}/plain.wav` }).end();
+      res.writeHead(200).end(`sni=${(req.socket as import('node:tls').TLSSocket).servername}`);
+    });
+    await new Promise<void>((r) => tlsHost.listen(0, '127.0.0.1', r));
+    t.after(() => {
+      tlsHost.closeAllConnections();
+      tlsHost.close();
+    });
+    const port = (tlsHost.address() as { port: number }).port;
+    const d = downloader({}, { 'files.test': ['127.0.0.1'], 'wrong.test': ['127.0.0.1'] });
+    const tlsDownloader = new Downloader({
+      ...d.options,
+      connector: (target) => {
+        if (!target.tls) return net.connector(target);
+        assert.equal(target.address, '127.0.0.1');
+        net.connections.push(target);
+        // as defaultConnector, plus the test CA
+        return tlsConnect({ host: target.address, port: target.port, servername: target.hostname, ca, ALPNProtocols: ['http/1.1'] });
+      },
+    });
+    const out = dest();
+    await tlsDownloader.download({ identity: identity(`https://files.test:${port}/a.wav`), destPath: out });
+    assert.equal(readFileSync(out, 'utf8'), 'sni=files.test');
+    // the certificate is for files.test: another name on the same address fails
+    await failsWith(tlsDownloader.download({ identity: identity(`https://wrong.test:${port}/a.wav`), destPath: dest() }), 'DOWNLOAD_FAILED', /ERR_TLS_CERT_ALTNAME_INVALID|altnames/);
+    handlers.set('/plain.wav', (_req, res) => void res.writeHead(200).end('x'));
+    await failsWith(tlsDownloader.download({ identity: identity(`https://files.test:${port}/down`), destPath: dest() }), 'URL_NOT_ALLOWED', /https to http/);
+    assert.equal(host.requests.filter((r) => r.path === '/plain.wav').length, 0);
   });
 
   describe('early duration check', () => {
