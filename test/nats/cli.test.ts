@@ -1,0 +1,97 @@
+/**
+ * The real command line in distributed mode: `auris serve --role api` and
+ * `auris serve --role worker` (real models) against a nats-server. A job uploaded to the
+ * API node is analysed by the worker; its results equal `auris analyze` of the same file,
+ * its callback arrives, and both nodes shut down cleanly on SIGTERM.
+ */
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { modelsIn } from '../../src/jobs/analyzer';
+import { defaultModelsDir } from '../../src/inference/env';
+import { type JobJson, startReceiver, tempDir, waitFor } from '../http/helpers';
+import { type NodeProc, startNode } from './procs';
+import { natsUnavailable, TestNatsServer } from './server';
+
+const ROOT = join(__dirname, '..', '..', '..');
+const DEMO = join(ROOT, 'test', 'fixtures', 'demo.flac');
+const KEY = 'cli-test-key-00001';
+const MODELS = ['speech', 'arousal', 'gender'];
+
+const skip = natsUnavailable() || (MODELS.every((m) => modelsIn(defaultModelsDir()).includes(m)) ? false : 'models/ does not hold speech, arousal and gender');
+
+describe('auris serve --role api|worker --nats (real models)', { skip, timeout: 120_000 }, () => {
+  let nats: TestNatsServer;
+  const dir = tempDir('auris-cli-nats-');
+  let receiver: Awaited<ReturnType<typeof startReceiver>>;
+  const nodes: NodeProc[] = [];
+
+  before(async () => {
+    nats = await TestNatsServer.start();
+    receiver = await startReceiver();
+    const args = (sub: string): string[] => [
+      '--nats',
+      nats.url,
+      '--data-dir',
+      join(dir.path, sub),
+      '--api-keys',
+      `${KEY}:org:proj`,
+      '--concurrency',
+      '1',
+      '--grpc-port',
+      '0',
+      '--url-allowlist',
+      '127.0.0.1',
+      '--log-level',
+      'info',
+    ];
+    nodes.push(await startNode({ role: 'api', args: args('api'), real: true }));
+    nodes.push(await startNode({ role: 'worker', args: args('worker'), real: true }));
+  });
+  after(async () => {
+    for (const n of nodes) await n.kill();
+    await receiver?.close();
+    await nats?.close();
+    dir.cleanup();
+  });
+
+  it('analyses an upload on the worker node: the results equal `auris analyze`; the callback arrives', async () => {
+    const api = nodes[0]!;
+    const query = `models=${MODELS.join(',')}&output_period=1024&include_summary=true&callback=${encodeURIComponent(receiver.url)}`;
+    const res = await fetch(`${api.url}/file-processing/jobs?${query}`, {
+      method: 'POST',
+      headers: { 'x-api-key': KEY, 'content-type': 'audio/flac' },
+      body: readFileSync(DEMO),
+    });
+    const text = await res.text();
+    assert.equal(res.status, 201, text);
+    const job = JSON.parse(text) as JobJson;
+    const done = await waitFor(async () => {
+      const j = (await (await fetch(`${api.url}/file-processing/jobs/${job.job_id}`, { headers: { 'x-api-key': KEY } })).json()) as JobJson;
+      return j.status === 'succeeded' || j.status === 'failed' ? j : null;
+    }, 90_000, 'job finished').catch((err: Error) => {
+      throw new Error(`${err.message}\n${nodes.map((n) => n.output().slice(-3000)).join('\n---\n')}`);
+    });
+    assert.equal(done.status, 'succeeded', JSON.stringify(done));
+    assert.equal(done.audio?.channels, 1);
+    const results = (await (await fetch(`${api.url}${done.results_url}`, { headers: { 'x-api-key': KEY } })).json()) as { job_id: string; result: unknown };
+    assert.equal(results.job_id, job.job_id);
+    const cli = JSON.parse(
+      execFileSync(process.execPath, [join(ROOT, 'dist', 'src', 'cli', 'main.js'), 'analyze', DEMO, '--models', MODELS.join(','), '--output-period', '1024', '--summary'], {
+        encoding: 'utf8',
+        maxBuffer: 64 * 1024 * 1024,
+      }),
+    ) as { result: unknown };
+    assert.deepEqual(results.result, cli.result);
+    await waitFor(() => receiver.received.find((r) => r.headers['x-auris-job-id'] === job.job_id), 30_000, 'callback');
+  });
+
+  it('both nodes stop cleanly on SIGTERM', async () => {
+    for (const n of nodes) {
+      await n.stop();
+      assert.equal(n.proc.exitCode, 0, n.output().slice(-2000));
+    }
+  });
+});
