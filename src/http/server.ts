@@ -6,7 +6,9 @@ import fastifyHelmet from '@fastify/helmet';
 import fastifySwagger from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyServerOptions } from 'fastify';
+import { rm, writeFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
 import { MAX_VOLUME_THRESHOLD_DB, MIN_VOLUME_THRESHOLD_DB } from '../analysis/options';
 import { CallbackDispatcher } from '../callbacks/dispatcher';
 import { type Config, defaultConfig, type DeepPartial, mergeConfig } from '../config';
@@ -248,6 +250,10 @@ export async function createServer(opts: ServerOptions = {}): Promise<AurisServe
       if (!listening) reasons.push('starting');
       if (models.length === 0) reasons.push(`no models installed in ${config.modelsDir}`);
       if (config.concurrency > 0 && opts.startWorker !== false && !worker.isRunning) reasons.push('workers not running');
+      if (!opts.backends) {
+        const storage = await dataDirProblem(config.dataDir); // disk full, read-only, replaced by a file
+        if (storage) reasons.push(storage);
+      }
       if (reasons.length) {
         throw new ApiError('SERVICE_UNAVAILABLE', `Not ready: ${reasons.join('; ')}.`, { reasons }, 5);
       }
@@ -296,9 +302,28 @@ export async function createServer(opts: ServerOptions = {}): Promise<AurisServe
   return server;
 }
 
+/** Why the embedded data directory cannot take a write right now, or null. */
+async function dataDirProblem(dir: string): Promise<string | null> {
+  const probe = join(dir, `.readyz-${process.pid}`);
+  try {
+    await writeFile(probe, 'ok');
+    await rm(probe, { force: true });
+    return null;
+  } catch (e) {
+    return `data directory ${dir} is not writable (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`;
+  }
+}
+
+/** Storage errors of the operating system: the service cannot take work now (no job is half-created). */
+const STORAGE_ERRNOS = new Set(['ENOSPC', 'EDQUOT', 'EROFS', 'EACCES', 'EPERM', 'ENOTDIR', 'EIO']);
+
 /** Maps Fastify's own errors (validation, body parsing) to the catalogue. */
 function toApiError(err: FastifyError | ApiError): ApiError {
   if (err instanceof ApiError) return err;
+  const errno = (err as NodeJS.ErrnoException).code;
+  if (errno && STORAGE_ERRNOS.has(errno) && typeof (err as NodeJS.ErrnoException).syscall === 'string') {
+    return new ApiError('SERVICE_UNAVAILABLE', `The job store cannot be written (${errno}); retry later.`, { retry_after: 30 }, 30);
+  }
   if (err instanceof BackendUnavailableError) {
     return new ApiError('SERVICE_UNAVAILABLE', 'The job store is unreachable right now; retry later.', { retry_after: err.retryAfterSec }, err.retryAfterSec);
   }
