@@ -150,6 +150,10 @@ export async function jobRoutes(app: FastifyInstance, opts: JobRoutesOptions): P
             drain(req);
             throw err; // 503 with Retry-After
           }
+          if (/^(ENOSPC|EDQUOT|EROFS|EACCES|EPERM|ENOTDIR|EIO)$/.test(String((err as NodeJS.ErrnoException).code))) {
+            drain(req);
+            throw err; // the data directory cannot be written: 503 (server.ts), not the client's fault
+          }
           if (req.raw.destroyed || !req.raw.complete) {
             throw new ApiError('INVALID_BODY', 'The upload was interrupted before the body was complete.');
           }
