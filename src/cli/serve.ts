@@ -4,6 +4,7 @@
  */
 import { ConfigError, loadConfig, usage } from '../config';
 import { createServer } from '../http/server';
+import { ModelRegistry } from '../inference/registry';
 import { attachGrpcServer } from '../grpc/serve-hook';
 import { deferredLogger, natsOptionsFromConfig, openNatsBackends, roleServerOptions } from '../jobs/nats';
 
@@ -23,6 +24,13 @@ export async function run(argv: string[]): Promise<number> {
       return 2;
     }
     throw err;
+  }
+  // Every model must load before anything listens: a missing or corrupt file fails start-up naming it.
+  try {
+    await ModelRegistry.load({ modelsDir: config.modelsDir });
+  } catch (err) {
+    process.stderr.write(`auris serve: cannot start: ${(err as Error).message}\n`);
+    return 1;
   }
   // Distributed mode (NATS JetStream, docs/deploy.md) when NATS_URL is set; else the embedded store.
   const natsLog = deferredLogger();
