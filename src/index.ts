@@ -12,6 +12,6 @@ export type { AudioInfo, AudioSource, FeatureChunk, OpenOptions } from './audio/
 /** The native audio front end (probe, FileAnalyzer, StreamFrontend, AudioError). */
 export * as audio from './audio';
 /** For file hosts: verify the service's signed download requests (docs/download.md). */
-export { verifyDownloadRequest, DownloadVerificationError, MemoryJtiStore } from './download/verify';
+export { verifyDownloadRequest, DownloadVerificationError, KeyConfigError, MemoryJtiStore } from './download/verify';
 export type { JtiStore, VerifyDownloadOptions, VerifiedDownloadRequest } from './download/verify';
 export type { DownloadClaims } from './download/sign';

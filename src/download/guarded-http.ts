@@ -56,18 +56,36 @@ export class ConnectTimeoutError extends Error {
 export async function guardedRequest(u: URL, guard: UrlGuard, opts: GuardedRequestOptions): Promise<IncomingMessage> {
   const addresses = await resolveChecked(u, guard.policy, guard.resolver ?? systemResolver);
   opts.signal?.throwIfAborted();
-  const first = addresses[0]!;
+  // Every address passed the check; try them in turn (IPv4 first) while connecting fails.
+  const candidates = [...addresses.filter((a) => a.family === 4), ...addresses.filter((a) => a.family === 6)].slice(0, MAX_ADDRESSES);
   const tls = u.protocol === 'https:';
-  const target: ConnectTarget = {
-    address: first.address,
-    family: first.family,
-    port: u.port ? Number(u.port) : tls ? 443 : 80,
-    hostname: u.hostname.replace(/^\[|\]$/g, ''),
-    tls,
-  };
-  const connector = guard.connector ?? defaultConnector;
+  for (let i = 0; ; i++) {
+    const a = candidates[i]!;
+    const target: ConnectTarget = {
+      address: a.address,
+      family: a.family,
+      port: u.port ? Number(u.port) : tls ? 443 : 80,
+      hostname: u.hostname.replace(/^\[|\]$/g, ''),
+      tls,
+    };
+    try {
+      return await attempt(u, target, guard.connector ?? defaultConnector, opts);
+    } catch (err) {
+      const retry = connectFailures.has(err as object) && i + 1 < candidates.length && !opts.signal?.aborted; // nothing reached the peer yet
+      if (!retry) throw err;
+    }
+  }
+}
+
+/** At most this many of a host's addresses are tried. */
+const MAX_ADDRESSES = 4;
+/** Errors raised before the connection was up (another address may work). */
+const connectFailures = new WeakSet<object>();
+
+function attempt(u: URL, target: ConnectTarget, connector: Connector, opts: GuardedRequestOptions): Promise<IncomingMessage> {
   return new Promise<IncomingMessage>((resolve, reject) => {
     let req: ClientRequest;
+    let connected = false;
     let connectTimer: NodeJS.Timeout | null = null;
     const clear = (): void => {
       if (connectTimer) clearTimeout(connectTimer);
@@ -84,11 +102,14 @@ export async function guardedRequest(u: URL, guard: UrlGuard, opts: GuardedReque
           const ready = socket instanceof TLSSocket ? 'secureConnect' : 'connect';
           if (socket.connecting || socket instanceof TLSSocket) {
             connectTimer = setTimeout(() => {
-              req.destroy(new ConnectTimeoutError(`connecting to ${u.host} took longer than ${opts.connectTimeoutMs} ms`));
+              req.destroy(new ConnectTimeoutError(`connecting to ${u.host} (${target.address}) took longer than ${opts.connectTimeoutMs} ms`));
             }, opts.connectTimeoutMs);
-            socket.once(ready, clear);
+            socket.once(ready, () => {
+              connected = true;
+              clear();
+            });
             socket.once('close', clear);
-          }
+          } else connected = true;
           return socket;
         },
       });
@@ -102,6 +123,7 @@ export async function guardedRequest(u: URL, guard: UrlGuard, opts: GuardedReque
     });
     req.once('error', (err) => {
       clear();
+      if (!connected && !(err instanceof Error && err.name === 'AbortError')) connectFailures.add(err);
       reject(err);
     });
     req.end(opts.body);

@@ -27,6 +27,7 @@ export { classifyAddress, parseAllowlist, type Resolver, systemResolver } from '
 export {
   verifyDownloadRequest,
   DownloadVerificationError,
+  KeyConfigError,
   MemoryJtiStore,
   type JtiStore,
   type VerifyDownloadOptions,

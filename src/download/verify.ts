@@ -154,26 +154,24 @@ function toPublicKey(input: PublicKeyInput): KeyObject | Promise<KeyObject | Uin
   return importJWK({ ...(input as JWK), alg: 'ES512' }, 'ES512') as Promise<KeyObject>;
 }
 
+/** A problem with the verification keys given (a configuration error, not the request's fault). */
+export class KeyConfigError extends TypeError {
+  override name = 'KeyConfigError';
+}
+
 function checkP521(key: KeyObject | Uint8Array, kid: string): KeyObject {
   const k = key as KeyObject;
   if (!(typeof k === 'object' && 'asymmetricKeyType' in k) || k.asymmetricKeyType !== 'ec' || k.asymmetricKeyDetails?.namedCurve !== 'secp521r1') {
-    throw new TypeError(`verification key ${kid} is not an EC P-521 public key`);
+    throw new KeyConfigError(`verification key ${kid} is not an EC P-521 public key`);
   }
   return k;
 }
 
 type KeyLookup = (header: ProtectedHeaderParameters, token: string) => Promise<KeyObject | Uint8Array>;
 
-const lookups = new WeakMap<object, KeyLookup>();
-const stringLookups = new Map<string, KeyLookup>();
-
-/** The key lookup of the options (cached per jwks / publicKey object). */
+/** The key lookup of the options (built per call: cheap next to the ES512 verification, and never stale). */
 function keyLookup(opts: VerifyDownloadOptions): KeyLookup {
-  const source = opts.jwks ?? opts.publicKey;
-  if (source === undefined) throw new TypeError('verifyDownloadRequest: give jwks or publicKey');
-  const cacheKey = typeof source === 'string' ? `${opts.kid ?? ''}\n${source}` : null;
-  const cached = cacheKey !== null ? stringLookups.get(cacheKey) : lookups.get(source as object);
-  if (cached) return cached;
+  if (opts.jwks === undefined && opts.publicKey === undefined) throw new KeyConfigError('verifyDownloadRequest: give jwks or publicKey');
   let lookup: KeyLookup;
   if (typeof opts.jwks === 'function') {
     const getKey = opts.jwks;
@@ -190,31 +188,33 @@ function keyLookup(opts: VerifyDownloadOptions): KeyLookup {
     } else if (opts.publicKey && typeof opts.publicKey === 'object' && 'kid' in opts.publicKey && 'key' in opts.publicKey) {
       entries = [opts.publicKey as { kid: string; key: PublicKeyInput }];
     } else {
-      if (!opts.kid) throw new TypeError('verifyDownloadRequest: a bare publicKey needs its kid');
+      if (!opts.kid) throw new KeyConfigError('verifyDownloadRequest: a bare publicKey needs its kid');
       entries = [{ kid: opts.kid, key: opts.publicKey as PublicKeyInput }];
     }
-    const byKid = new Map<string, Promise<KeyObject>>();
+    const byKid = new Map<string, PublicKeyInput>();
     for (const e of entries) {
-      if (byKid.has(e.kid)) throw new TypeError(`verification key id ${e.kid} is given twice`);
-      const p = Promise.resolve(toPublicKey(e.key)).then((k) => checkP521(k, e.kid));
-      p.catch(() => undefined);
-      byKid.set(e.kid, p);
+      if (byKid.has(e.kid)) throw new KeyConfigError(`verification key id ${e.kid} is given twice`);
+      byKid.set(e.kid, e.key);
     }
     lookup = async (header) => {
-      const p = byKid.get(header.kid!);
-      if (!p) throw new DownloadVerificationError('UNKNOWN_KEY', `No verification key has the id ${JSON.stringify(header.kid)}.`);
-      return p;
+      const input = byKid.get(header.kid!);
+      if (input === undefined) throw new DownloadVerificationError('UNKNOWN_KEY', `No verification key has the id ${JSON.stringify(header.kid)}.`);
+      let key: KeyObject | Uint8Array;
+      try {
+        key = await toPublicKey(input);
+      } catch (err) {
+        throw new KeyConfigError(`verification key ${header.kid} cannot be read: ${(err as Error).message}`);
+      }
+      return checkP521(key, header.kid!);
     };
   }
-  if (cacheKey !== null) {
-    if (stringLookups.size > 64) stringLookups.clear();
-    stringLookups.set(cacheKey, lookup);
-  } else lookups.set(source as object, lookup);
   return lookup;
 }
 
 function mapJoseError(err: unknown): DownloadVerificationError {
+  if (err instanceof KeyConfigError) throw err; // the caller's keys are wrong: not a verdict on the request
   if (err instanceof DownloadVerificationError) return err;
+  if (!(err instanceof joseErrors.JOSEError)) throw err; // e.g. a key getter that cannot reach its JWKS: not a verdict either
   if (err instanceof joseErrors.JWTExpired) return new DownloadVerificationError('TOKEN_EXPIRED', 'The token has expired.');
   if (err instanceof joseErrors.JWTClaimValidationFailed) {
     if (err.claim === 'iat') return new DownloadVerificationError('TOKEN_NOT_YET_VALID', `The token's iat is not acceptable: ${err.message}.`);
@@ -239,7 +239,8 @@ function mismatch(claim: string): DownloadVerificationError {
 
 /**
  * Verifies a download request's `X-Service-Request-Verification` header. Resolves with the
- * claims, or rejects with a DownloadVerificationError (answer 403 then).
+ * claims, or rejects with a DownloadVerificationError (answer 403 then). A KeyConfigError
+ * (or a key getter's own error) means the keys given are unusable: fix the configuration.
  * `headers`: Node's req.headers, a fetch Headers, or a plain object.
  */
 export async function verifyDownloadRequest(headers: HeaderBag, opts: VerifyDownloadOptions): Promise<VerifiedDownloadRequest> {

@@ -116,6 +116,17 @@ describe('Downloader', () => {
     assert.deepEqual(net.connections.map((c) => [c.address, c.hostname]), [['127.0.0.1', 'files.test']]);
   });
 
+  it('every address of a host is checked; when connecting to one fails, the next checked one is tried', async () => {
+    handlers.set('/multi.wav', (_req, res) => void res.writeHead(200).end('ok'));
+    // 127.0.0.3: nothing listens there on this port (connection refused); 127.0.0.1: the host
+    const d = downloader({ policy: parseAllowlist(['127.0.0.0/8']) }, { 'multi.test': ['127.0.0.3', '127.0.0.1'], 'partly.test': ['127.0.0.1', '10.0.0.1'] });
+    const out = dest();
+    await d.download({ identity: identity(`http://multi.test:${host.port}/multi.wav`), destPath: out });
+    assert.equal(readFileSync(out, 'utf8'), 'ok');
+    assert.deepEqual(net.connections.map((c) => c.address), ['127.0.0.3', '127.0.0.1']);
+    await failsWith(d.download({ identity: identity(`http://partly.test:${host.port}/multi.wav`), destPath: dest() }), 'URL_NOT_ALLOWED', /10\.0\.0\.1/);
+  });
+
   it('follows up to 5 redirects (relative and absolute), each with a fresh token for the original URL; 6 fail', async () => {
     const tokens: string[] = [];
     for (let i = 0; i < 6; i++) {

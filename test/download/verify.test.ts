@@ -9,7 +9,7 @@ import { after, before, describe, it } from 'node:test';
 import { createLocalJWKSet, SignJWT, UnsecuredJWT } from 'jose';
 import { type KeyRing, loadKeyRing } from '../../src/download/keys';
 import { DownloadSigner, VERIFICATION_HEADER } from '../../src/download/sign';
-import { DownloadVerificationError, MemoryJtiStore, verifyDownloadRequest, type VerifyDownloadOptions } from '../../src';
+import { DownloadVerificationError, KeyConfigError, MemoryJtiStore, verifyDownloadRequest, type VerifyDownloadOptions } from '../../src';
 import { tempDir, verifyWithNodeCrypto } from './helpers';
 
 const URL_A = 'https://files.example/audio/a.wav?sig=1&x=%20y';
@@ -201,9 +201,11 @@ describe('verifyDownloadRequest', () => {
     assert.equal(s.size, 1);
   });
 
-  it('refuses verification keys that are not P-521', async () => {
+  it('unusable verification keys are a KeyConfigError, not a verdict on the request', async () => {
     const p256 = generateKeyPairSync('ec', { namedCurve: 'P-256' }).publicKey;
     const der = p256.export({ type: 'spki', format: 'der' }).toString('base64');
-    await assert.rejects(verifyDownloadRequest(headers(await signer.sign(ID)), opts({ jwks: undefined, publicKey: der, kid: ring.signing.kid })), /P-521/);
+    await assert.rejects(verifyDownloadRequest(headers(await signer.sign(ID)), opts({ jwks: undefined, publicKey: der, kid: ring.signing.kid })), (e) => e instanceof KeyConfigError && /P-521/.test(e.message));
+    await assert.rejects(verifyDownloadRequest(headers(await signer.sign(ID)), opts({ jwks: undefined, publicKey: 'bm90IGEga2V5', kid: ring.signing.kid })), KeyConfigError);
+    await assert.rejects(verifyDownloadRequest(headers(await signer.sign(ID)), opts({ jwks: undefined, publicKey: der })), KeyConfigError); // no kid
   });
 });
