@@ -5,6 +5,7 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
+import { freePort } from './server';
 
 const live = new Set<ChildProcess>();
 process.on('exit', () => {
@@ -35,7 +36,9 @@ export async function startNode(opts: {
   startTimeoutMs?: number;
 }): Promise<NodeProc> {
   const script = opts.real ? [join(DIST, 'src', 'cli', 'main.js'), 'serve'] : [join(DIST, 'test', 'nats', 'node.js')];
-  const proc = spawn(process.execPath, [...script, '--role', opts.role, '--host', '127.0.0.1', '--port', '0', ...opts.args], {
+  // The real CLI gets a port picked here (it is then polled on /healthz); the test node reports its own.
+  const port = opts.real ? await freePort() : 0;
+  const proc = spawn(process.execPath, [...script, '--role', opts.role, '--host', '127.0.0.1', '--port', String(port), ...opts.args], {
     env: { ...process.env, AURIS_NATS_TEST_NODE: '1', ...opts.env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -53,16 +56,29 @@ export async function startNode(opts: {
   );
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`${opts.role} node did not start:\n${err}\n${out}`)), opts.startTimeoutMs ?? 60_000);
+    let resolved = false;
+    const ready = (url: string): void => {
+      if (resolved) return;
+      resolved = true;
+      clearTimeout(timer);
+      resolve(url);
+    };
     proc.stdout!.on('data', (d: Buffer) => {
       out += d.toString();
-      // The fake node prints READY <url>; the real CLI logs {"msg":"auris serving","url":...}.
-      const ready = /READY (\S+)/.exec(out) ?? /"url":"(http:\/\/[^"]+)"[^\n]*"msg":"auris serving"/.exec(out);
-      if (ready) {
-        clearTimeout(timer);
-        resolve(ready[1]!);
-      }
+      const m = /READY (\S+)/.exec(out); // the test node
+      if (m) ready(m[1]!);
       if (out.length > 100_000) out = out.slice(-50_000);
     });
+    if (port) {
+      const url = `http://127.0.0.1:${port}`;
+      void (async () => {
+        while (!resolved && proc.exitCode === null) {
+          const ok = await fetch(`${url}/healthz`).then((r) => r.ok, () => false);
+          if (ok) return ready(url);
+          await new Promise((r) => setTimeout(r, 100));
+        }
+      })();
+    }
     proc.once('exit', (code) => {
       clearTimeout(timer);
       reject(new Error(`${opts.role} node exited (${code}) before it listened:\n${err}\n${out}`));
