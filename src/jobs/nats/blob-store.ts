@@ -7,7 +7,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
-import { mkdir, rm } from 'node:fs/promises';
+import { mkdir, readdir, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -36,6 +36,7 @@ export class NatsBlobStore implements BlobStore {
   static async open(conn: NatsConn, bucket: string, replicas: number, opts: BlobStoreOptions, log: NatsLogger): Promise<NatsBlobStore> {
     const os = await conn.js.views.os(bucket, { storage: StorageType.File, replicas });
     await ensureReplicas(conn.jsm, `OBJ_${bucket}`, replicas, log);
+    await removeStaleCopies(opts.tmpDir);
     return new NatsBlobStore(conn, os, bucket, opts, log);
   }
 
@@ -130,4 +131,21 @@ export class NatsBlobStore implements BlobStore {
 /** The subject token of an object name in the bucket's metadata subjects (base64url with padding). */
 function metaToken(name: string): string {
   return Buffer.from(name, 'utf8').toString('base64').replace(/\+/g, '-').replace(/\//g, '_');
+}
+
+/** Removes local copies left by a process that died (older than an hour: no job still reads them). */
+async function removeStaleCopies(dir: string): Promise<void> {
+  let names: string[];
+  try {
+    names = await readdir(dir);
+  } catch {
+    return;
+  }
+  const cutoff = Date.now() - 3600_000;
+  for (const name of names) {
+    if (!name.startsWith('blob-')) continue;
+    const path = join(dir, name);
+    const st = await stat(path).catch(() => null);
+    if (st && st.mtimeMs < cutoff) await rm(path, { force: true });
+  }
 }
