@@ -9,7 +9,7 @@ FRAMES_PER_STEP = 4
 
 CONFIGS = {
     # norm_k: frames of the gain-normalisation window; dil: step-rate dilations
-    "speech": dict(c1=32, c2=64, dil=(1, 2, 4), norm_k=31),
+    "speech": dict(c1=32, c2=96, dil=(1, 2, 4), norm_k=31),
     "gender": dict(c1=32, c2=64, dil=(1, 2, 4, 8), norm_k=63),
     "arousal": dict(c1=32, c2=64, dil=(1, 2, 4, 8), norm_k=63, norm="max", dropout=0.2),
 }
