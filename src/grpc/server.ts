@@ -63,12 +63,27 @@ export interface GrpcServerOptions {
   maxBatch?: number;
   /** Concurrent Analyze calls; more get RESOURCE_EXHAUSTED (default 1000). */
   maxStreams?: number;
-  /** Results waiting for a client that does not read, per stream (default 1024). */
+  /**
+   * Results waiting for a client that does not read, per stream (default 1024). Must be at
+   * least 2 x maxWindowSteps: one model call can complete that many output steps at once.
+   */
   maxQueuedResults?: number;
   /** Steps the models may lag behind before reading pauses (default 256 = 16 s of audio). */
   maxBacklogSteps?: number;
   /** Received audio bytes waiting to be processed before reading pauses (default 1 MiB). */
   maxPendingInputBytes?: number;
+  /**
+   * A stream whose client sends faster than real time and does not take its results is
+   * throttled (its input and models wait); if its output makes no progress for this long, the
+   * call ends with RESOURCE_EXHAUSTED (default 30 000 ms).
+   */
+  maxStallMs?: number;
+  /**
+   * Audio a client may send ahead of wall-clock time (since its first audio) and still count
+   * as a live source, ms (default 2000). Live sources are never throttled by their output:
+   * their results queue up to maxQueuedResults.
+   */
+  realtimeSlackMs?: number;
   /** Largest output_period, ms (default 3 600 000). */
   maxOutputPeriodMs?: number;
   /** Most output steps per model call (default 256). */
@@ -85,6 +100,8 @@ export interface GrpcServerStats {
   streamsStarted: number;
   /** Analyze calls ended, by outcome. */
   streamsEnded: Record<string, number>;
+  /** Times a stream stopped reading its input (models or input processing behind). */
+  inputPauses: number;
 }
 
 const SLICE_BYTES = 64 * 1024;
@@ -184,8 +201,11 @@ export class AnalysisGrpcServer {
   private readonly calls = new Set<AnalyzeCall>();
   private closing: Promise<void> | undefined;
   private _port = 0;
-  private readonly _stats = { streamsStarted: 0, streamsEnded: {} as Record<string, number> };
-  readonly limits: Required<Pick<GrpcServerOptions, 'maxStreams' | 'maxQueuedResults' | 'maxBacklogSteps' | 'maxPendingInputBytes' | 'maxOutputPeriodMs' | 'maxWindowSteps' | 'shutdownGraceMs'>>;
+  /** @internal */
+  readonly _stats = { streamsStarted: 0, streamsEnded: {} as Record<string, number>, inputPauses: 0 };
+  readonly limits: Required<
+    Pick<GrpcServerOptions, 'maxStreams' | 'maxQueuedResults' | 'maxBacklogSteps' | 'maxPendingInputBytes' | 'maxStallMs' | 'realtimeSlackMs' | 'maxOutputPeriodMs' | 'maxWindowSteps' | 'shutdownGraceMs'>
+  >;
   readonly log: GrpcLogger;
 
   private constructor(
@@ -201,10 +221,15 @@ export class AnalysisGrpcServer {
       maxQueuedResults: options.maxQueuedResults ?? 1024,
       maxBacklogSteps: options.maxBacklogSteps ?? 256,
       maxPendingInputBytes: options.maxPendingInputBytes ?? 1024 * 1024,
+      maxStallMs: options.maxStallMs ?? 30_000,
+      realtimeSlackMs: options.realtimeSlackMs ?? 2000,
       maxOutputPeriodMs: options.maxOutputPeriodMs ?? 3_600_000,
       maxWindowSteps: options.maxWindowSteps ?? 256,
       shutdownGraceMs: options.shutdownGraceMs ?? 5000,
     };
+    if (this.limits.maxQueuedResults < 2 * this.limits.maxWindowSteps) {
+      throw new AurisError('INVALID_ARGUMENT', `maxQueuedResults (${this.limits.maxQueuedResults}) must be at least 2 x maxWindowSteps (${this.limits.maxWindowSteps})`);
+    }
     this.server = new grpc.Server({ 'grpc.max_receive_message_length': 4 * 1024 * 1024 });
     this.server.addService(serviceDefinition(), {
       Analyze: (call: AnalyzeStream) => this.analyze(call),
@@ -245,7 +270,12 @@ export class AnalysisGrpcServer {
   }
 
   stats(): GrpcServerStats {
-    return { activeStreams: this.calls.size, streamsStarted: this._stats.streamsStarted, streamsEnded: { ...this._stats.streamsEnded } };
+    return {
+      activeStreams: this.calls.size,
+      streamsStarted: this._stats.streamsStarted,
+      streamsEnded: { ...this._stats.streamsEnded },
+      inputPauses: this._stats.inputPauses,
+    };
   }
 
   /**
@@ -337,7 +367,12 @@ class AnalyzeCall {
   private processing = false;
   private paused = false;
   private out: StepResultMsg[] = [];
+  /** grpc-js signalled backpressure; results wait in `out` until 'drain'. */
   private blocked = false;
+  /** Output backpressure of a faster-than-real-time client: input and models wait. */
+  private throttled = false;
+  private stallTimer: NodeJS.Timeout | undefined;
+  private firstAudioAt = 0;
   private shuttingDown: (() => void) | undefined;
   private onDone: (() => void) | undefined;
   private readonly startedAt = Date.now();
@@ -375,6 +410,7 @@ class AnalyzeCall {
     }
     const audio = req.audio;
     if (!audio || audio.length === 0 || this.state !== 'audio') return;
+    if (this.firstAudioAt === 0) this.firstAudioAt = performance.now();
     this.input.push(audio);
     this.inputBytes += audio.length;
     if (!this.processing) this.process();
@@ -455,21 +491,32 @@ class AnalyzeCall {
     );
   }
 
-  /** Pauses reading while too much waits (input bytes, model backlog); resumes below half. */
+  /**
+   * Pauses reading while too much waits (input bytes, model backlog) or while the output is
+   * throttled; resumes below half.
+   */
   private updateFlow(): void {
     if (this.state === 'done' || !this.session) return;
     const { maxPendingInputBytes, maxBacklogSteps } = this.srv.limits;
     const backlog = this.session.backlogSteps;
-    if (!this.paused && (this.inputBytes > maxPendingInputBytes || backlog > maxBacklogSteps)) {
+    if (!this.paused && (this.inputBytes > maxPendingInputBytes || backlog > maxBacklogSteps || this.throttled)) {
       this.paused = true;
+      this.srv._stats.inputPauses++;
       this.call.pause();
-    } else if (this.paused && this.inputBytes <= maxPendingInputBytes / 2 && backlog <= maxBacklogSteps / 2 && !this.shuttingDown) {
+    } else if (this.paused && this.inputBytes <= maxPendingInputBytes / 2 && backlog <= maxBacklogSteps / 2 && !this.throttled && !this.shuttingDown) {
       this.paused = false;
       this.call.resume();
     }
     if (this.shuttingDown && this.state === 'audio' && backlog === 0) this.shuttingDown();
   }
 
+  /**
+   * Output with backpressure. Results go to grpc-js while it accepts them, then wait in `out`
+   * until 'drain'. More than maxQueuedResults waiting: the client is not reading, the call
+   * ends with RESOURCE_EXHAUSTED. A client that sends faster than real time is throttled
+   * instead while its output is blocked (no new model calls, no reading), so that it is paced
+   * by its own reading; if it takes no result for maxStallMs, RESOURCE_EXHAUSTED too.
+   */
   private write(msg: StepResultMsg): void {
     if (this.state === 'done') return;
     if (this.blocked || this.out.length > 0) {
@@ -483,7 +530,10 @@ class AnalyzeCall {
       }
       return;
     }
-    if (!this.call.write(msg)) this.blocked = true;
+    if (!this.call.write(msg)) {
+      this.blocked = true;
+      if (this.aheadOfRealTime()) this.throttle(true);
+    }
   }
 
   private flush(): void {
@@ -491,9 +541,42 @@ class AnalyzeCall {
     while (this.out.length > 0 && this.state !== 'done') {
       if (!this.call.write(this.out.shift()!)) {
         this.blocked = true;
+        this.armStallTimer();
         return;
       }
     }
+    if (this.throttled) this.throttle(false);
+  }
+
+  /** True when more audio has arrived than wall-clock time has passed since the first (plus slack). */
+  private aheadOfRealTime(): boolean {
+    const s = this.session;
+    if (!s || this.firstAudioAt === 0) return false;
+    const audioMs = (s.frames / s.options.sampleRate) * 1000;
+    return audioMs > performance.now() - this.firstAudioAt + this.srv.limits.realtimeSlackMs;
+  }
+
+  private throttle(on: boolean): void {
+    if (this.state === 'done' || on === this.throttled) return;
+    this.throttled = on;
+    this.session?.hold(on);
+    if (on) this.armStallTimer();
+    else if (this.stallTimer) {
+      clearTimeout(this.stallTimer);
+      this.stallTimer = undefined;
+    }
+    this.updateFlow();
+  }
+
+  /** (Re)starts the no-progress timer of a throttled stream. */
+  private armStallTimer(): void {
+    if (!this.throttled) return;
+    if (this.stallTimer) clearTimeout(this.stallTimer);
+    const ms = this.srv.limits.maxStallMs;
+    this.stallTimer = setTimeout(() => {
+      this.fail(new Error(`the client is not reading its results: no progress for ${ms} ms`), 'RESOURCE_EXHAUSTED', grpc.status.RESOURCE_EXHAUSTED);
+    }, ms);
+    this.stallTimer.unref();
   }
 
   private finishOk(): void {
@@ -555,6 +638,8 @@ class AnalyzeCall {
 
   private cleanup(outcome: string): void {
     if (this.state !== 'done') this.state = 'done';
+    if (this.stallTimer) clearTimeout(this.stallTimer);
+    this.stallTimer = undefined;
     this.input.length = 0;
     this.inputBytes = 0;
     this.out = [];

@@ -225,6 +225,14 @@ export class StreamSession {
     return this.options.includeSummary ? this.summary() : undefined;
   }
 
+  /**
+   * Output backpressure: while held, no new model call starts, so no new results are made
+   * beyond the calls in flight (the audio keeps being accepted); release resumes.
+   */
+  hold(on: boolean): void {
+    for (const r of this.runners) r.hold(on);
+  }
+
   /** Frees the native front end and the buffers now; outputs still in flight are dropped. Idempotent. */
   close(): void {
     if (this.closed) return;

@@ -50,6 +50,7 @@ export class StreamRunner {
   private ended = false;
   private closed = false;
   private failed = false;
+  private held = false;
   /** Model calls made. */
   calls = 0;
 
@@ -109,6 +110,12 @@ export class StreamRunner {
     this.pump();
   }
 
+  /** While held, no new model call starts (the one in flight completes); release resumes. */
+  hold(on: boolean): void {
+    this.held = on;
+    if (!on) this.pump();
+  }
+
   /** Drops the buffers; pending and later outputs are discarded. */
   close(): void {
     this.closed = true;
@@ -117,7 +124,7 @@ export class StreamRunner {
   }
 
   private pump(): void {
-    if (this.inFlight || this.closed || this.failed) return;
+    if (this.inFlight || this.closed || this.failed || this.held) return;
     const limit = this.ended ? this._received : this._received - this.right;
     let b = Math.min(limit, this.next + this.maxWindow);
     if (!this.ended && this.align > 1) {
