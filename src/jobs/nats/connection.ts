@@ -29,7 +29,14 @@ export interface ConnectOptions {
 /** Error codes of the client that mean "the server cannot be reached right now". */
 const UNAVAILABLE_CODES = new Set(['TIMEOUT', '503', 'DISCONNECT', 'CONNECTION_CLOSED', 'CONNECTION_DRAINING', 'CONNECTION_REFUSED', 'CONNECTION_TIMEOUT']);
 /** JetStream API error codes meaning the same: not enough resources / not ready / no quorum. */
-const UNAVAILABLE_API_CODES = new Set([10008 /* temporarily unavailable */, 10023 /* insufficient resources */, 10039 /* JetStream not enabled */, 10074 /* cluster not available */]);
+const UNAVAILABLE_API_CODES = new Set([
+  10008 /* temporarily unavailable */,
+  10023 /* insufficient resources */,
+  10028 /* insufficient memory resources */,
+  10039 /* JetStream not enabled */,
+  10047 /* insufficient storage resources */,
+  10074 /* cluster not available */,
+]);
 
 export class NatsConn {
   private connected = true;
