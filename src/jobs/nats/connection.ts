@@ -30,12 +30,14 @@ export interface ConnectOptions {
 const UNAVAILABLE_CODES = new Set(['TIMEOUT', '503', 'DISCONNECT', 'CONNECTION_CLOSED', 'CONNECTION_DRAINING', 'CONNECTION_REFUSED', 'CONNECTION_TIMEOUT']);
 /** JetStream API error codes meaning the same: not enough resources / not ready / no quorum. */
 const UNAVAILABLE_API_CODES = new Set([
-  10008 /* temporarily unavailable */,
+  10008 /* JetStream system temporarily unavailable */,
   10023 /* insufficient resources */,
   10028 /* insufficient memory resources */,
-  10039 /* JetStream not enabled */,
   10047 /* insufficient storage resources */,
-  10074 /* cluster not available */,
+  10076 /* JetStream not enabled (yet) */,
+  10077 /* storing a message failed */,
+  10118 /* stream is offline */,
+  10119 /* consumer is offline */,
 ]);
 
 export class NatsConn {
