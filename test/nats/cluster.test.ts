@@ -4,6 +4,7 @@
  *   - 50 jobs with callbacks: all succeed, each once in the results, callbacks at least
  *     once per job and deduplicable (one event id per job, same id on every attempt);
  *   - SIGKILL of the worker running a long job: the other worker finishes it;
+ *   - SIGTERM of a worker running a job: it gives the job back (nak), exits 0, the other worker runs it;
  *   - SIGKILL and restart of the API node: every job is still readable, pending callbacks arrive;
  *   - nats-server stopped and restarted mid-run: 503 with Retry-After meanwhile, no accepted job lost.
  */
@@ -166,7 +167,7 @@ describe('distributed mode: API node + 2 workers on nats-server', { skip, timeou
   });
 
   it('SIGKILL of the worker in the middle of a long job: the other worker finishes it', async () => {
-    const id = await createJob('long', 8000);
+    const id = await createJob('long', 5000); // longer than the ack wait: heartbeats keep it on the second worker
     const started = await waitFor(() => markerLines().find((m) => m.what === 'start' && m.token === 'long'), 30_000, 'long job started');
     const victim = workers.find((w) => w.pid === started.pid);
     assert.ok(victim, 'a worker runs the long job');
@@ -187,6 +188,32 @@ describe('distributed mode: API node + 2 workers on nats-server', { skip, timeou
     assert.equal(ends[0]!.pid, workers[0]!.pid);
     await waitCallbacks([id]);
     workers.push(await start('worker')); // back to two workers
+  });
+
+  it('SIGTERM of the worker running a job: it gives the job back and exits cleanly; the other worker finishes it', async () => {
+    const id = await createJob('handover', 4000);
+    const started = await waitFor(() => markerLines().find((m) => m.what === 'start' && m.token === 'handover'), 30_000, 'job started');
+    const leaving = workers.find((w) => w.pid === started.pid);
+    assert.ok(leaving);
+    await leaving.stop();
+    assert.equal(leaving.proc.exitCode, 0, leaving.output().slice(-2000));
+    workers.splice(workers.indexOf(leaving), 1);
+    const done = await waitFor(async () => {
+      const j = await getJob(id);
+      return j.status === 'succeeded' || j.status === 'failed' ? j : null;
+    }, 60_000, 'handed-over job finished');
+    assert.equal(done.status, 'succeeded');
+    const runs = markerLines().filter((m) => m.token === 'handover');
+    assert.deepEqual(
+      runs.map((m) => [m.what, m.pid === leaving.pid ? 'leaving' : 'other']),
+      [
+        ['start', 'leaving'],
+        ['start', 'other'],
+        ['end', 'other'],
+      ],
+    );
+    await waitCallbacks([id]);
+    workers.push(await start('worker'));
   });
 
   it('a restarted API node reads every job; callbacks pending at the kill still arrive', async () => {
