@@ -25,6 +25,8 @@ from .model import CONFIGS, Net, context_steps, macs_per_step
 ROOT = os.path.dirname(D.HERE)
 CLASSES = {"speech": D.SPEECH_CLASSES, "gender": D.GENDER_CLASSES, "arousal": D.AROUSAL_CLASSES}
 VOICED_DBFS = -50.0
+# (synthetic examples, epochs) of the shipped models
+TASK_DEFAULTS = {"speech": (20000, 12), "gender": (20000, 12), "arousal": (20000, 12)}
 
 
 # ---------------------------------------------------------------- caches
@@ -148,8 +150,8 @@ def evaluate(model, task, vs):
 def train_task(task, clips, store, args, outdir):
     torch.manual_seed(args.seed)
     np.random.seed(args.seed)
-    n = args.examples or (1200 if args.quick else 20000)
-    epochs = args.epochs or (1 if args.quick else 12)
+    n = args.examples or (1200 if args.quick else TASK_DEFAULTS[task][0])
+    epochs = args.epochs or (1 if args.quick else TASK_DEFAULTS[task][1])
     X, Y, W = feature_cache(task, clips, store, n, args.seed, workers=args.workers)
     vs = val_set(task, clips, store, quick=args.quick)
     cfg = dict(CONFIGS[task])
@@ -304,7 +306,7 @@ def main():
     print("validation csvs:", D.write_validation_csvs(clips, os.path.join(D.HERE, "validation")), flush=True)
     for t in tasks:
         if args.cache_only:
-            feature_cache(t, clips, store, args.examples or 20000, args.seed, workers=args.workers)
+            feature_cache(t, clips, store, args.examples or TASK_DEFAULTS[t][0], args.seed, workers=args.workers)
             continue
         train_task(t, clips, store, args, out)
 
