@@ -1,0 +1,284 @@
+/**
+ * `npm run bench:grpc` (node dist/bench/grpc/run.js [--quick] [--levels 25,50,100] [--seconds 15]
+ * [--single-seconds 60]): streaming latency and capacity of the gRPC server.
+ *
+ * The server runs in its own process (bench/grpc/server.ts, default settings: one inference
+ * worker per core); this process plays live clients: 16 kHz mono s16le audio (the demo
+ * fixture, looped) sent in real time, in chunks of `chunkMs`, without waiting for results.
+ *
+ * Step latency = time the result of an output step is received - time the chunk holding the
+ * last sample that step needs was sent. That sample is the end of the step plus the models'
+ * lookahead: (k+1)*1024 + right_context*1024 + 128 samples (the framer's half window), so the
+ * latency is what the server adds beyond the models' own lookahead. Steps flushed at the end
+ * of a stream (no lookahead left) are not counted.
+ *
+ *  1. one stream (all three models, output_period 64, 20 ms chunks): p50 / p90 / p99 / max;
+ *  2. N concurrent streams (all three models, output_period 64, 64 ms chunks) for increasing N:
+ *     p50 / p99 / max over every step of every stream, server CPU, and the largest N whose p99
+ *     stays under 100 ms.
+ * Numbers, never pass/fail: the machine is shared with model training, see the load average.
+ */
+import { spawn, ChildProcessWithoutNullStreams } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { decodeAll } from '../../src/audio';
+import { createClient, listModels, openAnalyzeStream, AnalysisClient } from '../../src/grpc/client';
+import type { StepResultMsg, StreamConfigMsg } from '../../src/grpc/proto';
+
+const ROOT = path.resolve(__dirname, '..', '..', '..');
+const OUT = path.join(ROOT, 'bench', 'out');
+const KEY = 'bench-grpc-key-0001';
+const MODELS = ['speech', 'arousal', 'gender'];
+const TARGET_P99_MS = 100;
+
+function log(msg: string): void {
+  process.stderr.write(`[bench:grpc] ${msg}\n`);
+}
+
+interface Args {
+  quick: boolean;
+  levels: number[];
+  seconds: number;
+  singleSeconds: number;
+}
+
+function parseArgs(argv: string[]): Args {
+  const a: Args = { quick: false, levels: [25, 50, 100, 150, 200, 300], seconds: 15, singleSeconds: 60 };
+  for (let i = 0; i < argv.length; i++) {
+    const v = argv[i];
+    if (v === '--quick') {
+      a.quick = true;
+      a.levels = [10, 50, 100];
+      a.seconds = 8;
+      a.singleSeconds = 15;
+    } else if (v === '--levels') a.levels = argv[++i]!.split(',').map(Number);
+    else if (v === '--seconds') a.seconds = Number(argv[++i]);
+    else if (v === '--single-seconds') a.singleSeconds = Number(argv[++i]);
+    else throw new Error(`unknown argument ${v}`);
+  }
+  return a;
+}
+
+class ServerProcess {
+  private lines: string[] = [];
+  private waiters: ((l: string) => void)[] = [];
+  private constructor(readonly child: ChildProcessWithoutNullStreams) {
+    let buf = '';
+    child.stdout.setEncoding('utf8');
+    child.stdout.on('data', (d: string) => {
+      buf += d;
+      let i: number;
+      while ((i = buf.indexOf('\n')) >= 0) {
+        const line = buf.slice(0, i);
+        buf = buf.slice(i + 1);
+        const w = this.waiters.shift();
+        if (w) w(line);
+        else this.lines.push(line);
+      }
+    });
+  }
+  static async start(): Promise<{ proc: ServerProcess; port: number }> {
+    const child = spawn(process.execPath, [path.join(__dirname, 'server.js')], { stdio: ['pipe', 'pipe', 'inherit'] }) as unknown as ChildProcessWithoutNullStreams;
+    const proc = new ServerProcess(child);
+    const first = JSON.parse(await proc.next()) as { port: number };
+    return { proc, port: first.port };
+  }
+  next(): Promise<string> {
+    const l = this.lines.shift();
+    if (l !== undefined) return Promise.resolve(l);
+    return new Promise((r) => this.waiters.push(r));
+  }
+  async usage(): Promise<ServerUsage> {
+    this.child.stdin.write('cpu\n');
+    return JSON.parse(await this.next()) as ServerUsage;
+  }
+  stop(): Promise<void> {
+    return new Promise((resolve) => {
+      this.child.once('exit', () => resolve());
+      this.child.kill('SIGTERM');
+    });
+  }
+}
+
+function percentile(sorted: number[], p: number): number {
+  if (sorted.length === 0) return NaN;
+  const i = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
+  return sorted[i]!;
+}
+
+interface ServerUsage {
+  cpuSec: number;
+  pool: { calls: number; windows: number; steps: number; busyMs: number };
+  /** Inference round trips since the last report, ms. */
+  inferenceMs: { n: number; p50: number; p99: number; max: number };
+  /** Server event-loop delay since the last report, ms. */
+  loopMs: { p50: number; p99: number; max: number };
+}
+
+interface LatencyStats {
+  n: number;
+  p50: number;
+  p90: number;
+  p99: number;
+  max: number;
+}
+
+function stats(lat: number[]): LatencyStats {
+  const s = [...lat].sort((a, b) => a - b);
+  const r = (x: number): number => Math.round(x * 10) / 10;
+  return { n: s.length, p50: r(percentile(s, 50)), p90: r(percentile(s, 90)), p99: r(percentile(s, 99)), max: r(s.at(-1) ?? NaN) };
+}
+
+interface StreamRun {
+  latencies: number[];
+  status: number;
+  steps: number;
+}
+
+/**
+ * One live stream: sends `pcm` in real time from `startAt` (chunk k of `chunkSamples` when its
+ * last sample is due), never waiting for results; records each steady-state step's latency.
+ */
+function liveStream(client: AnalysisClient, pcm: Buffer, chunkSamples: number, periodMs: number, lookaheadSteps: number, startAt: number): Promise<StreamRun> {
+  const total = pcm.length / 2;
+  const chunks = Math.ceil(total / chunkSamples);
+  const chunkMs = (chunkSamples / 16000) * 1000;
+  const sentAt = new Float64Array(chunks);
+  const config: StreamConfigMsg = { models: MODELS, output_period: periodMs, sample_rate: 16000, encoding: 'PCM_S16LE' };
+  const h = openAnalyzeStream(client, KEY, config);
+  const latencies: number[] = [];
+  let steps = 0;
+  const perSteps = periodMs / 64;
+  h.call.on('data', (msg: StepResultMsg) => {
+    const now = performance.now();
+    if (msg.summary) return;
+    steps++;
+    const k = Number(msg.timestamp) / periodMs;
+    const due = ((k + 1) * perSteps + lookaheadSteps) * 1024 + 128;
+    if (due > total) return; // flushed at the end of the stream
+    const chunk = Math.ceil(due / chunkSamples) - 1;
+    latencies.push(now - sentAt[chunk]!);
+  });
+  return new Promise((resolve) => {
+    let k = 0;
+    const sendNext = (): void => {
+      if (k >= chunks) {
+        h.end();
+        return;
+      }
+      sentAt[k] = performance.now();
+      h.call.write({ audio: pcm.subarray(k * chunkSamples * 2, Math.min(total, (k + 1) * chunkSamples) * 2) });
+      k++;
+      const due = startAt + (k + 1) * chunkMs;
+      setTimeout(sendNext, Math.max(0, due - performance.now()));
+    };
+    setTimeout(sendNext, Math.max(0, startAt + chunkMs - performance.now()));
+    void h.status.then((st) => resolve({ latencies, status: st.code, steps }));
+  });
+}
+
+async function runLevel(address: string, server: ServerProcess, n: number, pcm: Buffer, chunkSamples: number, lookaheadSteps: number): Promise<Record<string, unknown>> {
+  // A few channels (HTTP/2 connections) share the streams, as separate clients would.
+  const clients = Array.from({ length: Math.min(8, Math.max(1, Math.ceil(n / 25))) }, () => createClient(address));
+  const u0 = await server.usage();
+  const t0 = performance.now();
+  const chunkMs = (chunkSamples / 16000) * 1000;
+  const runs = await Promise.all(
+    Array.from({ length: n }, (_, i) => liveStream(clients[i % clients.length]!, pcm, chunkSamples, 64, lookaheadSteps, t0 + 50 + (i / n) * chunkMs)),
+  );
+  const wall = (performance.now() - t0) / 1000;
+  const u1 = await server.usage();
+  const cpu = u1.cpuSec - u0.cpuSec;
+  const calls = u1.pool.calls - u0.pool.calls;
+  const windows = u1.pool.windows - u0.pool.windows;
+  const inference = {
+    calls,
+    windowsPerCall: Math.round((windows / Math.max(1, calls)) * 10) / 10,
+    stepsPerWindow: Math.round(((u1.pool.steps - u0.pool.steps) / Math.max(1, windows)) * 10) / 10,
+    workerBusyPercent: Math.round(((u1.pool.busyMs - u0.pool.busyMs) / 1000 / wall) * 100),
+    roundTripMs: u1.inferenceMs,
+  };
+  for (const c of clients) c.close();
+  const all = runs.flatMap((r) => r.latencies);
+  const failed = runs.filter((r) => r.status !== 0).length;
+  return { streams: n, ...stats(all), failed, serverCpuPercent: Math.round((cpu / wall) * 100), inference, eventLoopDelayMs: u1.loopMs, load1: os.loadavg()[0]!.toFixed(2) };
+}
+
+function pcmOf(samples: Float32Array, seconds: number): Buffer {
+  const n = Math.round(seconds * 16000);
+  const out = Buffer.alloc(n * 2);
+  for (let i = 0; i < n; i++) {
+    const v = samples[i % samples.length]!;
+    out.writeInt16LE(Math.max(-32768, Math.min(32767, Math.round(v * 32768))), i * 2);
+  }
+  return out;
+}
+
+async function main(): Promise<void> {
+  const args = parseArgs(process.argv.slice(2));
+  fs.mkdirSync(OUT, { recursive: true });
+  const { info, samples } = await decodeAll({ path: path.join(ROOT, 'test', 'fixtures', 'demo.flac') });
+  if (info.sampleRate !== 16000 || info.channels !== 1) throw new Error('the demo fixture is expected to be 16 kHz mono');
+  const loadStart = os.loadavg().map((x) => x.toFixed(2)).join(' / ');
+
+  const { proc, port } = await ServerProcess.start();
+  const address = `127.0.0.1:${port}`;
+  const client = createClient(address);
+  const models = await listModels(client, KEY);
+  const lookaheadSteps = Math.max(...models.models.filter((m) => MODELS.includes(m.name)).map((m) => m.right_context_steps));
+  const lookaheadMs = Math.max(...models.models.filter((m) => MODELS.includes(m.name)).map((m) => m.stream_lookahead_ms));
+  log(`server on ${address}; models ${MODELS.join(', ')}: lookahead ${lookaheadSteps} steps (${lookaheadMs} ms); load ${loadStart}`);
+
+  // Warm-up (sessions, JIT).
+  await liveStream(client, pcmOf(samples, 3), 1024, 64, lookaheadSteps, performance.now());
+
+  log(`one stream, ${args.singleSeconds} s, 20 ms chunks`);
+  const single = await liveStream(client, pcmOf(samples, args.singleSeconds), 320, 64, lookaheadSteps, performance.now());
+  const singleStats = { ...stats(single.latencies), status: single.status };
+  log(`one stream: ${JSON.stringify(singleStats)}`);
+
+  const levels: Record<string, unknown>[] = [];
+  const pcm = pcmOf(samples, args.seconds);
+  let sustained = 0;
+  for (const n of args.levels) {
+    log(`${n} concurrent streams, ${args.seconds} s each, 64 ms chunks`);
+    const r = await runLevel(address, proc, n, pcm, 1024, lookaheadSteps);
+    log(JSON.stringify(r));
+    levels.push(r);
+    const p99 = r['p99'] as number;
+    if (p99 < TARGET_P99_MS && r['failed'] === 0) sustained = n;
+    if (!(p99 < 3 * TARGET_P99_MS) || (r['failed'] as number) > 0) break;
+  }
+  client.close();
+  await proc.stop();
+
+  const result = {
+    measuredAt: new Date().toISOString(),
+    machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model, loadAtStart: loadStart, node: process.version },
+    models: MODELS,
+    lookaheadMs,
+    single: singleStats,
+    concurrent: levels,
+    sustainedStreamsP99Under100ms: sustained,
+  };
+  fs.writeFileSync(path.join(OUT, 'grpc.json'), JSON.stringify(result, null, 2) + '\n');
+
+  const lines = [
+    `gRPC streaming, ${result.machine.cpus} cores (${result.machine.model}), load at start ${loadStart}, ${process.version}`,
+    `models ${MODELS.join(' + ')}, output_period 64 ms, 16 kHz s16le; lookahead ${lookaheadMs} ms (not included below)`,
+    '',
+    '| streams | chunk | steps measured | p50 ms | p90 ms | p99 ms | max ms | server CPU % | failed |',
+    '|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    `| 1 | 20 ms | ${singleStats.n} | ${singleStats.p50} | ${singleStats.p90} | ${singleStats.p99} | ${singleStats.max} | | ${singleStats.status === 0 ? 0 : 1} |`,
+    ...levels.map((l) => `| ${l['streams']} | 64 ms | ${l['n']} | ${l['p50']} | ${l['p90']} | ${l['p99']} | ${l['max']} | ${l['serverCpuPercent']} | ${l['failed']} |`),
+    '',
+    `largest tested number of concurrent real-time streams with p99 < ${TARGET_P99_MS} ms: ${sustained}`,
+  ];
+  process.stdout.write(lines.join('\n') + '\n');
+}
+
+main().catch((e) => {
+  process.stderr.write(`${(e as Error).stack ?? String(e)}\n`);
+  process.exit(1);
+});
