@@ -51,9 +51,13 @@ export class TestNatsServer {
   private proc: ChildProcess | null = null;
   private log = '';
 
-  private constructor(
+  constructor(
     readonly port: number,
     readonly storeDir: string,
+    /** Extra arguments (cluster membership). */
+    private readonly extra: string[] = [],
+    /** Wait for this line instead of "Server is ready" (a clustered server logs it only once it has peers). */
+    private readonly readyLine = 'Server is ready',
   ) {}
 
   get url(): string {
@@ -69,7 +73,7 @@ export class TestNatsServer {
   /** Starts (again) on the same port and store directory. */
   async start(): Promise<void> {
     if (this.proc) return;
-    const proc = spawn('nats-server', ['-js', '-a', '127.0.0.1', '-p', String(this.port), '-sd', this.storeDir], {
+    const proc = spawn('nats-server', ['-js', '-a', '127.0.0.1', '-p', String(this.port), '-sd', this.storeDir, ...this.extra], {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     this.proc = proc;
@@ -84,7 +88,7 @@ export class TestNatsServer {
       if (this.proc === proc) this.proc = null;
     });
     const deadline = Date.now() + 15_000;
-    while (!(this.log.includes('Server is ready') && (await canConnect(this.port)))) {
+    while (!(this.log.includes(this.readyLine) && (await canConnect(this.port)))) {
       if (!this.proc) throw new Error(`nats-server exited:\n${this.log}`);
       if (Date.now() > deadline) throw new Error(`nats-server did not start:\n${this.log}`);
       await new Promise((r) => setTimeout(r, 50));
@@ -110,5 +114,40 @@ export class TestNatsServer {
   async close(): Promise<void> {
     await this.stop();
     rmSync(this.storeDir, { recursive: true, force: true });
+  }
+}
+
+/** Three clustered nats-servers with JetStream (replicated streams), each on its own ports and store. */
+export class TestNatsCluster {
+  private constructor(readonly servers: TestNatsServer[]) {}
+
+  /** All client URLs, comma-separated (the seed list a node is given). */
+  get url(): string {
+    return this.servers.map((s) => s.url).join(',');
+  }
+
+  static async start(size = 3): Promise<TestNatsCluster> {
+    const clientPorts: number[] = [];
+    const routePorts: number[] = [];
+    for (let i = 0; i < size; i++) {
+      clientPorts.push(await freePort());
+      routePorts.push(await freePort());
+    }
+    const routes = routePorts.map((p) => `nats://127.0.0.1:${p}`).join(',');
+    const servers = clientPorts.map(
+      (port, i) =>
+        new TestNatsServer(
+          port,
+          mkdtempSync(join(tmpdir(), `auris-natsc${i}-`)),
+          ['--server_name', `n${i}`, '--cluster_name', 'auris-test', '--cluster', `nats://127.0.0.1:${routePorts[i]}`, '--routes', routes],
+          'Server is ready',
+        ),
+    );
+    await Promise.all(servers.map((s) => s.start()));
+    return new TestNatsCluster(servers);
+  }
+
+  async close(): Promise<void> {
+    await Promise.all(this.servers.map((s) => s.close()));
   }
 }

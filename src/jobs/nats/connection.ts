@@ -69,7 +69,8 @@ export class NatsConn {
       maxPingOut: 3,
       timeout,
     });
-    const jsm = await nc.jetstreamManager({ timeout });
+    // No API check here: a cluster may still be electing its leaders (the setup retries).
+    const jsm = await nc.jetstreamManager({ timeout, checkAPI: false });
     const js = nc.jetstream({ timeout });
     const conn = new NatsConn(nc, js, jsm, log);
     conn.watchStatus();

@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import type { Config } from '../../config';
 import type { Backends } from '../types';
 import { NatsBlobStore } from './blob-store';
-import { NatsConn, type NatsLogger, silentLogger } from './connection';
+import { isUnavailable, NatsConn, type NatsLogger, silentLogger, sleep } from './connection';
 import { NatsEventBus } from './event-bus';
 import { ExhaustedJobHandler } from './exhausted';
 import { NatsJobStore } from './job-store';
@@ -41,6 +41,8 @@ export interface NatsBackendOptions extends Partial<NatsSettings> {
   requestTimeoutMs?: number;
   /** How long one worker pull waits on the server, ms. */
   pullExpiresMs?: number;
+  /** How long start-up waits for JetStream to become available, ms (default 2 min). */
+  setupTimeoutMs?: number;
   log?: NatsLogger;
 }
 
@@ -74,15 +76,20 @@ export async function openNatsBackends(opts: NatsBackendOptions): Promise<NatsBa
     log,
   });
   try {
-    for (const cfg of streamConfigs(n, settings)) await ensureStream(conn.jsm, cfg, log);
-    for (const { stream, config } of consumerConfigs(n, settings)) await ensureConsumer(conn.jsm, stream, config, log);
-    const jobs = await NatsJobStore.open(conn, n.jobsBucket, settings.replicas, log);
-    const blobs = await NatsBlobStore.open(
-      conn,
-      n.blobsBucket,
-      settings.replicas,
-      { tmpDir: opts.tmpDir ?? join(tmpdir(), 'auris-blobs'), orphanGraceMs: opts.orphanGraceMs ?? 15 * 60_000 },
-      log,
+    // JetStream may still be electing leaders (a cluster starting up): retry while it says "unavailable".
+    await whileUnavailable(log, opts.setupTimeoutMs ?? 120_000, async () => {
+      for (const cfg of streamConfigs(n, settings)) await ensureStream(conn.jsm, cfg, log);
+      for (const { stream, config } of consumerConfigs(n, settings)) await ensureConsumer(conn.jsm, stream, config, log);
+    });
+    const jobs = await whileUnavailable(log, opts.setupTimeoutMs ?? 120_000, () => NatsJobStore.open(conn, n.jobsBucket, settings.replicas, log));
+    const blobs = await whileUnavailable(log, opts.setupTimeoutMs ?? 120_000, () =>
+      NatsBlobStore.open(
+        conn,
+        n.blobsBucket,
+        settings.replicas,
+        { tmpDir: opts.tmpDir ?? join(tmpdir(), 'auris-blobs'), orphanGraceMs: opts.orphanGraceMs ?? 15 * 60_000 },
+        log,
+      ),
     );
     const queue = new NatsJobQueue(conn, n, settings, log, { pullExpiresMs: opts.pullExpiresMs });
     const events = new NatsEventBus(conn, n, settings, log);
@@ -110,6 +117,20 @@ export async function openNatsBackends(opts: NatsBackendOptions): Promise<NatsBa
   } catch (err) {
     await conn.close();
     throw err;
+  }
+}
+
+/** Runs `fn`, again after a pause while it fails with an "unavailable" error, until `timeoutMs`. */
+async function whileUnavailable<T>(log: NatsLogger, timeoutMs: number, fn: () => Promise<T>): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (let i = 0; ; i++) {
+    try {
+      return await fn();
+    } catch (err) {
+      if (!isUnavailable(err) || Date.now() > deadline) throw err;
+      if (i % 10 === 0) log.warn({ err: (err as Error).message }, 'JetStream not available yet; retrying');
+      await sleep(500);
+    }
   }
 }
 
