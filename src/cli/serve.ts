@@ -1,5 +1,7 @@
 /**
- * `auris serve`: the REST service on the embedded default (one process, jobs on local disk).
+ * `auris serve`: the REST service on the embedded default (one process, jobs on local disk),
+ * or with --nats / NATS_URL one node of a distributed deployment on NATS JetStream, running
+ * the parts its --role names (api, worker, all; docs/deploy.md).
  * Configuration: flags and environment variables, see `auris serve --help` and docs/api.md.
  */
 import { ConfigError, loadConfig, usage } from '../config';
