@@ -1,0 +1,124 @@
+/**
+ * StreamRunner with a fake model (no ONNX): windows cover the model's context exactly, outputs
+ * come in order and complete, at most one call is in flight (steps that arrive meanwhile join
+ * the next call), calls end on output-step boundaries until end(), and hold() stops new calls.
+ */
+import { strict as assert } from 'node:assert';
+import { describe, it } from 'node:test';
+import { FLOATS_PER_STEP } from '../../src/inference/registry';
+import { StreamRunner } from '../../src/grpc/stream-runner';
+
+const LEFT = 3;
+const RIGHT = 2;
+const model = { name: 'fake', rawKeys: ['a', 'b'], context: { leftSteps: LEFT, rightSteps: RIGHT } };
+
+/** Features of steps [from, from+n): every float of step s is s. */
+function features(from: number, n: number): Float32Array {
+  const f = new Float32Array(n * FLOATS_PER_STEP);
+  for (let i = 0; i < n; i++) f.fill(from + i, i * FLOATS_PER_STEP, (i + 1) * FLOATS_PER_STEP);
+  return f;
+}
+
+interface Call {
+  first: number;
+  steps: number;
+  resolve: () => void;
+}
+
+function harness(align = 1) {
+  const calls: Call[] = [];
+  const outputs: number[] = [];
+  let inFlight = 0;
+  let maxInFlight = 0;
+  const runner = new StreamRunner({
+    model,
+    align,
+    maxWindowSteps: 8,
+    infer: (f, steps) => {
+      inFlight++;
+      maxInFlight = Math.max(maxInFlight, inFlight);
+      // "Model": class a = the step's own index (read back from its features), b = 0.
+      const probs = new Float32Array(steps * 2);
+      for (let i = 0; i < steps; i++) probs[i * 2] = f[i * FLOATS_PER_STEP]!;
+      return new Promise((resolve) => calls.push({ first: f[0]!, steps, resolve: () => (inFlight--, resolve(probs)) }));
+    },
+    onOutput: (start, probs, steps) => {
+      for (let i = 0; i < steps; i++) outputs.push(probs[i * 2]!);
+      assert.equal(start + steps, outputs.length, 'consecutive outputs');
+    },
+    onError: (e) => assert.fail(e),
+  });
+  const flush = async (): Promise<void> => {
+    for (let i = 0; i < 100 && calls.length > 0; i++) {
+      calls.shift()!.resolve();
+      await new Promise((r) => setImmediate(r));
+    }
+  };
+  return { runner, calls, outputs, flush, maxInFlight: () => maxInFlight };
+}
+
+describe('StreamRunner', () => {
+  it('runs a step once its right context has arrived, with its left context (or the signal start) in the window', async () => {
+    const h = harness();
+    h.runner.push(features(0, RIGHT), RIGHT);
+    assert.equal(h.calls.length, 0, 'step 0 needs steps 1..2');
+    h.runner.push(features(RIGHT, 1), 1);
+    assert.equal(h.calls.length, 1);
+    assert.deepEqual([h.calls[0]!.first, h.calls[0]!.steps], [0, 1 + RIGHT]);
+    await h.flush();
+    assert.deepEqual(h.outputs, [0]);
+    for (let s = RIGHT + 1; s < 12; s++) {
+      h.runner.push(features(s, 1), 1);
+      const c = h.calls[0]!;
+      const out = s - RIGHT;
+      assert.deepEqual([c.first, c.steps], [Math.max(0, out - LEFT), Math.min(out, LEFT) + 1 + RIGHT], `window of step ${out}`);
+      await h.flush();
+    }
+    h.runner.end();
+    await h.flush();
+    assert.deepEqual(h.outputs, Array.from({ length: 12 }, (_, i) => i));
+    assert.ok(h.runner.done);
+  });
+
+  it('keeps one call in flight: steps arriving meanwhile join the next call', async () => {
+    const h = harness();
+    h.runner.push(features(0, RIGHT + 1), RIGHT + 1);
+    for (let s = RIGHT + 1; s < 20; s++) h.runner.push(features(s, 1), 1);
+    assert.equal(h.calls.length, 1, 'one call while the first is in flight');
+    await h.flush();
+    assert.equal(h.maxInFlight(), 1);
+    assert.ok(h.runner.calls <= 4, `steps were coalesced (${h.runner.calls} calls)`);
+    h.runner.end();
+    await h.flush();
+    assert.deepEqual(h.outputs, Array.from({ length: 20 }, (_, i) => i));
+  });
+
+  it('ends calls on output-step boundaries until end(), then runs the rest', async () => {
+    const h = harness(4);
+    const ends: number[] = [];
+    for (let s = 0; s < 15; s++) {
+      h.runner.push(features(s, 1), 1);
+      while (h.calls.length > 0) {
+        await h.flush();
+        ends.push(h.outputs.length);
+      }
+    }
+    assert.ok(ends.every((e) => e % 4 === 0), `outputs end on multiples of 4: ${ends.join(', ')}`);
+    assert.equal(h.outputs.length, 12, 'steps 12.. wait for their output step (15 - 2 lookahead = 13 ready)');
+    h.runner.end();
+    await h.flush();
+    assert.deepEqual(h.outputs, Array.from({ length: 15 }, (_, i) => i));
+  });
+
+  it('hold() starts no new call; release resumes; close() drops what is in flight', async () => {
+    const h = harness();
+    h.runner.hold(true);
+    h.runner.push(features(0, 10), 10);
+    assert.equal(h.calls.length, 0);
+    h.runner.hold(false);
+    assert.equal(h.calls.length, 1);
+    h.runner.close();
+    await h.flush();
+    assert.deepEqual(h.outputs, []);
+  });
+});
