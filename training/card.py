@@ -119,7 +119,7 @@ def write_card(task, d, manifest, res, clips):
 
 - File: `model.onnx` (opset 17), input `features` [B, T=4S, 64] log-mel frames (see `docs/features.md`), output `probs` [B, S, {len(m['raw_keys'])}] softmax per 64 ms step, class order `{m['raw_keys']}`.
 - Architecture: {m['model']['architecture']}; {m['model']['parameters']} parameters, ~{m['model']['macs_per_step']} multiply-adds per step. Fully convolutional with zero padding; the output for step s depends on steps [s-{m['context']['left_steps']}, s+{m['context']['right_steps']}] (receptive field {m['receptive_field_ms']} ms, lookahead {m['lookahead_ms']} ms incl. the 8 ms framer lookahead).
-- Gain normalisation inside the model: {NORM_TXT['max' if 'max' in m['model']['architecture'] else 'mean']} is subtracted from every band, so absolute level carries no information.
+- Gain normalisation inside the model: {NORM_TXT['max' if 'gain-norm(max' in m['model']['architecture'] else 'mean']} is subtracted from every band, so absolute level carries no information.
 - Trained with `python -m training.train --task {task}` (defaults: {m['training']['examples']} synthetic examples, {m['training']['epochs']} epochs, seed {m['training']['seed']}; `python -m training.train --all` retrains all three); the final epoch is exported (no checkpoint selection on validation).
 - `training_data_sha256`: sha256 of the clips.csv rows usable by this task (train and validation), in file order.
 
