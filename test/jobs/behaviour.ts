@@ -440,6 +440,17 @@ export function backendBehaviour(name: string, harness: () => BackendHarness, op
       assert.equal(await server.backends.blobs.getStream(resultsBlob), null);
     });
 
+    it('retention purges a finished job with its results once it expired, not before', async () => {
+      const job = (await (await createJob(server, KEY_A, {})).json()) as JobJson;
+      const done = await waitForJob(server, KEY_A, job.job_id);
+      const resultsBlob = (await server.backends.jobs.get(job.job_id))!.value.results_blob!;
+      await server.sweeper.sweep(Date.parse(done.expires_at!) - 1000);
+      assert.equal(await api(server, KEY_A)(`/file-processing/jobs/${job.job_id}`).then((r) => r.status), 200);
+      await server.sweeper.sweep(Date.parse(done.expires_at!) + 1000);
+      assert.equal(await api(server, KEY_A)(`/file-processing/jobs/${job.job_id}`).then((r) => r.status), 404);
+      assert.equal(await server.backends.blobs.getStream(resultsBlob), null);
+    });
+
     it('after a restart every job is readable and a job interrupted by the stop finishes', async () => {
       const finished = (await (await createJob(server, KEY_A, {})).json()) as JobJson;
       await waitForJob(server, KEY_A, finished.job_id);
