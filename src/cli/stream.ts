@@ -133,7 +133,11 @@ export async function run(argv: string[]): Promise<number> {
 
     let models: string[];
     try {
-      models = values.models !== undefined ? parseModelList(values.models) : (await listModels(client, apiKey)).models.map((m) => m.name);
+      // Default: every installed model, speech first.
+      models =
+        values.models !== undefined
+          ? parseModelList(values.models)
+          : (await listModels(client, apiKey)).models.map((m) => m.name).sort((a, b) => Number(b === 'speech') - Number(a === 'speech'));
     } catch (e) {
       throw toStreamError(e);
     }
