@@ -184,7 +184,7 @@ describe('`auris serve` as a process', { skip }, () => {
   });
 
   function serve(env: Record<string, string>): Promise<{ child: ChildProcess; url: string; log: string[] }> {
-    const child = spawn(process.execPath, [join(ROOT, 'dist', 'src', 'cli', 'main.js'), 'serve', '--port', '0'], {
+    const child = spawn(process.execPath, [join(ROOT, 'dist', 'src', 'cli', 'main.js'), 'serve', '--port', '0', '--grpc-port', '0'], {
       env: { PATH: process.env.PATH ?? '', DATA_DIR: join(dir.path, 'data'), MODELS_DIR: MODELS, CONCURRENCY: '1', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
