@@ -74,7 +74,9 @@ class Pools:
         self.by = {}
         for task in ("speech", "gender", "arousal"):
             t = {}
-            for c in self.clips:
+            for c in clips:
+                if D.task_split(task, c) != split:
+                    continue
                 lab = D.task_label(task, c)
                 if lab is None:
                     continue
@@ -114,6 +116,11 @@ class Synth:
                 return lab, cl[rng.integers(len(cl))]
             k = keys[rng.integers(len(keys))]
         cl = self.p.by[t][k]
+        if t == "gender" and rng.random() < 0.4:
+            # oversample high-arousal (angry/shouted, happy) speech: raised pitch and effort must not read as female
+            hi = [c for c in cl if c.arousal == "high"]
+            if hi:
+                cl = hi
         return lab, cl[rng.integers(len(cl))]
 
     def background(self, n, rng, kind=None):

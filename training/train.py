@@ -26,6 +26,7 @@ ROOT = os.path.dirname(D.HERE)
 CLASSES = {"speech": D.SPEECH_CLASSES, "gender": D.GENDER_CLASSES, "arousal": D.AROUSAL_CLASSES}
 VOICED_DBFS = -50.0
 # (synthetic examples, epochs) of the shipped models
+MODEL_VERSION = {"gender": "1.1.0"}  # gender 1.1.0: URDU speaker-disjoint in training/validation
 TASK_DEFAULTS = {"speech": (20000, 12), "gender": (20000, 12), "arousal": (20000, 12)}
 
 
@@ -46,7 +47,7 @@ def feature_cache(task, clips, store, n, seed, steps=64, workers=2):
     os.makedirs(D.CACHE, exist_ok=True)
     global _SYNTH
     _SYNTH = A.Synth(A.Pools(clips, "train"), store, task, steps)  # inherited by forked workers, not pickled
-    ver = "v5" if task == "arousal" else "v4"  # bump when the synthesis for a task changes
+    ver = {"arousal": "v5", "gender": "v6"}.get(task, "v4")  # bump when the synthesis for a task changes
     key = hashlib.sha1(f"{task}|{seed}|{steps}|{D.rows_sha256(clips)}|{ver}".encode()).hexdigest()[:12]
     Xs, Ys, Ws = [], [], []
     for sh in range((n + SHARD - 1) // SHARD):
@@ -71,7 +72,7 @@ def feature_cache(task, clips, store, n, seed, steps=64, workers=2):
 def val_set(task, clips, store, quick=False):
     items = []
     for c in clips:
-        if c.split != "val":
+        if D.task_split(task, c) != "val":
             continue
         lab = D.task_label(task, c)
         if lab is None:
@@ -233,7 +234,7 @@ def export(task, model, clips, res, outdir, args, n_examples, epochs):
     params = sum(p.numel() for p in model.parameters())
     manifest = {
         "name": task,
-        "version": "1.0.0",
+        "version": MODEL_VERSION.get(task, "1.0.0"),
         "placeholder": False,
         "file": "model.onnx",
         "input": "features",

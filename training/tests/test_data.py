@@ -37,3 +37,15 @@ def test_task_labels():
         if c.source == "ravdess" and c.emotion in ("sad", "calm"):
             assert a == "low"
     assert not any(c.split == "train" and D.task_label("arousal", c) for c in clips if c.source == "urdu")
+
+
+def test_urdu_gender_speaker_disjoint():
+    clips = D.load_clips()
+    urdu = [c for c in clips if c.source == "urdu" and D.task_label("gender", c)]
+    tr = {c.speaker for c in urdu if D.task_split("gender", c) == "train"}
+    va = {c.speaker for c in urdu if D.task_split("gender", c) == "val"}
+    assert tr and va and not (tr & va)
+    for side in (tr, va):  # both genders on both sides
+        assert any("_SF" in s for s in side) and any("_SM" in s for s in side)
+    # speech and arousal still hold URDU out whole
+    assert all(D.task_split(t, c) == "val" for t in ("speech", "arousal") for c in clips if c.source == "urdu")
