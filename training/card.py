@@ -111,7 +111,9 @@ LIMITS = {
   Only 5 female URDU validation speakers (24 clips), so its female recall is a coarse figure.
 - Within the acted corpora (held-out RAVDESS actors and BAVED speakers) utterance accuracy is about 0.985-0.99
   (vs 1.0.0: ravdess 0.983 -> 0.988, baved 0.994 -> 0.985, i.e. 3 more BAVED clips wrong: 2 female, 1 male); the overall
-  figure is pulled down by URDU. A wider model (c2=96) did not improve it (1.0.0 experiment).""",
+  figure is pulled down by URDU. A wider model (c2=96) did not improve it (1.0.0 experiment). A 1.1.0 run with 30k
+  synthetic examples gave the same overall figure (0.938; baved 0.991, ravdess 0.983, urdu 0.768), so per-source
+  differences of about 1 point are within run-to-run variation.""",
     "arousal": """- Acted emotions (RAVDESS, BAVED single words) differ from natural speech; the URDU cross-corpus result is the better estimate for real recordings and is clearly lower.
 - BAVED speakers mostly recorded only one or two arousal levels, so speaker identity and label are confounded in its training data.
 - Absolute loudness is removed by the in-model gain normalisation (local maximum of the log energy over ~1 s), so only relative loudness, spectrum and prosody are used.
