@@ -1,15 +1,22 @@
 /**
  * Mixed load on one real `auris serve` process (embedded default, real models, 127.0.0.1 only):
  * C concurrent REST clients, each looping upload -> poll until finished -> fetch results, plus
- * S concurrent gRPC streaming clients, for a bounded time (and a bounded number of jobs). Then it
- * checks that every accepted job finished and succeeded, and that the server's RSS returns near
- * its baseline once idle.
+ * S concurrent gRPC streaming clients, in R rounds of a bounded time (and a bounded number of jobs
+ * per round) separated by idle pauses. Then it checks that every accepted job finished and
+ * succeeded, and tells a leak from allocator/heap retention: after the warm-up and after each
+ * round, once idle, the server (started by this bench only with --expose-gc and the debug-only
+ * preload bench/load/mem-hook.ts) is sent SIGUSR2, runs a full GC and reports
+ * process.memoryUsage(). A leak grows round over round; retention plateaus.
  *
- *   npm run bench:load -- [--seconds 90] [--clients 8] [--streams 2] [--max-jobs 400] [--audio 4]
+ *   npm run bench:load -- [--rounds 3] [--seconds 30] [--idle 10] [--clients 8] [--streams 2]
+ *                         [--max-jobs 200] [--audio 4] [--malloc-arena-max N]
  *
- * Records throughput, p50/p99 per endpoint, errors by code, peak RSS (VmHWM), RSS before, during
- * and after, into bench/out/load-mixed.json (docs/reliability.md). Exit code 0 only when no job
- * was lost or failed and the RSS after settling is within 1.5x baseline + 64 MiB.
+ * (--seconds and --max-jobs are per round; --malloc-arena-max sets MALLOC_ARENA_MAX for the
+ * server.) Records throughput, p50/p99 per endpoint, errors by code, peak RSS (VmHWM) and the
+ * per-round idle samples into bench/out/load-mixed.json (docs/reliability.md). Exit code 0 only
+ * when no job was lost or failed, V8 heapUsed after GC after every round is within
+ * max(20%, 10 MiB) of its post-warm-up value, RSS after every round is within 10% of RSS after
+ * round 1, and the server exits 0 on SIGTERM.
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -73,25 +80,49 @@ async function timed(endpoint: string, url: string, init?: RequestInit): Promise
   }
 }
 
+interface MemSample {
+  rssMb: number;
+  heapUsedMb: number;
+  heapTotalMb: number;
+  externalMb: number;
+  arrayBuffersMb: number;
+}
+
 async function main(): Promise<void> {
-  const seconds = arg('seconds', 90);
+  const rounds = arg('rounds', 3);
+  const seconds = arg('seconds', 30);
+  const idleSec = arg('idle', 10);
   const clients = arg('clients', 8);
   const streams = arg('streams', 2);
-  const maxJobs = arg('max-jobs', 400);
+  const maxJobs = arg('max-jobs', 200);
   const audioSec = arg('audio', 4);
+  const arenaMax = arg('malloc-arena-max', 0);
   const dir = mkdtempSync(join(tmpdir(), 'auris-load-mixed-'));
   const wav = join(dir, 'in.wav');
   execFileSync('sox', ['-n', '-r', '16000', '-c', '1', '-b', '16', wav, 'synth', String(audioSec / 2), 'sine', '300', ':', 'synth', String(audioSec / 2), 'pinknoise', 'vol', '0.3']);
   const audio = readFileSync(wav);
   const pcm = audio.subarray(44); // s16le mono 16 kHz for the gRPC streams
 
-  const child = spawn(process.execPath, [join(ROOT, 'dist/src/cli/main.js'), 'serve', '--host', '127.0.0.1', '--port', '0', '--grpc-port', '0', '--data-dir', join(dir, 'data')], {
-    env: { ...process.env, API_KEYS: `${KEY}:org-load:proj-load`, RATE_LIMIT_RPS: '100000', RATE_LIMIT_BURST: '100000', LOG_LEVEL: 'info' },
+  // Debug-only memory probe: --expose-gc and the bench's own preload, armed by an env var that
+  // only this bench sets (never part of `auris serve` itself).
+  const nodeArgs = ['--expose-gc', '--require', join(ROOT, 'dist/bench/load/mem-hook.js')];
+  const env: NodeJS.ProcessEnv = { ...process.env, API_KEYS: `${KEY}:org-load:proj-load`, RATE_LIMIT_RPS: '100000', RATE_LIMIT_BURST: '100000', LOG_LEVEL: 'info', AURIS_BENCH_MEM_HOOK: '1' };
+  if (arenaMax > 0) env.MALLOC_ARENA_MAX = String(arenaMax);
+  const child = spawn(process.execPath, [...nodeArgs, join(ROOT, 'dist/src/cli/main.js'), 'serve', '--host', '127.0.0.1', '--port', '0', '--grpc-port', '0', '--data-dir', join(dir, 'data')], {
+    env,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let log = '';
-  child.stdout.on('data', (d) => (log += d));
-  child.stderr.on('data', (d) => (log += d));
+  const memLines: string[] = [];
+  let errTail = '';
+  child.stdout.on('data', (d) => (log = (log + d).slice(-200_000)));
+  child.stderr.on('data', (d) => {
+    errTail += String(d);
+    const parts = errTail.split('\n');
+    errTail = parts.pop()!;
+    for (const l of parts) if (l.startsWith('AURIS_MEM ')) memLines.push(l.slice(10));
+    else log = (log + l + '\n').slice(-200_000);
+  });
   const deadline = Date.now() + 120_000;
   let url = '';
   let grpcPort = 0;
@@ -103,6 +134,20 @@ async function main(): Promise<void> {
   }
   const pid = child.pid!;
   const headers = { 'x-api-key': KEY };
+  const MB = 1024 * 1024;
+
+  async function memSample(): Promise<MemSample> {
+    const n = memLines.length;
+    child.kill('SIGUSR2');
+    const until = Date.now() + 10_000;
+    while (memLines.length === n) {
+      if (Date.now() > until) throw new Error('no AURIS_MEM answer to SIGUSR2 (mem-hook not loaded?)');
+      await sleep(50);
+    }
+    const m = JSON.parse(memLines[n]!) as Record<string, number>;
+    const mb = (x: number): number => +(x / MB).toFixed(1);
+    return { rssMb: mb(m.rss!), heapUsedMb: mb(m.heapUsed!), heapTotalMb: mb(m.heapTotal!), externalMb: mb(m.external!), arrayBuffersMb: mb(m.arrayBuffers!) };
+  }
 
   // Warm-up (models loaded, first job) and baseline.
   const warm = await timed('warmup', `${url}/file-processing/jobs?models=speech,arousal,gender&output_period=1024`, { method: 'POST', headers: { ...headers, 'content-type': 'audio/wav' }, body: audio });
@@ -113,22 +158,22 @@ async function main(): Promise<void> {
     await sleep(100);
   }
   await sleep(2000);
+  const baselineMem = await memSample();
   const baseline = rssOf(pid).rssMb;
   let peakRss = baseline;
   const sampler = setInterval(() => (peakRss = Math.max(peakRss, rssOf(pid).rssMb)), 100);
 
   const accepted = new Set<string>();
   const finished = new Map<string, string>();
-  let jobsStarted = 0;
   let streamsDone = 0;
   let streamSteps = 0;
   const streamStatus: Record<string, number> = {};
   const t0 = Date.now();
-  const end = t0 + seconds * 1000;
+  let loadMs = 0;
 
-  async function restClient(): Promise<void> {
-    while (Date.now() < end && jobsStarted < maxJobs) {
-      jobsStarted++;
+  async function restClient(end: number, round: { started: number }): Promise<void> {
+    while (Date.now() < end && round.started < maxJobs) {
+      round.started++;
       const res = await timed('POST /file-processing/jobs', `${url}/file-processing/jobs?models=speech,arousal,gender&output_period=1024&include_summary=true`, {
         method: 'POST',
         headers: { ...headers, 'content-type': 'audio/wav' },
@@ -157,7 +202,7 @@ async function main(): Promise<void> {
     }
   }
 
-  async function streamClient(): Promise<void> {
+  async function streamClient(end: number): Promise<void> {
     const client = createClient(`127.0.0.1:${grpcPort}`);
     try {
       while (Date.now() < end) {
@@ -177,38 +222,60 @@ async function main(): Promise<void> {
     }
   }
 
-  await Promise.all([...Array.from({ length: clients }, restClient), ...Array.from({ length: streams }, streamClient)]);
-  const wall = (Date.now() - t0) / 1000;
-  clearInterval(sampler);
-  const rssAtEnd = rssOf(pid).rssMb;
-  // Settle: RSS should come back near the baseline (no leak).
-  let rssAfter = rssAtEnd;
-  for (let i = 0; i < 30; i++) {
-    await sleep(1000);
-    rssAfter = rssOf(pid).rssMb;
-    if (rssAfter <= baseline * 1.5 + 64) break;
+  const roundSamples: Array<MemSample & { round: number; jobs: number; streams: number; rssAtEndMb: number }> = [];
+  for (let r = 1; r <= rounds; r++) {
+    const jobs0 = accepted.size;
+    const streams0 = streamsDone;
+    const ts = Date.now();
+    const end = ts + seconds * 1000;
+    const round = { started: 0 };
+    await Promise.all([...Array.from({ length: clients }, () => restClient(end, round)), ...Array.from({ length: streams }, () => streamClient(end))]);
+    loadMs += Date.now() - ts;
+    const rssAtEnd = rssOf(pid).rssMb;
+    await sleep(idleSec * 1000);
+    const m = await memSample();
+    roundSamples.push({ round: r, jobs: accepted.size - jobs0, streams: streamsDone - streams0, rssAtEndMb: +rssAtEnd.toFixed(1), ...m });
+    console.error(`round ${r}: ${JSON.stringify(roundSamples[roundSamples.length - 1])}`);
   }
+  const wall = loadMs / 1000;
+  clearInterval(sampler);
   const hwm = rssOf(pid).hwmMb;
   child.kill('SIGTERM');
   const code = await new Promise<number | null>((r) => child.on('exit', r));
+
+  // Verdict: a leak grows round over round; retention (V8 heap kept, malloc arenas) plateaus.
+  const heapLimit = Math.max(baselineMem.heapUsedMb * 1.2, baselineMem.heapUsedMb + 10);
+  const heapOk = roundSamples.every((s) => s.heapUsedMb <= heapLimit);
+  const rssLimit = (roundSamples[0]?.rssMb ?? 0) * 1.1;
+  const rssOk = roundSamples.every((s) => s.rssMb <= rssLimit);
 
   const requests = Object.values(lat).reduce((n, xs) => n + xs.length, 0);
   const lost = [...accepted].filter((id) => !finished.has(id));
   const failed = [...finished.values()].filter((s) => s !== 'succeeded').length;
   const summary = {
     when: new Date().toISOString(),
-    settings: { seconds, clients, streams, maxJobs, audioSec },
-    wallSec: +wall.toFixed(1),
+    settings: { rounds, seconds, idleSec, clients, streams, maxJobsPerRound: maxJobs, audioSec, mallocArenaMax: arenaMax || null },
+    loadSec: +wall.toFixed(1),
+    totalSec: +((Date.now() - t0) / 1000).toFixed(1),
     requests,
     requestsPerSec: +(requests / wall).toFixed(1),
     jobs: { accepted: accepted.size, succeeded: finished.size - failed, failed, lost: lost.length, jobsPerSec: +(finished.size / wall).toFixed(2) },
     grpc: { streams: streamsDone, concurrent: streams, steps: streamSteps, statusCodes: streamStatus },
     latencyMs: Object.fromEntries(Object.entries(lat).map(([k, xs]) => [k, { n: xs.length, p50: +pct(xs, 50).toFixed(1), p99: +pct(xs, 99).toFixed(1), max: +Math.max(...xs).toFixed(1) }])),
     errors,
-    rssMb: { baseline: +baseline.toFixed(0), peakSampled: +peakRss.toFixed(0), hwm: +hwm.toFixed(0), atEnd: +rssAtEnd.toFixed(0), afterSettle: +rssAfter.toFixed(0) },
+    memory: {
+      baselineAfterWarmup: baselineMem,
+      rounds: roundSamples,
+      peakRssSampledMb: +peakRss.toFixed(0),
+      hwmMb: +hwm.toFixed(0),
+      heapUsedLimitMb: +heapLimit.toFixed(1),
+      rssLimitMb: +rssLimit.toFixed(1),
+      heapOk,
+      rssOk,
+    },
     serverExitCode: code,
   };
-  const ok = lost.length === 0 && failed === 0 && rssAfter <= baseline * 1.5 + 64 && code === 0;
+  const ok = lost.length === 0 && failed === 0 && heapOk && rssOk && code === 0;
   console.log(JSON.stringify(summary, null, 2));
   console.log(ok ? 'OK' : 'FAILED');
   mkdirSync(join(ROOT, 'bench', 'out'), { recursive: true });
