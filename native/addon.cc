@@ -81,8 +81,14 @@ struct SourceSpec {
   Napi::Reference<Napi::Value> keep;
 
   std::unique_ptr<ByteSource> open() const { return isBuffer ? memorySource(data, size) : openFileSource(path); }
-  void release() {
-    if (!keep.IsEmpty()) keep.Reset();
+  // noexcept: also runs from destructors, where a throw would abort the process. At
+  // environment teardown napi_delete_reference can fail; the reference dies with the env.
+  void release() noexcept {
+    try {
+      if (!keep.IsEmpty()) keep.Reset();
+    } catch (...) {
+      keep.SuppressDestruct();
+    }
   }
 };
 
@@ -197,6 +203,17 @@ class PromiseWorker : public Napi::AsyncWorker {
   virtual void settle(const std::optional<Failure>& failure) {}  // JS thread, always first
 
   void Execute() final { failure_ = capture([this] { run(); }); }
+
+  // node-addon-api turns a failing N-API call (as at environment teardown, when the process
+  // exits with a read in flight) into a C++ throw outside any handler: std::terminate. Nobody
+  // can observe the promise then, so swallow it and just free the worker.
+  void OnWorkComplete(Napi::Env env, napi_status status) final {
+    try {
+      Napi::AsyncWorker::OnWorkComplete(env, status);  // settles the promise, then Destroy()
+    } catch (...) {
+      Destroy();
+    }
+  }
 
   void OnOK() final {
     Napi::Env env = Env();

@@ -123,6 +123,8 @@ export class InferencePool {
   private queue: Job[] = [];
   private scheduled = false;
   private closed = false;
+  /** Batches handed to a worker and not yet answered. */
+  private readonly inflight = new Set<Promise<void>>();
   private readonly _stats: PoolStats = { calls: 0, windows: 0, steps: 0, busyMs: 0 };
 
   constructor(options: InferencePoolOptions = {}) {
@@ -209,7 +211,9 @@ export class InferencePool {
       const taken = new Set(batch);
       this.queue = this.queue.filter((j) => !taken.has(j));
       const worker = idle.shift()!;
-      void this.runBatch(worker, batch);
+      const run = this.runBatch(worker, batch);
+      this.inflight.add(run);
+      void run.finally(() => this.inflight.delete(run));
     }
   }
 
@@ -251,11 +255,21 @@ export class InferencePool {
     }
   }
 
-  /** Rejects queued jobs and terminates the workers. */
-  async close(): Promise<void> {
+  /**
+   * Rejects queued jobs, lets the batches already running finish (at most `drainMs`), then
+   * terminates the workers. Terminating a worker while it is inside onnxruntime's run()
+   * makes the binding throw into a dying isolate, which aborts the whole process.
+   */
+  async close(drainMs = 10_000): Promise<void> {
     if (this.closed) return;
     this.closed = true;
     for (const j of this.queue.splice(0)) j.reject(new AurisError('CLOSED', 'inference pool closed'));
+    if (this.inflight.size > 0) {
+      let timer: NodeJS.Timeout | undefined;
+      const deadline = new Promise<void>((resolve) => (timer = setTimeout(resolve, drainMs)));
+      await Promise.race([Promise.allSettled([...this.inflight]), deadline]);
+      clearTimeout(timer);
+    }
     const ws = this.workers;
     this.workers = [];
     await Promise.all(ws.map((w) => w.worker.terminate()));

@@ -80,8 +80,10 @@ describe('job lifecycle', () => {
     assert.equal(call.options.outputPeriodMs, 512);
     assert.equal(call.options.includeSummary, true);
     assert.equal(call.options.maxDurationSec, 3600);
-    // The upload is deleted once the job has finished.
-    assert.deepEqual((await server.backends.blobs.keys()).filter((k) => k.includes(job.job_id)), [`results/${job.job_id}.json`]);
+    // The upload is deleted once the job has finished (right after the record says so).
+    const own = async (): Promise<string[]> => (await server.backends.blobs.keys()).filter((k) => k.includes(job.job_id));
+    await waitFor(async () => (await own()).length === 1, 5000, 'upload deletion');
+    assert.deepEqual(await own(), [`results/${job.job_id}.json`]);
   });
 
   it('a failed job has error.code and message; its results answer 409 JOB_FAILED', async () => {
@@ -293,10 +295,16 @@ describe('retention and metrics', () => {
       const ready = await fetch(`${server.url}/readyz`);
       assert.equal(ready.status, 200);
       assert.deepEqual(((await ready.json()) as { models: string[] }).models, ['speech', 'arousal', 'gender']);
-      const res = await fetch(`${server.url}/metrics`);
+      // The worker records its metrics just after the job record says succeeded (processing seconds last).
+      let res = await fetch(`${server.url}/metrics`);
+      let text = await res.text();
+      for (let i = 0; i < 100 && !/auris_job_processing_seconds_count 1/.test(text); i++) {
+        await sleep(50);
+        res = await fetch(`${server.url}/metrics`);
+        text = await res.text();
+      }
       assert.equal(res.status, 200);
       assert.match(res.headers.get('content-type') ?? '', /text\/plain/);
-      const text = await res.text();
       assert.match(text, /auris_jobs\{status="succeeded"\} 1/);
       assert.match(text, /auris_jobs\{status="queued"\} 0/);
       assert.match(text, /auris_job_processing_seconds_count 1/);
