@@ -6,7 +6,7 @@ import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import type { FeatureChunk } from '../../src/audio';
+import { AudioError, FileAnalyzer, type AudioSource, type FeatureChunk, type OpenOptions } from '../../src/audio';
 
 let tmp: string | undefined;
 
@@ -163,4 +163,19 @@ export function maxAbsDiff(a: Float32Array, b: Float32Array): number {
   let m = 0;
   for (let i = 0; i < Math.min(a.length, b.length); i++) m = Math.max(m, Math.abs(a[i]! - b[i]!));
   return m;
+}
+
+/** 'OK' if the source opens and reads to the end, else its AudioError code (other errors throw). */
+export async function decodeOutcome(source: AudioSource, opts: OpenOptions = {}): Promise<string> {
+  let fa: FileAnalyzer | undefined;
+  try {
+    fa = await FileAnalyzer.open(source, opts);
+    while ((await fa.read()) !== null);
+    return 'OK';
+  } catch (e) {
+    if (e instanceof AudioError) return e.code;
+    throw e;
+  } finally {
+    fa?.close();
+  }
 }

@@ -10,22 +10,10 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { describe, it } from 'node:test';
 import { AudioError, AUDIO_ERROR_CODES, AudioSource, decodeAll, FileAnalyzer, OpenOptions, probe } from '../../src/audio';
-import { rng, sox, testSignal, tmpFile, wavBytes, wavHeader } from './helpers';
+import { decodeOutcome, rng, sox, testSignal, tmpFile, wavBytes, wavHeader } from './helpers';
 
 /** 'OK' if the source opens and reads to the end, else the AudioError code. */
-async function outcome(source: AudioSource, opts: OpenOptions = {}): Promise<string> {
-  let fa: FileAnalyzer | undefined;
-  try {
-    fa = await FileAnalyzer.open(source, opts);
-    while ((await fa.read()) !== null);
-    return 'OK';
-  } catch (e) {
-    if (e instanceof AudioError) return e.code;
-    throw e;
-  } finally {
-    fa?.close();
-  }
-}
+const outcome = decodeOutcome;
 
 async function codeOf(p: Promise<unknown>): Promise<string> {
   try {

@@ -10,8 +10,9 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
-import { AudioError, decodeAll, FileAnalyzer, probe, type AudioSource } from '../../src/audio';
+import { AudioError, decodeAll, probe, type AudioSource } from '../../src/audio';
 import type { AurisServer } from '../../src/http/server';
+import { decodeOutcome } from '../audio/helpers';
 import { createJob, KEY_A, startServer, tempDir, waitForJob } from '../http/helpers';
 
 const MEM_BUDGET = 300 * 1024 * 1024;
@@ -31,19 +32,7 @@ function lame(wav: Buffer, name: string, ...args: string[]): Buffer {
 }
 
 /** 'OK' or the AudioError code of open + read to the end. */
-async function outcome(source: AudioSource, maxDurationSec = 3600): Promise<string> {
-  let fa: FileAnalyzer | undefined;
-  try {
-    fa = await FileAnalyzer.open(source, { maxDurationSec });
-    while ((await fa.read()) !== null);
-    return 'OK';
-  } catch (e) {
-    if (e instanceof AudioError) return e.code;
-    throw e;
-  } finally {
-    fa?.close();
-  }
-}
+const outcome = (source: AudioSource, maxDurationSec = 3600): Promise<string> => decodeOutcome(source, { maxDurationSec });
 
 interface Bomb {
   name: string;

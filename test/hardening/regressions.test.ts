@@ -9,24 +9,13 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { decodeOutcome } from '../audio/helpers';
 import { describe, it } from 'node:test';
-import { AudioError, decodeAll, FileAnalyzer, type AudioSource } from '../../src/audio';
+import { AudioError, decodeAll, type AudioSource } from '../../src/audio';
 
 const DIR = resolve(__dirname, '../../../test/fixtures/regressions');
 
-async function outcome(source: AudioSource): Promise<string> {
-  let fa: FileAnalyzer | undefined;
-  try {
-    fa = await FileAnalyzer.open(source, { maxDurationSec: 20, chunkSeconds: 2 });
-    while ((await fa.read()) !== null);
-    return 'OK';
-  } catch (e) {
-    if (e instanceof AudioError) return e.code;
-    throw e;
-  } finally {
-    fa?.close();
-  }
-}
+const outcome = (source: AudioSource): Promise<string> => decodeOutcome(source, { maxDurationSec: 20, chunkSeconds: 2 });
 
 describe('fuzz regression corpus', () => {
   const files = readdirSync(DIR).filter((f) => f.endsWith('.bin'));

@@ -2,9 +2,10 @@ import { randomBytes } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
 import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
 import { dirname, join, relative, sep } from 'node:path';
-import { Transform, type Readable } from 'node:stream';
+import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { type BlobStore, BlobTooLargeError } from '../types';
+import { limitedStream } from '../limited-stream';
+import type { BlobStore } from '../types';
 import { writeAtomic } from './fsutil';
 
 /** Blobs as plain files under <dir>/<key>; keys are '/'-separated safe names. */
@@ -27,36 +28,17 @@ export class EmbeddedBlobStore implements BlobStore {
     const path = this.path(key);
     await mkdir(dirname(path), { recursive: true });
     const tmp = join(dirname(path), `.tmp-${randomBytes(6).toString('hex')}`);
-    let size = 0;
-    const max = opts.maxBytes ?? Infinity;
-    const counter = new Transform({
-      transform(chunk: Buffer, _enc, cb) {
-        size += chunk.length;
-        if (size > max) cb(new BlobTooLargeError(max));
-        else cb(null, chunk);
-      },
-    });
-    // The source is piped (not handed to pipeline()) so that a size overrun leaves it
-    // intact: the caller can still drain it and answer the client (413).
-    const onSourceError = (err: Error): void => void counter.destroy(err);
-    const onSourceClose = (): void => {
-      if (!data.readableEnded) counter.destroy(new Error('the request body ended early'));
-    };
-    data.once('error', onSourceError);
-    data.once('close', onSourceClose);
-    data.pipe(counter);
+    const { counter, size, detach } = limitedStream(data, opts.maxBytes);
     try {
       await pipeline(counter, createWriteStream(tmp));
       await rename(tmp, path);
     } catch (err) {
-      data.unpipe(counter);
       await rm(tmp, { force: true });
       throw err;
     } finally {
-      data.off('error', onSourceError);
-      data.off('close', onSourceClose);
+      detach();
     }
-    return { size };
+    return { size: size() };
   }
 
   async put(key: string, data: Buffer | string): Promise<{ size: number }> {

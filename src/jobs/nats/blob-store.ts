@@ -9,11 +9,12 @@ import { randomBytes } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
 import { mkdir, readdir, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { Readable, Transform } from 'node:stream';
+import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import { type ObjectStore, StorageType } from 'nats';
-import { type BlobStore, BlobTooLargeError } from '../types';
+import { limitedStream } from '../limited-stream';
+import type { BlobStore } from '../types';
 import type { NatsConn, NatsLogger } from './connection';
 import { ensureReplicas } from './settings';
 
@@ -49,34 +50,16 @@ export class NatsBlobStore implements BlobStore {
 
   async putStream(key: string, data: Readable, opts: { maxBytes?: number } = {}): Promise<{ size: number }> {
     this.check(key);
-    let size = 0;
-    const max = opts.maxBytes ?? Infinity;
-    const counter = new Transform({
-      transform(chunk: Buffer, _enc, cb) {
-        size += chunk.length;
-        if (size > max) cb(new BlobTooLargeError(max));
-        else cb(null, chunk);
-      },
-    });
-    // Piped (not consumed) so that an overrun leaves the source readable: the caller drains it and answers 413.
-    const onSourceError = (err: Error): void => void counter.destroy(err);
-    const onSourceClose = (): void => {
-      if (!data.readableEnded) counter.destroy(new Error('the request body ended early'));
-    };
-    data.once('error', onSourceError);
-    data.once('close', onSourceClose);
-    data.pipe(counter);
+    const { counter, size, detach } = limitedStream(data, opts.maxBytes);
     try {
       await this.conn.call('blob put', () => this.os.put({ name: key }, Readable.toWeb(counter) as unknown as ReadableStream<Uint8Array>));
     } catch (err) {
-      data.unpipe(counter);
       counter.destroy();
       throw err;
     } finally {
-      data.off('error', onSourceError);
-      data.off('close', onSourceClose);
+      detach();
     }
-    return { size };
+    return { size: size() };
   }
 
   async put(key: string, data: Buffer | string): Promise<{ size: number }> {
