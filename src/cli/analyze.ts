@@ -5,14 +5,13 @@
 import { randomUUID } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { parseArgs } from 'node:util';
 import type { AudioSource } from '../audio/types';
 import { AurisError } from '../analysis/errors';
 import { DEFAULT_VOLUME_THRESHOLD_DB, parseChannel, parseOutputPeriod, parseVolumeThreshold } from '../analysis/options';
 import { buildEnvelope } from '../analysis/postprocess';
 import { InferenceEngine } from '../inference/engine';
 import { analyzeFile } from '../pipeline/analyze-file';
-import { formatError, joinNegativeValues, ProgressBar } from './util';
+import { formatError, parseCommand, ProgressBar } from './util';
 
 export const summary = 'analyse an audio file, print the results JSON';
 
@@ -66,38 +65,30 @@ async function readStdin(): Promise<Buffer> {
 }
 
 export async function run(argv: string[]): Promise<number> {
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args: joinNegativeValues(argv, VALUE_OPTIONS),
-      allowPositionals: true,
-      strict: true,
-      options: {
-        models: { type: 'string' },
-        'output-period': { type: 'string', default: '1024' },
-        channel: { type: 'string' },
-        summary: { type: 'boolean', default: false },
-        transitions: { type: 'boolean', default: false },
-        raw: { type: 'boolean', default: false },
-        'volume-threshold': { type: 'string' },
-        out: { type: 'string' },
-        pretty: { type: 'boolean', default: false },
-        'job-id': { type: 'string' },
-        'models-dir': { type: 'string' },
-        threads: { type: 'string' },
-        'max-duration': { type: 'string' },
-        help: { type: 'boolean', short: 'h', default: false },
-      },
-    });
-  } catch (e) {
-    process.stderr.write(`auris analyze: ${(e as Error).message}\n\n${HELP}\n`);
-    return 2;
-  }
+  const parsed = parseCommand(
+    'analyze',
+    argv,
+    {
+      models: { type: 'string' },
+      'output-period': { type: 'string', default: '1024' },
+      channel: { type: 'string' },
+      summary: { type: 'boolean', default: false },
+      transitions: { type: 'boolean', default: false },
+      raw: { type: 'boolean', default: false },
+      'volume-threshold': { type: 'string' },
+      out: { type: 'string' },
+      pretty: { type: 'boolean', default: false },
+      'job-id': { type: 'string' },
+      'models-dir': { type: 'string' },
+      threads: { type: 'string' },
+      'max-duration': { type: 'string' },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+    HELP,
+    VALUE_OPTIONS,
+  );
+  if (typeof parsed === 'number') return parsed;
   const { values, positionals } = parsed;
-  if (values.help) {
-    process.stdout.write(HELP + '\n');
-    return 0;
-  }
   if (positionals.length !== 1 || values.models === undefined) {
     process.stderr.write(
       `auris analyze: ${positionals.length === 0 ? 'missing <file>' : positionals.length > 1 ? `one file at a time, got ${positionals.length}` : 'missing --models'}\n\n${HELP}\n`,

@@ -3,7 +3,6 @@
  * live stream (raw PCM in chunks) and prints each time step as one JSON line as it arrives.
  */
 import * as path from 'node:path';
-import { parseArgs } from 'node:util';
 import * as grpc from '@grpc/grpc-js';
 import { decodeAll } from '../audio';
 import type { AudioSource } from '../audio/types';
@@ -11,7 +10,7 @@ import { AurisError } from '../analysis/errors';
 import { DEFAULT_VOLUME_THRESHOLD_DB, parseChannel, parseModelList, parseOutputPeriod, parseVolumeThreshold } from '../analysis/options';
 import { createClient, listModels, openAnalyzeStream, stepJson } from '../grpc/client';
 import type { StreamConfigMsg } from '../grpc/proto';
-import { formatError, joinNegativeValues } from './util';
+import { formatError, parseCommand } from './util';
 
 export const summary = 'send an audio file as a live gRPC stream, print each step as a JSON line';
 
@@ -73,37 +72,29 @@ export function encodePcm(samples: Float32Array, encoding: 's16le' | 'f32le'): B
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 export async function run(argv: string[]): Promise<number> {
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args: joinNegativeValues(argv, VALUE_OPTIONS),
-      allowPositionals: true,
-      strict: true,
-      options: {
-        server: { type: 'string' },
-        'api-key': { type: 'string' },
-        models: { type: 'string' },
-        'output-period': { type: 'string', default: '1024' },
-        channel: { type: 'string' },
-        raw: { type: 'boolean', default: false },
-        summary: { type: 'boolean', default: false },
-        'volume-threshold': { type: 'string' },
-        realtime: { type: 'boolean', default: false },
-        'chunk-ms': { type: 'string', default: '100' },
-        encoding: { type: 'string', default: 'f32le' },
-        'stream-id': { type: 'string' },
-        help: { type: 'boolean', short: 'h', default: false },
-      },
-    });
-  } catch (e) {
-    process.stderr.write(`auris stream: ${(e as Error).message}\n\n${HELP}\n`);
-    return 2;
-  }
+  const parsed = parseCommand(
+    'stream',
+    argv,
+    {
+      server: { type: 'string' },
+      'api-key': { type: 'string' },
+      models: { type: 'string' },
+      'output-period': { type: 'string', default: '1024' },
+      channel: { type: 'string' },
+      raw: { type: 'boolean', default: false },
+      summary: { type: 'boolean', default: false },
+      'volume-threshold': { type: 'string' },
+      realtime: { type: 'boolean', default: false },
+      'chunk-ms': { type: 'string', default: '100' },
+      encoding: { type: 'string', default: 'f32le' },
+      'stream-id': { type: 'string' },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+    HELP,
+    VALUE_OPTIONS,
+  );
+  if (typeof parsed === 'number') return parsed;
   const { values, positionals } = parsed;
-  if (values.help) {
-    process.stdout.write(HELP + '\n');
-    return 0;
-  }
   if (positionals.length !== 1) {
     process.stderr.write(`auris stream: ${positionals.length === 0 ? 'missing <file>' : `one file at a time, got ${positionals.length}`}\n\n${HELP}\n`);
     return 2;

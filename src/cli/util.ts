@@ -1,4 +1,5 @@
 /** Helpers shared by the CLI subcommands. */
+import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { errorCode } from '../analysis/errors';
 
 /** "auris: error [CODE]: message" (CODE when the error carries one). */
@@ -53,4 +54,33 @@ export class ProgressBar {
     if (this.enabled && this.last) this.stream.write('\r\x1b[K');
     this.last = '';
   }
+}
+
+type ParseArgsOptions = NonNullable<ParseArgsConfig['options']>;
+type Parsed<O extends ParseArgsOptions> = ReturnType<typeof parseArgs<{ args: string[]; options: O; allowPositionals: true; strict: true }>>;
+
+/**
+ * parseArgs for a subcommand, with the CLI's conventions: negative numbers accepted after
+ * `valueOptions`, a usage error printed with the help text (exit code 2), `--help` printed
+ * to stdout (exit code 0). Returns the parsed arguments, or the exit code to return.
+ */
+export function parseCommand<O extends ParseArgsOptions>(
+  command: string,
+  argv: readonly string[],
+  options: O,
+  help: string,
+  valueOptions: readonly string[],
+): Parsed<O> | number {
+  let parsed: Parsed<O>;
+  try {
+    parsed = parseArgs({ args: joinNegativeValues(argv, valueOptions), allowPositionals: true, strict: true, options });
+  } catch (e) {
+    process.stderr.write(`auris ${command}: ${(e as Error).message}\n\n${help}\n`);
+    return 2;
+  }
+  if ((parsed.values as { help?: boolean }).help) {
+    process.stdout.write(help + '\n');
+    return 0;
+  }
+  return parsed;
 }
