@@ -89,9 +89,13 @@ SPEECH_SOURCE_W = {"voxlingua": 3.0, "ravdess": 1.5, "baved": 1.5, "ktuberling":
                    "fsdd": 1.0, "librosa": 0.3, "urdu": 1.5}
 
 
+VARIANT_P = 0.5
+
+
 class Synth:
-    def __init__(self, pools: Pools, store: D.AudioStore, task: str, steps: int = 64):
+    def __init__(self, pools: Pools, store: D.AudioStore, task: str, steps: int = 64, variants=None):
         self.p, self.st, self.task, self.L = pools, store, task, steps
+        self.variants = variants or {}  # clip idx -> pitch-shifted int16 versions (see voice_variants.py)
         self.classes = {"speech": D.SPEECH_CLASSES, "gender": D.GENDER_CLASSES, "arousal": D.AROUSAL_CLASSES}[task]
         self.keys = list(pools.by[task].keys())
 
@@ -123,6 +127,13 @@ class Synth:
                 cl = hi
         return lab, cl[rng.integers(len(cl))]
 
+    def audio(self, c, rng):
+        """A clip's samples, or one of its pitch-shifted variants (VARIANT_P of the time when it has some)."""
+        vs = self.variants.get(c.idx)
+        if vs and rng.random() < VARIANT_P:
+            return vs[rng.integers(len(vs))].astype(np.float32) / 32768.0
+        return self.st.get(c)
+
     def background(self, n, rng, kind=None):
         pool = self.p.music if (kind == "music" or (kind is None and rng.random() < 0.5)) else self.p.other
         c = pool[rng.integers(len(pool))]
@@ -147,7 +158,7 @@ class Synth:
             pos = int(rng.uniform(0, 1.0) * SR)
         while pos < N - SR // 4:
             lab, c = self.pick(rng)
-            x = self.st.get(c)
+            x = self.audio(c, rng)
             if self.task == "speech" and lab != "speech":
                 seg = int(rng.uniform(1.0, 5.0) * SR)
             elif self.task == "speech":

@@ -40,14 +40,19 @@ def _make_batch(job):
 
 
 SHARD = 2000
+VARIANT_TASKS = {"gender", "arousal"}  # tasks trained with WORLD pitch/envelope variants (voice_variants.py)
 
 
 def feature_cache(task, clips, store, n, seed, steps=64, workers=2):
     """Augmented feature cache, built in shards of SHARD examples (a larger n reuses the earlier shards)."""
     os.makedirs(D.CACHE, exist_ok=True)
     global _SYNTH
-    _SYNTH = A.Synth(A.Pools(clips, "train"), store, task, steps)  # inherited by forked workers, not pickled
-    ver = {"arousal": "v5", "gender": "v6"}.get(task, "v4")  # bump when the synthesis for a task changes
+    variants = None
+    if task in VARIANT_TASKS:
+        from .voice_variants import build as build_variants
+        variants = build_variants(clips, store, task=task, workers=workers)
+    _SYNTH = A.Synth(A.Pools(clips, "train"), store, task, steps, variants)  # inherited by forked workers, not pickled
+    ver = {"arousal": "v6", "gender": "v7"}.get(task, "v4")  # bump when the synthesis for a task changes
     key = hashlib.sha1(f"{task}|{seed}|{steps}|{D.rows_sha256(clips)}|{ver}".encode()).hexdigest()[:12]
     Xs, Ys, Ws = [], [], []
     for sh in range((n + SHARD - 1) // SHARD):
