@@ -89,7 +89,7 @@ SPEECH_SOURCE_W = {"voxlingua": 3.0, "ravdess": 1.5, "baved": 1.5, "ktuberling":
                    "fsdd": 1.0, "librosa": 0.3, "urdu": 1.5}
 
 
-VARIANT_P = 0.5
+VARIANT_P = 0.35
 
 
 class Synth:

@@ -20,7 +20,7 @@ LABELS = {
 
 SAMPLING = {
     "speech": "Class drawn with p = 0.45 speech / 0.30 music / 0.25 other per segment; speech sources weighted (voxlingua 3, ravdess/baved 1.5, ktuberling/klettres 1.2, fsdd 1, librosa 0.3), music/other sources by sqrt(clip count).",
-    "gender": "Balanced by speaker, not by clip: gender drawn uniformly, then source (ravdess/baved/urdu training speakers) uniformly, then speaker uniformly, then one of the speaker's clips; with p = 0.4 the clip is drawn from the speaker's high-arousal clips (angry/fearful/happy/surprised, BAVED level2, URDU angry/happy) where the speaker has any, so raised pitch and vocal effort are seen for both genders. No pitch-shift augmentation (not label-preserving for gender).",
+    "gender": "Balanced by speaker, not by clip: gender drawn uniformly, then source (ravdess/baved/urdu training speakers) uniformly, then speaker uniformly, then one of the speaker's clips; with p = 0.4 the clip is drawn from the speaker's high-arousal clips (angry/fearful/happy/surprised, BAVED level2, URDU angry/happy) where the speaker has any, so raised pitch and vocal effort are seen for both genders. With p = 0.35 the clip is replaced by one of its two WORLD-vocoder re-syntheses (`training/voice_variants.py`): spectral envelope kept (formants, with a +-6 % frequency warp), F0 moved - male x1.25-2.5 and x0.9-1.5, female x0.65-0.9 and x0.85-1.25 - so shouting men at 250-330 Hz (URDU's angry TV speakers) are seen labelled male and pitch alone cannot decide. Both genders are vocoded, so vocoder artefacts carry no label.",
     "arousal": "Class drawn uniformly, then source (ravdess/baved) uniformly, then a clip uniformly within (class, source). Not speaker-uniform: most BAVED speakers recorded a single arousal level, so speaker-uniform sampling would reward recognising the speaker.",
 }
 
@@ -49,6 +49,7 @@ AUGMENT = """Waveform-domain, then features (cached under `training/cache/`):
 - band-limiting for all classes alike (p=0.35): telephone 300-3400 Hz + 8 kHz resampling, 8 kHz round trip, or 11.025 kHz round trip, so bandwidth carries no class information;
 - synthetic reverb (exponentially decaying noise IR, RT60 0.15-0.9 s, p=0.2), first-order EQ tilt (p=0.2);
 - log-domain gain jitter and a frequency mask during training;
+- gender only: WORLD-vocoder variants of the training clips with F0 moved and the envelope kept (see Sampling);
 - silent steps (below -50 dBFS relative to a -20 dBFS active level) get zero loss weight; unlabelled gaps are ignored.
 The dataset audio itself is Opus (24-32 kbit/s), so codec artefacts are part of every example; no MP3 round trip was used."""
 
@@ -132,6 +133,24 @@ NORM_TXT = {
 }
 
 
+def _run(t):
+    ema = f"the moving average of the weights (decay {t['ema']}) after the final epoch" if t.get("ema") else "the final epoch"
+    cfg = f", model config `{t['cfg']}`" if t.get("cfg") else ""
+    var = "" if t.get("variants", True) else ", without WORLD variants"
+    return f"{t['examples']} synthetic examples, {t['epochs']} epochs, seed {t['seed']}{cfg}{var}; {ema} is exported"
+
+
+def training_line(task, t):
+    """How the shipped file was produced: one training run, or an ensemble of runs merged by training/ensemble.py."""
+    if "ensemble_of" in t:
+        runs = "".join(f"\n  - member {i + 1}: {_run(r)} ({r['architecture']})" for i, r in enumerate(t["ensemble_of"]))
+        return (f"- An ensemble of {len(t['ensemble_of'])} models trained with `python -m training.train --task {task}` and merged "
+                f"into this one file by `python -m training.ensemble` (normalised geometric mean of their probabilities); "
+                f"no checkpoint selection on validation:{runs}")
+    return (f"- Trained with `python -m training.train --task {task}` ({_run(t)}; `python -m training.train --all` retrains all "
+            f"three); no checkpoint selection on validation.")
+
+
 def write_card(task, d, manifest, res, clips):
     m = manifest
     txt = f"""# auris `{task}` model {m['version']}
@@ -141,7 +160,7 @@ def write_card(task, d, manifest, res, clips):
 - File: `model.onnx` (opset 17), input `features` [B, T=4S, 64] log-mel frames (see `docs/features.md`), output `probs` [B, S, {len(m['raw_keys'])}] softmax per 64 ms step, class order `{m['raw_keys']}`.
 - Architecture: {m['model']['architecture']}; {m['model']['parameters']} parameters, ~{m['model']['macs_per_step']} multiply-adds per step. Fully convolutional with zero padding; the output for step s depends on steps [s-{m['context']['left_steps']}, s+{m['context']['right_steps']}] (receptive field {m['receptive_field_ms']} ms, lookahead {m['lookahead_ms']} ms incl. the 8 ms framer lookahead).
 - Gain normalisation inside the model: {NORM_TXT['max' if 'gain-norm(max' in m['model']['architecture'] else 'mean']} is subtracted from every band, so absolute level carries no information.
-- Trained with `python -m training.train --task {task}` (defaults: {m['training']['examples']} synthetic examples, {m['training']['epochs']} epochs, seed {m['training']['seed']}; `python -m training.train --all` retrains all three); the final epoch is exported (no checkpoint selection on validation).
+{training_line(task, m['training'])}
 - `training_data_sha256`: sha256 of the clips.csv rows usable by this task (train and validation), in file order.
 
 ## Training data and licences
@@ -174,7 +193,7 @@ Licences include non-commercial (CC BY-NC-SA: RAVDESS, some jamendo songs) and r
 
 Clean validation clips, whole clip fed to the model; "clip" metrics average the per-step probabilities over the clip's voiced steps
 (step level >= -50 dBFS), "step" metrics score every voiced step. Balanced accuracy = unweighted average recall (UAR).
-The final epoch is exported (no early stopping), but a few design variants (gain normalisation mean vs max, width,
+The weights after the final epoch are exported (no early stopping), but a few design variants (gain normalisation mean vs max, width,
 sampling) were compared on this same validation set, so the numbers are slightly optimistic. The cross-corpus
 sources (widelands-*, and urdu for speech and arousal; for gender urdu is speaker-disjoint only) are the most honest
 estimate of behaviour on unseen recordings.

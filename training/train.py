@@ -40,19 +40,24 @@ def _make_batch(job):
 
 
 SHARD = 2000
-VARIANT_TASKS = {"gender", "arousal"}  # tasks trained with WORLD pitch/envelope variants (voice_variants.py)
+# tasks trained with WORLD pitch/envelope variants (voice_variants.py); arousal with +-18 % F0 / +-8 % envelope variants
+# was tried and not kept (UAR 0.548 vs 0.577; in-corpus 0.628 vs 0.636; URDU 0.430 vs 0.488)
+VARIANT_TASKS = {"gender"}
 
 
-def feature_cache(task, clips, store, n, seed, steps=64, workers=2):
+def feature_cache(task, clips, store, n, seed, steps=64, workers=2, use_variants=True):
     """Augmented feature cache, built in shards of SHARD examples (a larger n reuses the earlier shards)."""
     os.makedirs(D.CACHE, exist_ok=True)
     global _SYNTH
     variants = None
-    if task in VARIANT_TASKS:
+    if use_variants and task in VARIANT_TASKS:
         from .voice_variants import build as build_variants
         variants = build_variants(clips, store, task=task, workers=workers)
     _SYNTH = A.Synth(A.Pools(clips, "train"), store, task, steps, variants)  # inherited by forked workers, not pickled
-    ver = {"arousal": "v6", "gender": "v7"}.get(task, "v4")  # bump when the synthesis for a task changes
+    ver = {"arousal": "v5", "gender": "v6"}.get(task, "v4")  # bump when the synthesis for a task changes
+    if variants is not None:  # the variant recipe is part of the key (a stale cache once hid a missing change)
+        from . import voice_variants as V
+        ver += f"|variants {V.recipe(task)} p={A.VARIANT_P}"
     key = hashlib.sha1(f"{task}|{seed}|{steps}|{D.rows_sha256(clips)}|{ver}".encode()).hexdigest()[:12]
     Xs, Ys, Ws = [], [], []
     for sh in range((n + SHARD - 1) // SHARD):
@@ -158,7 +163,7 @@ def train_task(task, clips, store, args, outdir):
     np.random.seed(args.seed)
     n = args.examples or (1200 if args.quick else TASK_DEFAULTS[task][0])
     epochs = args.epochs or (1 if args.quick else TASK_DEFAULTS[task][1])
-    X, Y, W = feature_cache(task, clips, store, n, args.seed, workers=args.workers)
+    X, Y, W = feature_cache(task, clips, store, n, args.seed, workers=args.workers, use_variants=not args.no_variants)
     vs = val_set(task, clips, store, quick=args.quick)
     cfg = dict(CONFIGS[task])
     if args.cfg:
@@ -171,6 +176,10 @@ def train_task(task, clips, store, args, outdir):
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=1e-2)
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=args.lr, total_steps=epochs * steps_per_epoch, pct_start=0.15)
     g = torch.Generator().manual_seed(args.seed)
+    # exponential moving average of the weights (and BN statistics): validation swung by +-2 points
+    # between epochs; the average is what gets evaluated and exported
+    from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
+    ema = AveragedModel(model, multi_avg_fn=get_ema_multi_avg_fn(args.ema), use_buffers=True)
     history = []
     for ep in range(epochs):
         model.train()
@@ -193,9 +202,10 @@ def train_task(task, clips, store, args, outdir):
             loss.backward()
             opt.step()
             sched.step()
+            ema.update_parameters(model)
             tot += float(loss.detach()) * float(w.sum())
             cnt += float(w.sum())
-        res = evaluate(model, task, vs)
+        res = evaluate(ema.module, task, vs)
         o = res["overall"]
         extra = ""
         if task == "arousal":
@@ -204,6 +214,7 @@ def train_task(task, clips, store, args, outdir):
         print(f"[{task}] epoch {ep + 1}/{epochs} loss {tot / max(cnt, 1):.4f} val clip-bal-acc {o['clip_balanced_accuracy']:.3f}"
               f" clip-acc {o['clip_accuracy']:.3f} step-bal-acc {o['step_balanced_accuracy']:.3f}{extra} ({time.time() - t0:.0f}s)", flush=True)
         history.append({"epoch": ep + 1, "loss": round(tot / max(cnt, 1), 4), "val": o})
+    model = ema.module
     model.eval()
     final = evaluate(model, task, vs)
     export(task, model, clips, final, outdir, args, n, epochs)
@@ -256,7 +267,9 @@ def export(task, model, clips, res, outdir, args, n_examples, epochs):
                   "architecture": f"gain-norm({cfg.get('norm', 'mean')} over {cfg['norm_k']} frames) + 2 frame convs + maxpool4 + "
                                   f"dilated residual convs {list(cfg['dil'])}",
                   "onnx_vs_torch_max_abs_diff": maxdiff},
-        "training": {"examples": n_examples, "epochs": epochs, "seed": args.seed, "quick": bool(args.quick)},
+        "training": {"examples": n_examples, "epochs": epochs, "seed": args.seed, "quick": bool(args.quick),
+                     "ema": args.ema, "cfg": args.cfg, "lr": args.lr,
+                     "variants": task in VARIANT_TASKS and not args.no_variants},
     }
     with open(os.path.join(d, "manifest.json"), "w") as fh:
         json.dump(manifest, fh, indent=2)
@@ -303,6 +316,8 @@ def main():
     ap.add_argument("--cache-only", action="store_true", help="only build the augmented feature caches")
     ap.add_argument("--cfg", default=None, help="JSON overrides of the model config, e.g. '{\"c2\": 96}'")
     ap.add_argument("--lr", type=float, default=3e-3)
+    ap.add_argument("--no-variants", action="store_true", help="train without the WORLD voice variants")
+    ap.add_argument("--ema", type=float, default=0.998, help="decay of the weight average that is evaluated and exported")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     tasks = list(CLASSES) if args.all or not args.task else args.task
@@ -312,7 +327,8 @@ def main():
     print("validation csvs:", D.write_validation_csvs(clips, os.path.join(D.HERE, "validation")), flush=True)
     for t in tasks:
         if args.cache_only:
-            feature_cache(t, clips, store, args.examples or TASK_DEFAULTS[t][0], args.seed, workers=args.workers)
+            feature_cache(t, clips, store, args.examples or TASK_DEFAULTS[t][0], args.seed, workers=args.workers,
+                          use_variants=not args.no_variants)
             continue
         train_task(t, clips, store, args, out)
 

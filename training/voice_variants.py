@@ -4,13 +4,13 @@ Why: in natural emotional speech a shouting man reaches 250-330 Hz (URDU's angry
 above many women's pitch.  A model that learns "high pitch = female" fails there.  Re-synthesising
 each training clip with its spectral envelope kept (formants: vocal-tract length, the stable cue) and
 its F0 moved across the other gender's range teaches the model to rely on the envelope:
-  male   clips: F0 x 1.25-2.6 (up to shouted/high voices) and x 0.85-1.6
-  female clips: F0 x 0.55-0.85 (low female voices) and x 0.8-1.3
+  male   clips: F0 x 1.25-2.5 (up to shouted/high voices) and x 0.9-1.5
+  female clips: F0 x 0.65-0.9 (low female voices) and x 0.85-1.25
 Both genders are vocoded, so vocoder artefacts carry no label.  A small frequency warp of the
 envelope (+-6 %, like vocal-tract length perturbation) adds speaker variety without crossing genders.
 
-Arousal uses the same machinery for speaker variety only (arousal is relative to the speaker, so no
-label may depend on the shift): F0 x 0.82-1.22 and an envelope warp of +-8 %, two variants per clip.
+`build(task="arousal")` makes milder variants for speaker variety only (F0 x 0.82-1.22, envelope warp
++-8 %); they did not help arousal and are not used by the shipped models (see train.VARIANT_TASKS).
 
 Variants are cached under training/cache/variants/ (gitignored) and only ever made for training clips.
 """
@@ -27,9 +27,9 @@ from . import data as D
 
 SR = D.SR
 FRAME_MS = 5.0
-RATIOS = {"male": ((1.25, 2.6), (0.85, 1.6)), "female": ((0.55, 0.85), (0.8, 1.3))}
+RATIOS = {"male": ((1.25, 2.5), (0.9, 1.5)), "female": ((0.65, 0.9), (0.85, 1.25))}
 WARP = 0.06
-VERSION = "v1"
+VERSION = "v2"
 AROUSAL_RATIOS = ((0.82, 1.0), (1.0, 1.22))
 AROUSAL_WARP = 0.08
 
@@ -75,18 +75,23 @@ def make_variants(job) -> list[np.ndarray]:
     return out
 
 
+def recipe(task: str) -> str:
+    """The settings that define a task's variants (part of every cache key built on them)."""
+    if task == "gender":
+        return f"{RATIOS}|{WARP}|{VERSION}"
+    return f"{task}|{AROUSAL_RATIOS}|{AROUSAL_WARP}|{VERSION}"
+
+
 def build(clips, store: D.AudioStore, task: str = "gender", workers: int = 2, seed: int = 7) -> dict[int, list[np.ndarray]]:
     """{clip idx: [variant int16 arrays]} for every training clip of the task (cached)."""
     train = [c for c in clips if D.task_label(task, c) is not None and D.task_split(task, c) == "train"]
     if task == "gender":
-        conf = f"{RATIOS}|{WARP}|{VERSION}"
         ranges = lambda c: RATIOS[c.gender]  # noqa: E731
         warp = WARP
     else:
-        conf = f"{task}|{AROUSAL_RATIOS}|{AROUSAL_WARP}|{VERSION}"
         ranges = lambda c: AROUSAL_RATIOS  # noqa: E731
         warp = AROUSAL_WARP
-    key = hashlib.sha1(f"{D.rows_sha256(train)}|{seed}|{conf}".encode()).hexdigest()[:12]
+    key = hashlib.sha1(f"{D.rows_sha256(train)}|{seed}|{recipe(task)}".encode()).hexdigest()[:12]
     fn = os.path.join(D.CACHE, "variants", f"{task}_{key}.npz")
     if not os.path.exists(fn):
         os.makedirs(os.path.dirname(fn), exist_ok=True)

@@ -1,0 +1,129 @@
+"""Merge trained member models of one task into a single ONNX file that averages them.
+
+    python -m training.ensemble --task gender --members training/runs/a training/runs/b --out models
+
+The members are differently trained models of the same task (e.g. with and without the WORLD pitch
+variants: one leans on pitch, the other on the spectral envelope, and they fail on different speakers).
+The merged graph runs every member on the same input and returns softmax(mean(log p_i)), the
+normalised geometric mean of their probabilities: still one file, one input, one output, so the
+service sees an ordinary model.  Members must share the context (gain-norm window and dilations), which
+is checked from their manifests.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+
+import numpy as np
+
+from . import data as D
+from .train import CLASSES, evaluate, val_set
+
+
+def merge(paths: list[str], out: str) -> None:
+    import onnx
+    from onnx import compose, helper
+    graphs, inits, nodes, logs = [], [], [], []
+    opset = None
+    for i, p in enumerate(paths):
+        m = compose.add_prefix(onnx.load(p), prefix=f"m{i}_")
+        opset = m.opset_import
+        g = m.graph
+        nodes.append(helper.make_node("Identity", ["features"], [f"m{i}_features"]))
+        nodes.extend(g.node)
+        inits.extend(g.initializer)
+        nodes.append(helper.make_node("Log", [f"m{i}_probs"], [f"m{i}_logp"]))
+        logs.append(f"m{i}_logp")
+        graphs.append(g)
+    nodes.append(helper.make_node("Mean", logs, ["mean_logp"]))
+    nodes.append(helper.make_node("Softmax", ["mean_logp"], ["probs"], axis=-1))
+    g0 = onnx.load(paths[0]).graph
+    graph = helper.make_graph(nodes, "ensemble", [g0.input[0]], [g0.output[0]], initializer=inits)
+    model = helper.make_model(graph, opset_imports=opset, producer_name="auris-training-ensemble")
+    model.ir_version = onnx.load(paths[0]).ir_version  # what the members were exported with (the runtimes accept it)
+    onnx.checker.check_model(model)
+    onnx.save(model, out)
+
+
+def check_merged(paths: list[str], out: str, n_classes: int) -> float:
+    """Max |merged - geometric mean of the members| on random inputs of several shapes."""
+    import onnxruntime as ort
+    sess = [ort.InferenceSession(p, providers=["CPUExecutionProvider"]) for p in paths]
+    merged = ort.InferenceSession(out, providers=["CPUExecutionProvider"])
+    rng = np.random.default_rng(0)
+    diff = 0.0
+    for B, S in ((1, 1), (2, 7), (1, 150)):
+        x = (rng.standard_normal((B, 4 * S, 64)) * 3 - 5).astype(np.float32)
+        logp = np.mean([np.log(s.run(None, {"features": x})[0]) for s in sess], axis=0)
+        ref = np.exp(logp - logp.max(-1, keepdims=True))
+        ref /= ref.sum(-1, keepdims=True)
+        got = merged.run(None, {"features": x})[0]
+        assert got.shape == (B, S, n_classes), got.shape
+        diff = max(diff, float(np.abs(got - ref).max()))
+    assert diff < 1e-4, diff
+    return diff
+
+
+class OrtModel:
+    """The ONNX model behind the interface `train.evaluate` uses (eval(), model(x) -> probs)."""
+
+    def __init__(self, path):
+        import onnxruntime as ort
+        self.sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+
+    def eval(self):
+        return self
+
+    def __call__(self, x):
+        import torch
+        return torch.from_numpy(self.sess.run(None, {"features": x.numpy().astype(np.float32)})[0])
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--task", required=True, choices=list(CLASSES))
+    ap.add_argument("--members", nargs="+", required=True, help="run folders holding <task>/model.onnx + manifest.json")
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--version", required=True)
+    args = ap.parse_args()
+    task = args.task
+    mans = [json.load(open(os.path.join(m, task, "manifest.json"))) for m in args.members]
+    paths = [os.path.join(m, task, "model.onnx") for m in args.members]
+    if any(m["context"] != mans[0]["context"] for m in mans):
+        raise SystemExit("members differ in context: " + str([m["context"] for m in mans]))
+    d = os.path.join(args.out, task)
+    os.makedirs(d, exist_ok=True)
+    fn = os.path.join(d, "model.onnx")
+    merge(paths, fn)
+    diff = check_merged(paths, fn, len(CLASSES[task]))
+    clips = D.load_clips()
+    res = evaluate(OrtModel(fn), task, val_set(task, clips, D.AudioStore(clips)))
+    from .train import summary_metrics
+    man = dict(mans[0])
+    man["version"] = args.version
+    man["metrics"] = summary_metrics(task, res)
+    man["model"] = {
+        "parameters": sum(m["model"]["parameters"] for m in mans),
+        "macs_per_step": sum(m["model"]["macs_per_step"] for m in mans),
+        "onnx_opset": mans[0]["model"]["onnx_opset"],
+        "architecture": f"ensemble of {len(mans)} (normalised geometric mean of the members' probabilities): "
+                        + "; ".join(m["model"]["architecture"] for m in mans),
+        "onnx_vs_members_max_abs_diff": diff,
+    }
+    man["training"] = {"ensemble_of": [dict(m["training"], architecture=m["model"]["architecture"]) for m in mans]}
+    with open(os.path.join(d, "manifest.json"), "w") as fh:
+        json.dump(man, fh, indent=2)
+        fh.write("\n")
+    with open(os.path.join(d, "metrics.json"), "w") as fh:
+        json.dump(res, fh, indent=2)
+        fh.write("\n")
+    from .card import write_card
+    write_card(task, d, man, res, clips)
+    o = res["overall"]
+    print(f"[{task}] ensemble of {len(mans)} -> {fn} ({os.path.getsize(fn) / 1024:.0f} KB), clip acc {o['clip_accuracy']:.3f}"
+          f" clip UAR {o['clip_balanced_accuracy']:.3f}, onnx diff {diff:.1e}")
+
+
+if __name__ == "__main__":
+    main()
