@@ -1,0 +1,36 @@
+"""The merged ONNX file returns the normalised geometric mean of its members' probabilities."""
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("onnxruntime")
+
+from training.ensemble import check_merged, merge
+from training.model import Net
+
+
+def export(model, fn):
+    model.eval()
+    torch.onnx.export(model, (torch.randn(1, 64, 64),), fn, input_names=["features"], output_names=["probs"], opset_version=17,
+                      dynamic_axes={"features": {0: "B", 1: "T"}, "probs": {0: "B", 1: "S"}}, dynamo=False)
+
+
+def test_merge_equals_geometric_mean(tmp_path):
+    torch.manual_seed(0)
+    paths = []
+    for i in range(2):
+        p = str(tmp_path / f"m{i}.onnx")
+        export(Net(3, c2=32, dil=(1, 2)), p)
+        paths.append(p)
+    out = str(tmp_path / "merged.onnx")
+    merge(paths, out)
+    assert check_merged(paths, out, 3) < 1e-4
+    import onnxruntime as ort
+    x = np.random.default_rng(1).standard_normal((1, 40, 64)).astype(np.float32)
+    a, b = (ort.InferenceSession(p).run(None, {"features": x})[0] for p in paths)
+    m = ort.InferenceSession(out).run(None, {"features": x})[0]
+    assert np.allclose(m.sum(-1), 1, atol=1e-5)
+    logp = (np.log(a) + np.log(b)) / 2
+    ref = np.exp(logp) / np.exp(logp).sum(-1, keepdims=True)
+    assert np.allclose(m, ref, atol=1e-5)
+    assert np.abs(m - a).max() > 1e-4  # a real combination, not the first member passed through
