@@ -80,19 +80,13 @@ class OrtModel:
         return torch.from_numpy(self.sess.run(None, {"features": x.numpy().astype(np.float32)})[0])
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--task", required=True, choices=list(CLASSES))
-    ap.add_argument("--members", nargs="+", required=True, help="run folders holding <task>/model.onnx + manifest.json")
-    ap.add_argument("--out", required=True)
-    ap.add_argument("--version", required=True)
-    args = ap.parse_args()
-    task = args.task
-    mans = [json.load(open(os.path.join(m, task, "manifest.json"))) for m in args.members]
-    paths = [os.path.join(m, task, "model.onnx") for m in args.members]
+def build(task: str, members: list[str], out: str, version: str) -> dict:
+    """Merge <member>/<task>/model.onnx files into <out>/<task>/ with manifest, metrics and card; returns the metrics."""
+    mans = [json.load(open(os.path.join(m, task, "manifest.json"))) for m in members]
+    paths = [os.path.join(m, task, "model.onnx") for m in members]
     if any(m["context"] != mans[0]["context"] for m in mans):
         raise SystemExit("members differ in context: " + str([m["context"] for m in mans]))
-    d = os.path.join(args.out, task)
+    d = os.path.join(out, task)
     os.makedirs(d, exist_ok=True)
     fn = os.path.join(d, "model.onnx")
     merge(paths, fn)
@@ -101,7 +95,7 @@ def main():
     res = evaluate(OrtModel(fn), task, val_set(task, clips, D.AudioStore(clips)))
     from .train import summary_metrics
     man = dict(mans[0])
-    man["version"] = args.version
+    man["version"] = version
     man["metrics"] = summary_metrics(task, res)
     man["model"] = {
         "parameters": sum(m["model"]["parameters"] for m in mans),
@@ -122,7 +116,18 @@ def main():
     write_card(task, d, man, res, clips)
     o = res["overall"]
     print(f"[{task}] ensemble of {len(mans)} -> {fn} ({os.path.getsize(fn) / 1024:.0f} KB), clip acc {o['clip_accuracy']:.3f}"
-          f" clip UAR {o['clip_balanced_accuracy']:.3f}, onnx diff {diff:.1e}")
+          f" clip UAR {o['clip_balanced_accuracy']:.3f}, onnx diff {diff:.1e}", flush=True)
+    return res
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--task", required=True, choices=list(CLASSES))
+    ap.add_argument("--members", nargs="+", required=True, help="run folders holding <task>/model.onnx + manifest.json")
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--version", required=True)
+    args = ap.parse_args()
+    build(args.task, args.members, args.out, args.version)
 
 
 if __name__ == "__main__":

@@ -26,7 +26,11 @@ ROOT = os.path.dirname(D.HERE)
 CLASSES = {"speech": D.SPEECH_CLASSES, "gender": D.GENDER_CLASSES, "arousal": D.AROUSAL_CLASSES}
 VOICED_DBFS = -50.0
 # (synthetic examples, epochs) of the shipped models
-MODEL_VERSION = {"gender": "1.1.0"}  # gender 1.1.0: URDU speaker-disjoint in training/validation
+# gender 1.1.0: URDU speaker-disjoint in training/validation; 1.2.0: ensemble (see ENSEMBLES)
+MODEL_VERSION = {"gender": "1.2.0"}
+# Tasks shipped as an ensemble merged into one file (training/ensemble.py): per member, the overrides of the
+# command-line defaults.  gender: 1.1.0's recipe (pitch-heavy) + the WORLD-variant recipe (envelope-heavy).
+ENSEMBLES = {"gender": [{"no_variants": True, "ema": 0.0}, {}]}
 TASK_DEFAULTS = {"speech": (20000, 12), "gender": (20000, 12), "arousal": (20000, 12)}
 
 
@@ -269,7 +273,7 @@ def export(task, model, clips, res, outdir, args, n_examples, epochs):
                   "onnx_vs_torch_max_abs_diff": maxdiff},
         "training": {"examples": n_examples, "epochs": epochs, "seed": args.seed, "quick": bool(args.quick),
                      "ema": args.ema, "cfg": args.cfg, "lr": args.lr,
-                     "variants": task in VARIANT_TASKS and not args.no_variants},
+                     "variants": task in VARIANT_TASKS and not args.no_variants, "reproduce": reproduce_cmd(task, args)},
     }
     with open(os.path.join(d, "manifest.json"), "w") as fh:
         json.dump(manifest, fh, indent=2)
@@ -281,6 +285,18 @@ def export(task, model, clips, res, outdir, args, n_examples, epochs):
     write_card(task, d, manifest, res, clips)
     print(f"[{task}] exported {fn} ({os.path.getsize(fn) / 1024:.0f} KB, {params} params, "
           f"{macs_per_step(model)} MACs/step, context {left}/{right}, onnx diff {maxdiff:.1e})", flush=True)
+
+
+def reproduce_cmd(task, args):
+    """The command line that trains this one model again."""
+    cmd = f"python -m training.train --task {task}" + (" --single" if task in ENSEMBLES else "")
+    if args.no_variants and task in VARIANT_TASKS:
+        cmd += " --no-variants"
+    for flag, val, default in (("--ema", args.ema, 0.998), ("--seed", args.seed, 1), ("--lr", args.lr, 3e-3),
+                               ("--examples", args.examples, None), ("--epochs", args.epochs, None)):
+        if val != default:
+            cmd += f" {flag} {val:g}"
+    return cmd + (f" --cfg '{args.cfg}'" if args.cfg else "")
 
 
 def summary_metrics(task, res):
@@ -317,6 +333,7 @@ def main():
     ap.add_argument("--cfg", default=None, help="JSON overrides of the model config, e.g. '{\"c2\": 96}'")
     ap.add_argument("--lr", type=float, default=3e-3)
     ap.add_argument("--no-variants", action="store_true", help="train without the WORLD voice variants")
+    ap.add_argument("--single", action="store_true", help="train one model even for a task shipped as an ensemble")
     ap.add_argument("--ema", type=float, default=0.998, help="decay of the weight average that is evaluated and exported")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
@@ -330,7 +347,26 @@ def main():
             feature_cache(t, clips, store, args.examples or TASK_DEFAULTS[t][0], args.seed, workers=args.workers,
                           use_variants=not args.no_variants)
             continue
-        train_task(t, clips, store, args, out)
+        if t in ENSEMBLES and not args.quick and not args.single:
+            train_ensemble(t, clips, store, args, out)
+        else:
+            train_task(t, clips, store, args, out)
+
+
+def train_ensemble(task, clips, store, args, out):
+    """Train each member into training/runs/<task>_members/<i>/, then merge them into <out>/<task>/."""
+    import copy
+    from . import ensemble
+    members = []
+    for i, over in enumerate(ENSEMBLES[task]):
+        a = copy.copy(args)
+        for k, v in over.items():
+            setattr(a, k, v)
+        d = os.path.join(D.HERE, "runs", f"{task}_members", str(i + 1))
+        print(f"[{task}] ensemble member {i + 1}/{len(ENSEMBLES[task])}: {over or 'defaults'}", flush=True)
+        train_task(task, clips, store, a, d)
+        members.append(d)
+    ensemble.build(task, members, out, MODEL_VERSION.get(task, "1.0.0"))
 
 
 if __name__ == "__main__":
