@@ -52,6 +52,12 @@ before(() => {
   sh('espeak-ng', ['-v', 'en-us', '-s', '150', '-w', w('speech-raw.wav'),
     'The quarterly results were discussed at length during the meeting this morning, and everyone agreed to meet again next week.']);
   sh('sox', [w('speech-raw.wav'), '-r', '16000', '-c', '1', '-b', '16', w('speech.wav')]);
+  // A male and a female espeak-ng voice saying the same sentence (same prosody, different F0 and formants).
+  for (const [name, voice] of [['male', 'en+m3'], ['female', 'en+f3']] as const) {
+    sh('espeak-ng', ['-v', voice, '-s', '150', '-w', w(`${name}-raw.wav`),
+      'Our customers were satisfied with the service, and we expect further growth in every region next year.']);
+    sh('sox', [w(`${name}-raw.wav`), '-r', '16000', '-c', '1', '-b', '16', w(`${name}.wav`)]);
+  }
   // Music: a plucked melody in three octaves over a sawtooth pad with tremolo.
   const notes = ['C3', 'E3', 'G3', 'C4', 'A2', 'C3', 'E3', 'A3', 'F2', 'A2', 'C3', 'F3', 'G2', 'B2', 'D3', 'G3'];
   const parts = notes.map((n, i) => {
@@ -105,6 +111,15 @@ describe('shipped models', () => {
     assert.ok(speech / voiced > 0.8, `speech on ${(speech / voiced).toFixed(2)} of the voiced steps`);
     const genderDecided = ch.time_series.filter((s) => ['male', 'female'].includes(s.results['gender']!.result)).length;
     assert.ok(genderDecided > 0, 'gender decided on some speech steps');
+  });
+
+  it('tell a male espeak-ng voice from a female one saying the same words', async () => {
+    for (const [file, want, other] of [['male.wav', 'male', 'female'], ['female.wav', 'female', 'male']] as const) {
+      const ch = await analyse(path.join(tmp, file));
+      const right = share(ch, 'gender', want);
+      const wrong = share(ch, 'gender', other);
+      assert.ok(right > 0.6 && wrong < 0.1, `${file}: ${want} on ${right.toFixed(2)}, ${other} on ${wrong.toFixed(2)} of the steps`);
+    }
   });
 
   it('call a synthesised melody over a pad music, with no_speech for gender and arousal', async () => {
