@@ -21,8 +21,12 @@ from . import data as D
 from .train import CLASSES, evaluate, val_set
 
 
+PROB_FLOOR = 1e-30
+
+
 def merge(paths: list[str], out: str) -> None:
     import onnx
+    import onnx.numpy_helper
     from onnx import compose, helper
     graphs, inits, nodes, logs = [], [], [], []
     opset = None
@@ -33,9 +37,13 @@ def merge(paths: list[str], out: str) -> None:
         nodes.append(helper.make_node("Identity", ["features"], [f"m{i}_features"]))
         nodes.extend(g.node)
         inits.extend(g.initializer)
-        nodes.append(helper.make_node("Log", [f"m{i}_probs"], [f"m{i}_logp"]))
+        # floor before the log: a member may round a probability to exactly 0, and two members doing so for
+        # different classes would otherwise give -inf for both and a NaN softmax
+        nodes.append(helper.make_node("Clip", [f"m{i}_probs", "prob_floor"], [f"m{i}_probs_floored"]))
+        nodes.append(helper.make_node("Log", [f"m{i}_probs_floored"], [f"m{i}_logp"]))
         logs.append(f"m{i}_logp")
         graphs.append(g)
+    inits.append(onnx.numpy_helper.from_array(np.array(PROB_FLOOR, dtype=np.float32), "prob_floor"))
     nodes.append(helper.make_node("Mean", logs, ["mean_logp"]))
     nodes.append(helper.make_node("Softmax", ["mean_logp"], ["probs"], axis=-1))
     g0 = onnx.load(paths[0]).graph
@@ -55,7 +63,7 @@ def check_merged(paths: list[str], out: str, n_classes: int) -> float:
     diff = 0.0
     for B, S in ((1, 1), (2, 7), (1, 150)):
         x = (rng.standard_normal((B, 4 * S, 64)) * 3 - 5).astype(np.float32)
-        logp = np.mean([np.log(s.run(None, {"features": x})[0]) for s in sess], axis=0)
+        logp = np.mean([np.log(np.maximum(s.run(None, {"features": x})[0], PROB_FLOOR)) for s in sess], axis=0)
         ref = np.exp(logp - logp.max(-1, keepdims=True))
         ref /= ref.sum(-1, keepdims=True)
         got = merged.run(None, {"features": x})[0]

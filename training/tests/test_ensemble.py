@@ -34,3 +34,25 @@ def test_merge_equals_geometric_mean(tmp_path):
     ref = np.exp(logp) / np.exp(logp).sum(-1, keepdims=True)
     assert np.allclose(m, ref, atol=1e-5)
     assert np.abs(m - a).max() > 1e-4  # a real combination, not the first member passed through
+
+
+def test_members_certain_of_different_classes_give_a_distribution_not_nan(tmp_path):
+    """Each member rounds the other's class to exactly 0: the log of 0 must not turn the mean into NaN."""
+    paths = []
+    for i, sign in enumerate((1.0, -1.0)):
+        net = Net(2, c2=32, dil=(1,))
+        with torch.no_grad():
+            net.head.weight.zero_()
+            net.head.bias.copy_(torch.tensor([1000.0 * sign, -1000.0 * sign]))
+        p = str(tmp_path / f"m{i}.onnx")
+        export(net, p)
+        paths.append(p)
+    out = str(tmp_path / "merged.onnx")
+    merge(paths, out)
+    import onnxruntime as ort
+    x = np.random.default_rng(3).standard_normal((1, 12, 64)).astype(np.float32)
+    a = ort.InferenceSession(paths[0]).run(None, {"features": x})[0]
+    assert (a[..., 1] == 0).all()  # the premise: exact zeros
+    m = ort.InferenceSession(out).run(None, {"features": x})[0]
+    assert np.isfinite(m).all()
+    assert np.allclose(m, 0.5, atol=1e-6)
