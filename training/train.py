@@ -25,13 +25,20 @@ from .model import CONFIGS, Net, context_steps, macs_per_step
 ROOT = os.path.dirname(D.HERE)
 CLASSES = {"speech": D.SPEECH_CLASSES, "gender": D.GENDER_CLASSES, "arousal": D.AROUSAL_CLASSES}
 VOICED_DBFS = -50.0
-# (synthetic examples, epochs) of the shipped models
 # gender 1.1.0: URDU speaker-disjoint in training/validation; 1.2.0: ensemble (see ENSEMBLES)
 MODEL_VERSION = {"gender": "1.2.0"}
 # Tasks shipped as an ensemble merged into one file (training/ensemble.py): per member, the overrides of the
 # command-line defaults.  gender: 1.1.0's recipe (pitch-heavy) + the WORLD-variant recipe (envelope-heavy).
 ENSEMBLES = {"gender": [{"no_variants": True, "ema": 0.0}, {}]}
+# (synthetic examples, epochs) of the shipped models
 TASK_DEFAULTS = {"speech": (20000, 12), "gender": (20000, 12), "arousal": (20000, 12)}
+# decay of the weight average that is evaluated and exported; 0 = the final weights (speech and arousal 1.0.0
+# were trained before the average existed; arousal with it was no better: seeds 2/3 gave 0.543/0.558)
+EMA_DEFAULT = {"gender": 0.998}
+
+
+def ema_decay(task, args):
+    return args.ema if args.ema is not None else EMA_DEFAULT.get(task, 0.0)
 
 
 # ---------------------------------------------------------------- caches
@@ -183,7 +190,7 @@ def train_task(task, clips, store, args, outdir):
     # exponential moving average of the weights (and BN statistics): validation swung by +-2 points
     # between epochs; the average is what gets evaluated and exported
     from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
-    ema = AveragedModel(model, multi_avg_fn=get_ema_multi_avg_fn(args.ema), use_buffers=True)
+    ema = AveragedModel(model, multi_avg_fn=get_ema_multi_avg_fn(ema_decay(task, args)), use_buffers=True)
     history = []
     for ep in range(epochs):
         model.train()
@@ -272,7 +279,7 @@ def export(task, model, clips, res, outdir, args, n_examples, epochs):
                                   f"dilated residual convs {list(cfg['dil'])}",
                   "onnx_vs_torch_max_abs_diff": maxdiff},
         "training": {"examples": n_examples, "epochs": epochs, "seed": args.seed, "quick": bool(args.quick),
-                     "ema": args.ema, "cfg": args.cfg, "lr": args.lr,
+                     "ema": ema_decay(task, args), "cfg": args.cfg, "lr": args.lr,
                      "variants": task in VARIANT_TASKS and not args.no_variants, "reproduce": reproduce_cmd(task, args)},
     }
     with open(os.path.join(d, "manifest.json"), "w") as fh:
@@ -292,7 +299,8 @@ def reproduce_cmd(task, args):
     cmd = f"python -m training.train --task {task}" + (" --single" if task in ENSEMBLES else "")
     if args.no_variants and task in VARIANT_TASKS:
         cmd += " --no-variants"
-    for flag, val, default in (("--ema", args.ema, 0.998), ("--seed", args.seed, 1), ("--lr", args.lr, 3e-3),
+    for flag, val, default in (("--ema", ema_decay(task, args), EMA_DEFAULT.get(task, 0.0)), ("--seed", args.seed, 1),
+                               ("--lr", args.lr, 3e-3),
                                ("--examples", args.examples, None), ("--epochs", args.epochs, None)):
         if val != default:
             cmd += f" {flag} {val:g}"
@@ -334,7 +342,8 @@ def main():
     ap.add_argument("--lr", type=float, default=3e-3)
     ap.add_argument("--no-variants", action="store_true", help="train without the WORLD voice variants")
     ap.add_argument("--single", action="store_true", help="train one model even for a task shipped as an ensemble")
-    ap.add_argument("--ema", type=float, default=0.998, help="decay of the weight average that is evaluated and exported")
+    ap.add_argument("--ema", type=float, default=None,
+                    help="decay of the weight average that is evaluated and exported (default per task: EMA_DEFAULT)")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     tasks = list(CLASSES) if args.all or not args.task else args.task
