@@ -304,7 +304,7 @@ def reproduce_cmd(task, args):
                                ("--examples", args.examples, None), ("--epochs", args.epochs, None)):
         if val != default:
             cmd += f" {flag} {val:g}"
-    return cmd + (f" --cfg '{args.cfg}'" if args.cfg else "")
+    return cmd + (f" --cfg '{args.cfg}'" if args.cfg else "") + (" --quick" if args.quick else "")
 
 
 def summary_metrics(task, res):
