@@ -5,7 +5,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("onnxruntime")
 
-from training.ensemble import check_merged, merge
+from training.ensemble import check_merged, fuse, merge
 from training.model import Net
 
 
@@ -56,3 +56,32 @@ def test_members_certain_of_different_classes_give_a_distribution_not_nan(tmp_pa
     m = ort.InferenceSession(out).run(None, {"features": x})[0]
     assert np.isfinite(m).all()
     assert np.allclose(m, 0.5, atol=1e-6)
+
+
+def test_fused_members_equal_the_side_by_side_merge(tmp_path):
+    torch.manual_seed(1)
+    paths = []
+    for i in range(2):
+        p = str(tmp_path / f"m{i}.onnx")
+        export(Net(2, c2=32, dil=(1, 2, 4)), p)
+        paths.append(p)
+    fused, side = str(tmp_path / "fused.onnx"), str(tmp_path / "side.onnx")
+    fuse(paths, fused)
+    merge(paths, side)
+    assert check_merged(paths, fused, 2) < 1e-5
+    import onnx
+    import onnxruntime as ort
+    assert len(onnx.load(fused).graph.node) < len(onnx.load(side).graph.node) / 1.8  # one member's nodes, not two
+    x = np.random.default_rng(4).standard_normal((2, 64, 64)).astype(np.float32) * 3 - 5
+    a, b = (ort.InferenceSession(p).run(None, {"features": x})[0] for p in (fused, side))
+    assert np.abs(a - b).max() < 1e-5
+
+
+def test_members_of_different_width_are_not_fused(tmp_path):
+    paths = []
+    for i, c2 in enumerate((32, 48)):
+        p = str(tmp_path / f"m{i}.onnx")
+        export(Net(2, c2=c2, dil=(1, 2)), p)
+        paths.append(p)
+    with pytest.raises(ValueError):
+        fuse(paths, str(tmp_path / "fused.onnx"))
