@@ -9,9 +9,6 @@ its F0 moved across the other gender's range teaches the model to rely on the en
 Both genders are vocoded, so vocoder artefacts carry no label.  A small frequency warp of the
 envelope (+-6 %, like vocal-tract length perturbation) adds speaker variety without crossing genders.
 
-`build(task="arousal")` makes milder variants for speaker variety only (F0 x 0.82-1.22, envelope warp
-+-8 %); they did not help arousal and are not used by the shipped models (see train.VARIANT_TASKS).
-
 Variants are cached under training/cache/variants/ (gitignored) and only ever made for training clips.
 """
 from __future__ import annotations
@@ -30,8 +27,6 @@ FRAME_MS = 5.0
 RATIOS = {"male": ((1.25, 2.5), (0.9, 1.5)), "female": ((0.65, 0.9), (0.85, 1.25))}
 WARP = 0.06
 VERSION = "v2"
-AROUSAL_RATIOS = ((0.82, 1.0), (1.0, 1.22))
-AROUSAL_WARP = 0.08
 
 
 def _log_uniform(rng, lo, hi):
@@ -77,25 +72,19 @@ def make_variants(job) -> list[np.ndarray]:
 
 def recipe(task: str) -> str:
     """The settings that define a task's variants (part of every cache key built on them)."""
-    if task == "gender":
-        return f"{RATIOS}|{WARP}|{VERSION}"
-    return f"{task}|{AROUSAL_RATIOS}|{AROUSAL_WARP}|{VERSION}"
+    if task != "gender":
+        raise ValueError(f"no voice variants for {task}")
+    return f"{RATIOS}|{WARP}|{VERSION}"
 
 
 def build(clips, store: D.AudioStore, task: str = "gender", workers: int = 2, seed: int = 7) -> dict[int, list[np.ndarray]]:
     """{clip idx: [variant int16 arrays]} for every training clip of the task (cached)."""
     train = [c for c in clips if D.task_label(task, c) is not None and D.task_split(task, c) == "train"]
-    if task == "gender":
-        ranges = lambda c: RATIOS[c.gender]  # noqa: E731
-        warp = WARP
-    else:
-        ranges = lambda c: AROUSAL_RATIOS  # noqa: E731
-        warp = AROUSAL_WARP
     key = hashlib.sha1(f"{D.rows_sha256(train)}|{seed}|{recipe(task)}".encode()).hexdigest()[:12]
     fn = os.path.join(D.CACHE, "variants", f"{task}_{key}.npz")
     if not os.path.exists(fn):
         os.makedirs(os.path.dirname(fn), exist_ok=True)
-        jobs = [(np.clip(np.round(store.get(c) * 32768.0), -32768, 32767).astype(np.int16), ranges(c), warp,
+        jobs = [(np.clip(np.round(store.get(c) * 32768.0), -32768, 32767).astype(np.int16), RATIOS[c.gender], WARP,
                  seed * 100003 + c.idx) for c in train]
         with Pool(workers) as p:
             res = p.map(make_variants, jobs, chunksize=8)
