@@ -51,7 +51,11 @@ AUGMENT = """Waveform-domain, then features (cached under `training/cache/`):
 - log-domain gain jitter and a frequency mask during training;
 - gender only: WORLD-vocoder variants of the training clips with F0 moved and the envelope kept (see Sampling);
 - silent steps (below -50 dBFS relative to a -20 dBFS active level) get zero loss weight; unlabelled gaps are ignored.
-The dataset audio itself is Opus (24-32 kbit/s), so codec artefacts are part of every example; no MP3 round trip was used."""
+The dataset audio itself is Opus (24-32 kbit/s), so codec artefacts are part of every example."""
+
+CODEC = {True: """- how a file reaches the service, after the gain: a 16 -> 22.05 or 44.1 -> 16 kHz resampling round trip (p=0.15), then an MP3
+  round trip (p=0.25; LAME through libsndfile at 16 kHz, about 20-40 kbit/s, harsher than most real MP3s);""",
+         False: """- no MP3 or 22.05/44.1 kHz round trips (tried for gender and arousal: worse on clean validation, see Known limits);"""}
 
 
 def licences(task, clips):
@@ -97,7 +101,10 @@ LIMITS = {
     "speech": """- Validation music is game soundtracks + 2 songs; singing is only present in a few jamendo/librosa pieces, so sung vocals may be called speech (or music) unreliably.
 - "other" is a broad class trained on a few game-sfx libraries and ESC-10; unseen sound types (e.g. machinery, crowds with voices) can be confused with speech or music.
 - Speech with loud music underneath (< 0 dB SNR) tends to be called music.
-- Isolated very short words (BAVED single words, klettres letters) are the weakest speech cases at step level.""",
+- Isolated very short words (BAVED single words, klettres letters) are the weakest speech cases at step level.
+- MP3: on the validation files coded as 24 kbit/s MP3 and read by the service's decoder (`auris eval`), step UAR is
+  0.904 and speech F1 0.956 (clean: 0.905 / 0.957). 1.0.0, trained without the MP3 and resampling round trips, had
+  0.895 / 0.952 on MP3 (clean 0.907 / 0.956).""",
     "gender": """- Trained on 2 acted corpora (RAVDESS English, BAVED Arabic) plus half of the URDU speakers (natural TV talk-show
   speech, odd-numbered speakers: 6 female / 10 male); few distinct female speakers overall (10 + 8 + 6 in training).
   Perceived gender of voices that do not fit the binary labels, children, and heavily processed voices are not handled.
@@ -121,7 +128,10 @@ LIMITS = {
   labelled the training-language clips it was sure of (mean probability >= 0.9 and >= 85 % of speech steps agreeing:
   327 of 465 clips, 283 male / 44 female) and they were added as a fourth source. Member 1's recipe fell from 0.942
   to 0.915 (URDU 0.821 -> 0.696) and member 2's from 0.931 to 0.929: confident teacher labels are the easy,
-  low-pitched men and higher-pitched women, so they reinforce the pitch shortcut the variants are there to break.""",
+  low-pitched men and higher-pitched women, so they reinforce the pitch shortcut the variants are there to break.
+- MP3: on the validation files coded as 24 kbit/s MP3 (through the service's decoder) utterance accuracy is 0.949
+  (clean 0.953). Training with MP3 and 22.05/44.1 kHz round trips (as speech 1.1.0) gave 0.924 on clean validation
+  (members 0.927 and 0.926) and 0.938 on MP3, so it was not kept.""",
     "arousal": """- Acted emotions (RAVDESS, BAVED single words) differ from natural speech; the URDU cross-corpus result is the better estimate for real recordings and is clearly lower.
 - BAVED speakers mostly recorded only one or two arousal levels, so speaker identity and label are confounded in its training data.
 - Absolute loudness is removed by the in-model gain normalisation (local maximum of the log energy over ~1 s), so only relative loudness, spectrum and prosody are used.
@@ -138,7 +148,10 @@ LIMITS = {
 - Tried in session 3 and not shipped: URDU speaker-disjoint for arousal as for gender (odd-numbered speakers train).
   Held-out ravdess+baved speakers fell to 0.600 and the even-numbered URDU speakers reached only 0.421: in URDU the
   arousal label is nearly a speaker label (SM5: 72 neutral clips; SM24/SM25: 78 low), so its training speakers teach
-  voice identity, not arousal.""",
+  voice identity, not arousal.
+- MP3: on the validation files coded as 24 kbit/s MP3 (through the service's decoder) utterance UAR is 0.544 (clean
+  0.577). Training with MP3 and 22.05/44.1 kHz round trips (as speech 1.1.0) gave UAR 0.546 on clean validation, so it
+  was not kept.""",
 }
 
 
@@ -148,10 +161,11 @@ NORM_TXT = {
 }
 
 
-def _run(t):
+def _run(t, task):
     ema = f"the moving average of the weights (decay {t['ema']}) after the final epoch" if t.get("ema") else "the final epoch"
     cfg = f", model config `{t['cfg']}`" if t.get("cfg") else ""
-    var = "" if t.get("variants", True) else ", without WORLD variants"
+    from .train import VARIANT_TASKS
+    var = ", without WORLD variants" if task in VARIANT_TASKS and t.get("variants") is False else ""
     how = f"; reproduce with `{t['reproduce']}`" if t.get("reproduce") else ""
     return f"{t['examples']} synthetic examples, {t['epochs']} epochs, seed {t['seed']}{cfg}{var}; {ema} is exported{how}"
 
@@ -159,12 +173,17 @@ def _run(t):
 def training_line(task, t):
     """How the shipped file was produced: one training run, or an ensemble of runs merged by training/ensemble.py."""
     if "ensemble_of" in t:
-        runs = "".join(f"\n  - member {i + 1}: {_run(r)} ({r['architecture']})" for i, r in enumerate(t["ensemble_of"]))
+        runs = "".join(f"\n  - member {i + 1}: {_run(r, task)} ({r['architecture']})" for i, r in enumerate(t["ensemble_of"]))
         return (f"- An ensemble of {len(t['ensemble_of'])} models trained with `python -m training.train --task {task}` and merged "
                 f"into this one file by `python -m training.ensemble` (normalised geometric mean of their probabilities); "
                 f"no checkpoint selection on validation:{runs}")
-    return (f"- Trained with `python -m training.train --task {task}` ({_run(t)}; `python -m training.train --all` retrains all "
+    return (f"- Trained with `python -m training.train --task {task}` ({_run(t, task)}; `python -m training.train --all` retrains all "
             f"three); no checkpoint selection on validation.")
+
+
+def augment_text(task):
+    from .augment import CODEC_TASKS
+    return AUGMENT.replace("- log-domain gain jitter", CODEC[task in CODEC_TASKS] + "\n- log-domain gain jitter")
 
 
 def write_card(task, d, manifest, res, clips):
@@ -199,7 +218,7 @@ Licences include non-commercial (CC BY-NC-SA: RAVDESS, some jamendo songs) and r
 
 ## Augmentation
 
-{AUGMENT}
+{augment_text(task)}
 
 ## Splits
 

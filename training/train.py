@@ -26,7 +26,7 @@ ROOT = os.path.dirname(D.HERE)
 CLASSES = {"speech": D.SPEECH_CLASSES, "gender": D.GENDER_CLASSES, "arousal": D.AROUSAL_CLASSES}
 VOICED_DBFS = -50.0
 # gender 1.1.0: URDU speaker-disjoint in training/validation; 1.2.0: ensemble (see ENSEMBLES)
-MODEL_VERSION = {"gender": "1.2.0"}
+MODEL_VERSION = {"gender": "1.2.0", "speech": "1.1.0"}  # speech 1.1.0: MP3 / resampling round trips
 # Tasks shipped as an ensemble merged into one file (training/ensemble.py): per member, the overrides of the
 # command-line defaults.  gender: 1.1.0's recipe (pitch-heavy) + the WORLD-variant recipe (envelope-heavy).
 ENSEMBLES = {"gender": [{"no_variants": True, "ema": 0.0}, {}]}
@@ -65,7 +65,9 @@ def feature_cache(task, clips, store, n, seed, steps=64, workers=2, use_variants
         from .voice_variants import build as build_variants
         variants = build_variants(clips, store, task=task, workers=workers)
     _SYNTH = A.Synth(A.Pools(clips, "train"), store, task, steps, variants)  # inherited by forked workers, not pickled
-    ver = {"arousal": "v5", "gender": "v6"}.get(task, "v4")  # bump when the synthesis for a task changes
+    # bump when the synthesis for a task changes, never reuse a number (arousal v6 was a rejected URDU-split cache;
+    # arousal v7 / gender v7 were the rejected codec round trips, see augment.CODEC_TASKS)
+    ver = {"arousal": "v5", "gender": "v6"}.get(task, "v5")
     if variants is not None:  # the variant recipe is part of the key (a stale cache once hid a missing change)
         from . import voice_variants as V
         ver += f"|variants {V.recipe(task)} p={A.VARIANT_P}"
