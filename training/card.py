@@ -151,7 +151,11 @@ LIMITS = {
   voice identity, not arousal.
 - MP3: on the validation files coded as 24 kbit/s MP3 (through the service's decoder) utterance UAR is 0.544 (clean
   0.577). Training with MP3 and 22.05/44.1 kHz round trips (as speech 1.1.0) gave UAR 0.546 on clean validation, so it
-  was not kept.""",
+  was not kept.
+- Tried in session 3 and not shipped: VoxLingua training clips (YouTube speech) as weak "neutral" examples, for
+  natural conversational neutral speech. Held-out ravdess+baved speakers rose to 0.649, but URDU collapsed to 0.347
+  (99 % of its clips called neutral, high recall 0.04): the model learnt "natural recording = neutral", a source
+  shortcut, not arousal.""",
 }
 
 
