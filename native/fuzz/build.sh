@@ -11,10 +11,10 @@ CXX="${CXX:-clang++}"
 "$CXX" -std=c++17 -g -O1 -fno-omit-frame-pointer \
   -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
   -ffp-contract=off -D_FILE_OFFSET_BITS=64 -DAURIS_NO_TARGET_CLONES \
-  $(pkg-config --cflags sndfile soxr libmpg123) \
+  $(pkg-config --cflags sndfile soxr libmpg123 opusfile) \
   "$root/native/fuzz/fuzz_frontend.cc" \
   "$root/native/source.cc" "$root/native/decoder.cc" "$root/native/resampler.cc" \
   "$root/native/fft.cc" "$root/native/framer.cc" "$root/native/pipeline.cc" \
-  $(pkg-config --libs sndfile soxr libmpg123) -lpthread \
+  $(pkg-config --libs sndfile soxr libmpg123 opusfile) -lpthread \
   -o "$out/fuzz_frontend"
 echo "$out/fuzz_frontend"

@@ -81,6 +81,9 @@ function buildCases(): { name: string; file: string; expect: string }[] {
   cases.push({ name: 'ID3 tag and nothing else', bytes: Buffer.concat([Buffer.from('ID3\x04\x00\x00\x00\x00\x00\x0a', 'latin1'), Buffer.alloc(10)]), expect: 'CORRUPT_AUDIO' });
   const ogg = encoded('ogg');
   cases.push({ name: 'OGG cut at 60 bytes', bytes: ogg.subarray(0, 60), expect: 'CORRUPT_AUDIO' });
+  const opus = encoded('opus');
+  cases.push({ name: 'Ogg Opus cut at 60 bytes', bytes: opus.subarray(0, 60), expect: 'CORRUPT_AUDIO' });
+  cases.push({ name: 'Ogg Opus with a damaged OpusHead', bytes: patched(opus, 28 + 9, (b) => b.writeUInt8(0, 0)), expect: 'CORRUPT_AUDIO' });
 
   return cases.map((c, i) => {
     const file = tmpFile(`malformed-${i}.wav`);
@@ -91,14 +94,15 @@ function buildCases(): { name: string; file: string; expect: string }[] {
 
 const encodedCache = new Map<string, Buffer>();
 /** A 1 s 22.05 kHz stereo test file in the given container. */
-function encoded(kind: 'flac' | 'mp3' | 'ogg'): Buffer {
+function encoded(kind: 'flac' | 'mp3' | 'ogg' | 'opus'): Buffer {
   let b = encodedCache.get(kind);
   if (!b) {
     const wav = tmpFile('fuzz-src.wav');
     fs.writeFileSync(wav, wavBytes({ rate: RATE, channels: 2, bits: 16 }, pcm16(1, 2)));
     const out = tmpFile(`fuzz-src.${kind}`);
     if (kind === 'mp3') execFileSync('lame', ['--quiet', '-b', '64', wav, out]);
-    else sox([wav, out]);
+    else if (kind === 'opus') execFileSync('ffmpeg', ['-v', 'error', '-y', '-i', wav, '-c:a', 'libopus', '-b:a', '32k', out]);
+    else sox([wav, out]); // .ogg: Vorbis
     b = fs.readFileSync(out);
     encodedCache.set(kind, b);
   }
@@ -152,13 +156,14 @@ describe('malformed input gets a stable code and the process survives', () => {
     assert.deepEqual(JSON.parse(res.stdout), cases.map((c) => c.expect));
   });
 
-  it('seeded fuzzing of WAV, FLAC, MP3 and OGG files (bit flips, overwrites, truncation)', async () => {
+  it('seeded fuzzing of WAV, FLAC, MP3, Ogg Vorbis and Ogg Opus files (bit flips, overwrites, truncation)', async () => {
     const r = rng(2024);
     const sources: [string, Buffer][] = [
       ['wav', wavBytes({ rate: RATE, channels: 2, bits: 16 }, pcm16(0.3, 2))],
       ['flac', encoded('flac')],
       ['mp3', encoded('mp3')],
       ['ogg', encoded('ogg')],
+      ['opus', encoded('opus')],
     ];
     const codes = new Set<string>(['OK', ...AUDIO_ERROR_CODES]);
     for (const [kind, original] of sources) {
