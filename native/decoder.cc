@@ -572,7 +572,7 @@ class OpusfileDecoder final : public Decoder {
       case OP_EVERSION: return "unsupported Opus header version";
       case OP_EBADPACKET: return "bad Opus packet";
       case OP_EBADLINK: return "bad link in the Ogg stream";
-      case OP_EBADTIMESTAMP: return "bad timestamp";
+      case OP_EBADTIMESTAMP: return "inconsistent granule positions (timestamps) between pages";
       case OP_HOLE: return "gap in the stream";
       default: return "malformed file";
     }
