@@ -4,7 +4,7 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 c="$root/build/fuzz/corpus"
-rm -rf "$c"; mkdir -p "$c/wav" "$c/flac" "$c/mp3" "$c/other"
+rm -rf "$c"; mkdir -p "$c/wav" "$c/flac" "$c/mp3" "$c/opus" "$c/other"
 t="$(mktemp -d)"; trap 'rm -rf "$t"' EXIT
 # A short tone + noise, mono and stereo, at a few rates.
 for rate in 8000 16000 22050 44100; do
@@ -37,9 +37,13 @@ lame --quiet -b 8 "$t/s-8000-1.wav" "$c/mp3/mpeg25-8k.mp3"
 lame --quiet -b 16 -t "$t/s-16000-1.wav" "$c/mp3/notag-16k.mp3"
 lame --quiet -b 24 --tt title --add-id3v2 "$t/s-22050-1.wav" "$c/mp3/id3-22k.mp3"
 ffmpeg -v error -y -i "$t/s-44100-1.wav" -c:a mp2 -b:a 64k -f mp2 "$c/mp3/layer2-44k.mp2"
-# Others: OGG Vorbis, Opus, AIFF, AU, CAF, W64.
+# Ogg Opus (libopusfile): mono/stereo, several frame sizes, multi-page.
+ffmpeg -v error -y -i "$t/s-16000-1.wav" -c:a libopus -b:a 16k "$c/opus/opus-16k.opus"
+ffmpeg -v error -y -i "$t/s-44100-2.wav" -c:a libopus -b:a 48k -frame_duration 10 "$c/opus/stereo-10ms.opus"
+ffmpeg -v error -y -i "$t/s-8000-1.wav" -c:a libopus -b:a 8k -frame_duration 60 "$c/opus/mono-60ms.opus"
+ffmpeg -v error -y -i "$t/s-22050-1.wav" -c:a libopus -b:a 24k -page_duration 20000 "$c/opus/pages-20ms.opus"
+# Others: OGG Vorbis, AIFF, AU, CAF, W64.
 sox -V1 "$t/s-22050-1.wav" "$c/other/vorbis-22k.ogg"
-ffmpeg -v error -y -i "$t/s-16000-1.wav" -c:a libopus -b:a 16k "$c/other/opus-16k.opus" 2>/dev/null || true
 sox -V1 "$t/s-8000-1.wav" "$c/other/pcm-8k.aiff"
 sox -V1 "$t/s-8000-1.wav" "$c/other/pcm-8k.au"
 sox -V1 "$t/s-8000-1.wav" "$c/other/pcm-8k.w64"

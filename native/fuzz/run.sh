@@ -3,13 +3,13 @@
 # one process (the machine is shared), and prints a summary line per format:
 #   format seconds executions exec/s new-coverage crash?
 # Crashing inputs land in build/fuzz/artifacts/; the grown corpus in build/fuzz/work/<format>.
-# Usage: native/fuzz/run.sh [SECONDS] [formats...]   (formats: wav flac mp3 other)
+# Usage: native/fuzz/run.sh [SECONDS] [formats...]   (formats: wav flac mp3 opus other)
 # DETECT_LEAKS=0: no LeakSanitizer (libsndfile 1.2.0 leaks in its Ogg Vorbis error path, see
 # docs/reliability.md; a leak report would stop every run on OGG input).
 set -uo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 secs="${1:-150}"; shift || true
-formats=("$@"); [ ${#formats[@]} -eq 0 ] && formats=(wav flac mp3 other)
+formats=("$@"); [ ${#formats[@]} -eq 0 ] && formats=(wav flac mp3 opus other)
 bin="$root/build/fuzz/fuzz_frontend"
 [ -x "$bin" ] || "$root/native/fuzz/build.sh" >/dev/null
 [ -d "$root/build/fuzz/corpus" ] || "$root/native/fuzz/make-corpus.sh" >/dev/null
