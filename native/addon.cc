@@ -643,6 +643,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
     Napi::Object v = Napi::Object::New(env);
     v.Set("sndfile", sndfileVersion());
     v.Set("mpg123", mpg123Version());
+    v.Set("opus", opusVersion());
     v.Set("soxr", soxrVersion());
     return v;
   }());

@@ -605,6 +605,7 @@ class OpusfileDecoder final : public Decoder {
 
 std::string sndfileVersion() { return sf_version_string(); }
 std::string mpg123Version() { return "mpg123 API " + std::to_string(MPG123_API_VERSION); }
+std::string opusVersion() { return opus_get_version_string(); }  // libopus, under libopusfile
 
 std::unique_ptr<Decoder> Decoder::open(std::unique_ptr<ByteSource> src) {
   if (!src) fail(ErrorCode::InvalidArgument, "no audio source");

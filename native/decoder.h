@@ -33,9 +33,10 @@ struct DecodedInfo {
   std::string subtype;  // "PCM_16", "FLOAT", "MPEG_LAYER_III", "VORBIS", ...
 };
 
-/** Versions of the decoding libraries, e.g. "libsndfile-1.2.0", "mpg123 API 48". */
+/** Versions of the decoding libraries, e.g. "libsndfile-1.2.0", "mpg123 API 48", "libopus 1.3.1". */
 std::string sndfileVersion();
 std::string mpg123Version();
+std::string opusVersion();
 
 class Decoder {
  public:

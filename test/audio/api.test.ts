@@ -134,5 +134,6 @@ describe('FileAnalyzer', () => {
     assert.match(v.sndfile!, /libsndfile/);
     assert.match(v.soxr!, /soxr/);
     assert.match(v.mpg123!, /mpg123/);
+    assert.match(v.opus!, /libopus/);
   });
 });
