@@ -235,6 +235,19 @@ struct PendingError {
   }
 };
 
+// A decoder library's read callback: reads from the cursor; an exception is kept in `pending`
+// (rethrown after the library call returns) and reported to the library as -1.
+int64_t readForCallback(Cursor& cur, PendingError& pending, void* dst, size_t n) {
+  try {
+    return static_cast<int64_t>(cur.read(dst, n));
+  } catch (const AudioError& e) {
+    pending.error = e;
+  } catch (...) {
+    pending.error = AudioError(ErrorCode::IoError, "read failed");
+  }
+  return -1;
+}
+
 // ---------------------------------------------------------------------------------------
 // libsndfile backend
 // ---------------------------------------------------------------------------------------
@@ -351,16 +364,9 @@ class SndfileDecoder final : public Decoder {
   static sf_count_t vioTell(void* u) { return self(u)->cur_.tell(); }
   static sf_count_t vioWrite(const void*, sf_count_t, void*) { return 0; }
   static sf_count_t vioRead(void* ptr, sf_count_t count, void* u) {
-    SndfileDecoder* d = self(u);
     if (count <= 0) return 0;
-    try {
-      return static_cast<sf_count_t>(d->cur_.read(ptr, static_cast<size_t>(count)));
-    } catch (const AudioError& e) {
-      d->pending_.error = e;
-    } catch (...) {
-      d->pending_.error = AudioError(ErrorCode::IoError, "read failed");
-    }
-    return 0;
+    const int64_t got = readForCallback(self(u)->cur_, self(u)->pending_, ptr, static_cast<size_t>(count));
+    return got < 0 ? 0 : static_cast<sf_count_t>(got);  // libsndfile reads 0 as the end
   }
 
   std::unique_ptr<ByteSource> src_;
@@ -482,15 +488,7 @@ class Mpg123Decoder final : public Decoder {
 
   static Mpg123Decoder* self(void* h) { return static_cast<Mpg123Decoder*>(h); }
   static ssize_t ioRead(void* h, void* buf, size_t n) {
-    Mpg123Decoder* d = self(h);
-    try {
-      return static_cast<ssize_t>(d->cur_.read(buf, n));
-    } catch (const AudioError& e) {
-      d->pending_.error = e;
-    } catch (...) {
-      d->pending_.error = AudioError(ErrorCode::IoError, "read failed");
-    }
-    return -1;
+    return static_cast<ssize_t>(readForCallback(self(h)->cur_, self(h)->pending_, buf, n));
   }
   static off_t ioSeek(void* h, off_t off, int whence) {
     return static_cast<off_t>(self(h)->cur_.seek(static_cast<int64_t>(off), whence));
@@ -579,16 +577,8 @@ class OpusfileDecoder final : public Decoder {
   }
   static OpusfileDecoder* self(void* s) { return static_cast<OpusfileDecoder*>(s); }
   static int ioRead(void* s, unsigned char* ptr, int n) {
-    OpusfileDecoder* d = self(s);
     if (n <= 0) return 0;
-    try {
-      return static_cast<int>(d->cur_.read(ptr, static_cast<size_t>(n)));
-    } catch (const AudioError& e) {
-      d->pending_.error = e;
-    } catch (...) {
-      d->pending_.error = AudioError(ErrorCode::IoError, "read failed");
-    }
-    return -1;
+    return static_cast<int>(readForCallback(self(s)->cur_, self(s)->pending_, ptr, static_cast<size_t>(n)));
   }
   static int ioSeek(void* s, opus_int64 off, int whence) {
     return self(s)->cur_.seek(static_cast<int64_t>(off), whence) < 0 ? -1 : 0;
