@@ -131,7 +131,9 @@ LIMITS = {
   low-pitched men and higher-pitched women, so they reinforce the pitch shortcut the variants are there to break.
 - MP3: on the validation files coded as 24 kbit/s MP3 (through the service's decoder) utterance accuracy is 0.949
   (clean 0.953). Training with MP3 and 22.05/44.1 kHz round trips (as speech 1.1.0) gave 0.924 on clean validation
-  (members 0.927 and 0.926) and 0.938 on MP3, so it was not kept.""",
+  (members 0.927 and 0.926) and 0.938 on MP3, so it was not kept.
+- Also tried in session 3: member 2 with variants drawn half of the time (p = 0.5 instead of 0.35): ensemble 0.952
+  (URDU 0.851, as shipped) - no change.""",
     "arousal": """- Acted emotions (RAVDESS, BAVED single words) differ from natural speech; the URDU cross-corpus result is the better estimate for real recordings and is clearly lower.
 - BAVED speakers mostly recorded only one or two arousal levels, so speaker identity and label are confounded in its training data.
 - Absolute loudness is removed by the in-model gain normalisation (local maximum of the log energy over ~1 s), so only relative loudness, spectrum and prosody are used.
