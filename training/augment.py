@@ -79,6 +79,15 @@ def mp3_roundtrip(x, rng):
     return out
 
 
+def file_roundtrips(wav, rng):
+    """How a file reached us, after its level is set: resampled from another rate, MP3-coded."""
+    if rng.random() < 0.15:
+        wav = np.clip(resample_roundtrip(wav, rng), -1, 1)
+    if rng.random() < 0.25:
+        wav = mp3_roundtrip(wav, rng)
+    return wav
+
+
 def crop(x, n, rng):
     if x.size <= n:
         return x
@@ -247,13 +256,8 @@ class Synth:
         if rng.random() < 0.3:  # noise floor
             wav = wav + rng.standard_normal(N).astype(np.float32) * db2amp(rng.uniform(-90, -60))
         wav = np.clip(wav, -1, 1)
-        # how the file reached us: resampled from another rate, MP3-coded (after the level, as in a real file)
-        if self.task not in CODEC_TASKS:
-            return wav, labels, weights
-        if rng.random() < 0.15:
-            wav = np.clip(resample_roundtrip(wav, rng), -1, 1)
-        if rng.random() < 0.25:
-            wav = mp3_roundtrip(wav, rng)
+        if self.task in CODEC_TASKS:
+            wav = file_roundtrips(wav, rng)
         return wav, labels, weights
 
 
