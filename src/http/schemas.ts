@@ -18,6 +18,9 @@ export const AUDIO_MEDIA_TYPES = [
   'audio/mpeg3',
   'audio/x-mpeg-3',
   'audio/x-mp3',
+  'audio/ogg',
+  'audio/opus',
+  'application/ogg',
   'application/octet-stream',
 ] as const;
 

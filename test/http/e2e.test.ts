@@ -5,7 +5,7 @@
  * process: development key in the log, SIGKILL in the middle of a job, restart, finished.
  */
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer as createHttpServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -165,6 +165,24 @@ describe('end to end with the real models', { skip }, () => {
     const failed = await waitForJob(server, KEY_A, ((await res.json()) as JobJson).job_id);
     assert.equal(failed.status, 'failed');
     assert.equal(failed.error?.code, 'INVALID_CHANNEL');
+  });
+
+  it('an Ogg Opus voice note uploaded as audio/ogg: speech, and the voice\'s gender', async () => {
+    const wav = join(dir.path, 'note.wav');
+    execFileSync('espeak-ng', ['-v', 'en-us', '-s', '150', '-w', wav, 'Hello, I am calling about my order from last week. It has not arrived yet.'], { timeout: 30_000 });
+    const opus = join(dir.path, 'note.opus');
+    execFileSync('ffmpeg', ['-v', 'error', '-y', '-i', wav, '-ac', '1', '-c:a', 'libopus', '-b:a', '24k', opus]);
+    const { job, results } = await run({ audio: readFileSync(opus), contentType: 'audio/ogg', query: 'models=speech,gender&output_period=1024' });
+    assert.equal(job.status, 'succeeded');
+    assert.equal(job.source.content_type, 'audio/ogg');
+    assert.equal(job.audio?.format, 'OGG');
+    assert.equal(job.audio?.sample_rate, 48000);
+    const voiced = results.result.channels['0']!.time_series.filter((s) => s.results.speech!.result !== 'silence');
+    assert.ok(voiced.length >= 3, `${voiced.length} voiced steps`);
+    const speech = voiced.filter((s) => s.results.speech!.result === 'speech').length;
+    assert.ok(speech >= 0.8 * voiced.length, `${speech} of ${voiced.length} voiced steps are speech`);
+    const male = voiced.filter((s) => s.results.gender!.result === 'male').length; // espeak-ng's default en-us voice is male
+    assert.ok(male >= 0.6 * voiced.length, `${male} of ${voiced.length} voiced steps are male`);
   });
 
   it('a file that is not audio fails the job with a decoder code', async () => {

@@ -137,7 +137,7 @@ describe('job creation: validation, auth, bodies', () => {
     assert.equal(((await again.json()) as JobJson).job_id, job.job_id);
   });
 
-  for (const type of ['audio/wav', 'audio/wave', 'audio/flac', 'audio/x-flac', 'audio/mpeg', 'audio/mp3', 'audio/wav; codecs=1']) {
+  for (const type of ['audio/wav', 'audio/wave', 'audio/flac', 'audio/x-flac', 'audio/mpeg', 'audio/mp3', 'audio/ogg', 'audio/opus', 'audio/wav; codecs=1']) {
     it(`accepts Content-Type ${type}`, async () => {
       const res = await createJob(server, KEY_A, { contentType: type });
       assert.equal(res.status, 201, await res.clone().text());
@@ -174,7 +174,7 @@ describe('job creation: validation, auth, bodies', () => {
     await problem(await post('models=speech&output_period=1024', { method: 'POST', headers: { 'content-type': 'audio/wav' }, body: Buffer.alloc(0) }), 400, 'INVALID_BODY');
   });
 
-  for (const type of ['text/plain', 'audio/ogg', 'multipart/form-data; boundary=x', 'application/xml']) {
+  for (const type of ['text/plain', 'video/mp4', 'multipart/form-data; boundary=x', 'application/xml']) {
     it(`415 UNSUPPORTED_MEDIA_TYPE for ${type}`, async () => {
       const p = await problem(await post('models=speech&output_period=1024', { method: 'POST', headers: { 'content-type': type }, body: 'hello' }), 415, 'UNSUPPORTED_MEDIA_TYPE');
       assert.ok(p.supported_media_types?.includes('audio/wav'));

@@ -87,11 +87,13 @@ const AUDIO_TYPES_BY_EXT: Record<string, string> = {
   wave: 'audio/wav',
   flac: 'audio/flac',
   mp3: 'audio/mpeg',
+  ogg: 'audio/ogg',
+  opus: 'audio/ogg',
 };
 
 /** The Content-Type to upload a file with: its own audio type, else by extension, else octet-stream. */
 export function uploadContentType(file: { name?: string; type?: string }): string {
-  const accepted = ['audio/wav', 'audio/x-wav', 'audio/wave', 'audio/vnd.wave', 'audio/flac', 'audio/x-flac', 'audio/mpeg', 'audio/mp3'];
+  const accepted = ['audio/wav', 'audio/x-wav', 'audio/wave', 'audio/vnd.wave', 'audio/flac', 'audio/x-flac', 'audio/mpeg', 'audio/mp3', 'audio/ogg', 'audio/opus'];
   const t = (file.type ?? '').toLowerCase();
   if (accepted.includes(t)) return t;
   const ext = (file.name ?? '').toLowerCase().split('.').pop() ?? '';
