@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import collections
+import json
 import os
 
 from . import data as D
@@ -192,6 +193,15 @@ def augment_text(task):
     return AUGMENT.replace("- log-domain gain jitter", CODEC[task in CODEC_TASKS] + "\n- log-domain gain jitter")
 
 
+def write_model_dir(task, d, manifest, res, clips):
+    """The files of a model folder besides model.onnx: manifest.json, metrics.json and MODEL_CARD.md."""
+    for name, obj in (("manifest.json", manifest), ("metrics.json", res)):
+        with open(os.path.join(d, name), "w") as fh:
+            json.dump(obj, fh, indent=2)
+            fh.write("\n")
+    write_card(task, d, manifest, res, clips)
+
+
 def write_card(task, d, manifest, res, clips):
     m = manifest
     txt = f"""# auris `{task}` model {m['version']}
@@ -253,7 +263,6 @@ estimate of behaviour on unseen recordings.
 
 def main():
     """Re-render MODEL_CARD.md of exported models from their manifest.json + metrics.json."""
-    import json
     import sys
     root = sys.argv[1] if len(sys.argv) > 1 else "models"
     clips = D.load_clips()

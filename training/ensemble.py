@@ -186,14 +186,8 @@ def build(task: str, members: list[str], out: str, version: str) -> dict:
         "onnx_vs_members_max_abs_diff": diff,
     }
     man["training"] = {"ensemble_of": [dict(m["training"], architecture=m["model"]["architecture"]) for m in mans]}
-    with open(os.path.join(d, "manifest.json"), "w") as fh:
-        json.dump(man, fh, indent=2)
-        fh.write("\n")
-    with open(os.path.join(d, "metrics.json"), "w") as fh:
-        json.dump(res, fh, indent=2)
-        fh.write("\n")
-    from .card import write_card
-    write_card(task, d, man, res, clips)
+    from .card import write_model_dir
+    write_model_dir(task, d, man, res, clips)
     o = res["overall"]
     print(f"[{task}] ensemble of {len(mans)} -> {fn} ({os.path.getsize(fn) / 1024:.0f} KB), clip acc {o['clip_accuracy']:.3f}"
           f" clip UAR {o['clip_balanced_accuracy']:.3f}, onnx diff {diff:.1e}", flush=True)

@@ -284,14 +284,8 @@ def export(task, model, clips, res, outdir, args, n_examples, epochs):
                      "ema": ema_decay(task, args), "cfg": args.cfg, "lr": args.lr,
                      "variants": task in VARIANT_TASKS and not args.no_variants, "reproduce": reproduce_cmd(task, args)},
     }
-    with open(os.path.join(d, "manifest.json"), "w") as fh:
-        json.dump(manifest, fh, indent=2)
-        fh.write("\n")
-    with open(os.path.join(d, "metrics.json"), "w") as fh:
-        json.dump(res, fh, indent=2)
-        fh.write("\n")
-    from .card import write_card
-    write_card(task, d, manifest, res, clips)
+    from .card import write_model_dir
+    write_model_dir(task, d, manifest, res, clips)
     print(f"[{task}] exported {fn} ({os.path.getsize(fn) / 1024:.0f} KB, {params} params, "
           f"{macs_per_step(model)} MACs/step, context {left}/{right}, onnx diff {maxdiff:.1e})", flush=True)
 
