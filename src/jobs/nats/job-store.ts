@@ -53,6 +53,12 @@ export class NatsJobStore implements JobStore {
         ready();
       },
     });
+    if (this.closed) {
+      // close() ran while the watch was being created (e.g. one restarted on reconnect): it never saw this
+      // iterator, whose idle-heartbeat timer would otherwise keep the process alive.
+      iter.stop();
+      return;
+    }
     const old = this.watcher;
     this.watcher = iter;
     old?.stop();
@@ -66,6 +72,7 @@ export class NatsJobStore implements JobStore {
           }
         } else fresh.delete(e.key);
       }
+      ready(); // stopped before it was initialised: nobody waits forever
     })().catch((err: unknown) => {
       if (!this.closed) this.log.warn({ err: (err as Error).message }, 'job store: KV watch ended');
     });
