@@ -194,7 +194,9 @@ def augment_text(task):
 
 
 def write_model_dir(task, d, manifest, res, clips):
-    """The files of a model folder besides model.onnx: manifest.json, metrics.json and MODEL_CARD.md."""
+    """The files of a model folder besides model.onnx: stream.onnx, manifest.json, metrics.json and MODEL_CARD.md."""
+    from .streaming import add_streaming
+    add_streaming(d, manifest)
     for name, obj in (("manifest.json", manifest), ("metrics.json", res)):
         with open(os.path.join(d, name), "w") as fh:
             json.dump(obj, fh, indent=2)
@@ -203,6 +205,7 @@ def write_model_dir(task, d, manifest, res, clips):
 
 
 def write_card(task, d, manifest, res, clips):
+    from .streaming import card_line
     m = manifest
     txt = f"""# auris `{task}` model {m['version']}
 
@@ -211,6 +214,7 @@ def write_card(task, d, manifest, res, clips):
 - File: `model.onnx` (opset 17), input `features` [B, T=4S, 64] log-mel frames (see `docs/features.md`), output `probs` [B, S, {len(m['raw_keys'])}] softmax per 64 ms step, class order `{m['raw_keys']}`.
 - Architecture: {m['model']['architecture']}; {m['model']['parameters']} parameters, ~{m['model']['macs_per_step']} multiply-adds per step. Fully convolutional with zero padding; the output for step s depends on steps [s-{m['context']['left_steps']}, s+{m['context']['right_steps']}] (receptive field {m['receptive_field_ms']} ms, lookahead {m['lookahead_ms']} ms incl. the 8 ms framer lookahead).
 - Gain normalisation inside the model: {NORM_TXT['max' if 'gain-norm(max' in m['model']['architecture'] else 'mean']} is subtracted from every band, so absolute level carries no information.
+{card_line(m)}
 {training_line(task, m['training'])}
 - `training_data_sha256`: sha256 of the clips.csv rows usable by this task (train and validation), in file order.
 

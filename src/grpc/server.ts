@@ -88,6 +88,11 @@ export interface GrpcServerOptions {
   maxOutputPeriodMs?: number;
   /** Most output steps per model call (default 256). */
   maxWindowSteps?: number;
+  /**
+   * Run models that ship a stateful streaming graph through it (default true): each step is
+   * computed once instead of once per window it falls in. Same results; false is for comparisons.
+   */
+  statefulModels?: boolean;
   /** On close(): how long streams may take to end before the server is forced down, ms (default 5000). */
   shutdownGraceMs?: number;
   log?: GrpcLogger;
@@ -422,7 +427,7 @@ class AnalyzeCall {
       this.streamId = cfg.streamId || `s-${randomUUID()}`;
       this.session = new StreamSession(
         this.srv.engine,
-        { ...cfg, maxWindowSteps: this.srv.limits.maxWindowSteps },
+        { ...cfg, maxWindowSteps: this.srv.limits.maxWindowSteps, statefulModels: this.srv.options.statefulModels ?? true },
         {
           onStep: (step) => this.write(stepMessage(step)),
           onError: (e) => this.fail(e),

@@ -38,6 +38,8 @@ export interface StreamSessionOptions {
   channel: number;
   /** Most output steps per model call (default 256). */
   maxWindowSteps?: number;
+  /** Use the models' stateful streaming graphs where they have one (default true). */
+  statefulModels?: boolean;
 }
 
 export interface StreamSummary {
@@ -164,6 +166,9 @@ export class StreamSession {
         onError: (e) => this.fail(e),
         align: this.per,
         maxWindowSteps: Math.max(options.maxWindowSteps ?? 256, 1),
+        ...(m.streaming && options.statefulModels !== false
+          ? { stateful: { ...m.streaming, infer: (features: Float32Array, steps: number, state: Float32Array) => engine.inferStateful(m, features, steps, state) } }
+          : {}),
       });
     });
   }

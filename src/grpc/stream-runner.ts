@@ -14,10 +14,33 @@
  *   per output step.
  *
  * Only the features of the steps not yet sent plus `left` steps of history are kept.
+ *
+ * **Stateful graph.** When the model ships a streaming graph (manifest "streaming", made by
+ * training/streaming.py), each new step is computed once instead of re-running its whole
+ * context window: the graph takes the new steps and the stream's state and returns the outputs
+ * `right` steps back (the same lookahead) plus the next state. Its first outputs are not exact
+ * (their context reaches the signal start, where the whole-file model zero-pads), and it
+ * cannot see the signal end, so a stream runs in three phases, all exact:
+ *   1. steps [0, exactFrom): windowed calls, as above;
+ *   2. then the stateful graph, fed every step from step 0 (its early outputs are dropped);
+ *   3. after end(): the last `right` steps, windowed again (their right context is the end).
  */
 import { AurisError } from '../analysis/errors';
 import { FLOATS_PER_STEP } from '../inference/registry';
 import type { InferFn, OutputFn, RunnerModel } from '../inference/runner';
+
+/** Runs a stateful graph over the next `steps` steps of a stream; takes ownership of both arrays. */
+export type StatefulInferFn = (features: Float32Array, steps: number, state: Float32Array) => Promise<{ probs: Float32Array; state: Float32Array }>;
+
+export interface StatefulGraphOptions {
+  /** Floats of state; a zero vector starts a stream. */
+  stateSize: number;
+  /** Output i of the graph is step i - delaySteps (must equal the model's right context). */
+  delaySteps: number;
+  /** Graph outputs of steps before this one are dropped (windowed calls give them). */
+  exactFromStep: number;
+  infer: StatefulInferFn;
+}
 
 export interface StreamRunnerOptions {
   model: RunnerModel;
@@ -30,6 +53,8 @@ export interface StreamRunnerOptions {
   align?: number;
   /** Most output steps per call (default 256). */
   maxWindowSteps?: number;
+  /** The model's stateful streaming graph, when it has one (see above). */
+  stateful?: StatefulGraphOptions;
 }
 
 export class StreamRunner {
@@ -51,6 +76,10 @@ export class StreamRunner {
   private closed = false;
   private failed = false;
   private held = false;
+  private readonly stateful: StatefulGraphOptions | undefined;
+  /** Stateful graph: steps fed so far, and the state after them (undefined while a call has it). */
+  private fed = 0;
+  private state: Float32Array | undefined;
   /** Model calls made. */
   calls = 0;
 
@@ -62,6 +91,14 @@ export class StreamRunner {
     this.align = Math.max(1, options.align ?? 1);
     this.maxWindow = Math.max(1, options.maxWindowSteps ?? 256);
     this.buf = new Float32Array((this.left + this.right + 16) * FLOATS_PER_STEP);
+    const st = options.stateful;
+    if (st) {
+      if (st.delaySteps !== this.right || st.exactFromStep < 0 || st.exactFromStep > this.left) {
+        throw new AurisError('INVALID_ARGUMENT', `streaming graph of ${this.model.name} does not match the model's context`);
+      }
+      this.stateful = st;
+      this.state = new Float32Array(st.stateSize);
+    }
   }
 
   get received(): number {
@@ -125,6 +162,16 @@ export class StreamRunner {
 
   private pump(): void {
     if (this.inFlight || this.closed || this.failed || this.held) return;
+    const st = this.stateful;
+    if (st && this._emitted >= st.exactFromStep) {
+      // (after end(), only while the graph can still give steps the tail window would not)
+      if (this.fed < this._received && !(this.ended && this._received - st.delaySteps <= this._emitted)) {
+        this.pumpStateful(st);
+        return;
+      }
+      if (!this.ended) return;
+      // phase 3: the tail, windowed
+    }
     const limit = this.ended ? this._received : this._received - this.right;
     let b = Math.min(limit, this.next + this.maxWindow);
     if (!this.ended && this.align > 1) {
@@ -132,8 +179,72 @@ export class StreamRunner {
       if (aligned > this.next) b = aligned;
       else if (b - this.next < this.maxWindow) return; // wait for the rest of the output step
     }
+    if (st && !this.ended) b = Math.min(b, st.exactFromStep); // phase 1 ends there
     if (b <= this.next) return;
     this.run(this.next, b);
+  }
+
+  /** Phase 2: feeds the steps not yet fed, ending (until end()) where an output step ends. */
+  private pumpStateful(st: StatefulGraphOptions): void {
+    const a = this.fed;
+    let b = Math.min(this._received, a + this.maxWindow);
+    if (!this.ended && this.align > 1) {
+      // outputs reach b - delay: end them on an output-step boundary
+      const aligned = Math.floor((b - st.delaySteps) / this.align) * this.align + st.delaySteps;
+      if (aligned > a) b = aligned;
+      else if (b - a < this.maxWindow) return;
+    }
+    const F = FLOATS_PER_STEP;
+    const features = this.buf.slice((a - this.bufStart) * F, (b - this.bufStart) * F);
+    const state = this.state!;
+    this.state = undefined;
+    this.fed = b;
+    this.trim();
+    this.inFlight = true;
+    this.calls++;
+    let job: Promise<{ probs: Float32Array; state: Float32Array }>;
+    try {
+      job = st.infer(features, b - a, state);
+    } catch (e) {
+      job = Promise.reject(e);
+    }
+    job.then(
+      (out) => {
+        this.inFlight = false;
+        if (this.closed || this.failed) return;
+        if (out.probs.length !== (b - a) * this.C || out.state.length !== st.stateSize) {
+          this.fail(new AurisError('INFERENCE_FAILED', `streaming graph of ${this.model.name} returned ${out.probs.length} values for ${b - a} steps x ${this.C} classes`));
+          return;
+        }
+        this.state = out.state;
+        // graph output i is step a - delay + i; steps before _emitted came from windowed calls
+        const first = a - st.delaySteps;
+        const from = Math.max(this._emitted, first);
+        const to = b - st.delaySteps;
+        if (to > from) {
+          this._emitted = to;
+          this.next = to;
+          this.options.onOutput(from, out.probs.subarray((from - first) * this.C, (to - first) * this.C), to - from);
+        }
+        this.pump();
+      },
+      (e: unknown) => {
+        this.inFlight = false;
+        if (this.closed) return;
+        this.fail(e instanceof Error ? e : new Error(String(e)));
+      },
+    );
+  }
+
+  /** Drops buffered features no call can need again: before the next window's left context and (stateful) before the next step to feed. */
+  private trim(): void {
+    const F = FLOATS_PER_STEP;
+    let keepFrom = Math.max(this.bufStart, this.next - this.left);
+    if (this.stateful) keepFrom = Math.min(keepFrom, Math.max(this.bufStart, this.fed));
+    if (keepFrom > this.bufStart) {
+      this.buf.copyWithin(0, (keepFrom - this.bufStart) * F, (this._received - this.bufStart) * F);
+      this.bufStart = keepFrom;
+    }
   }
 
   /** Runs the model for output steps [a, b). */
@@ -143,11 +254,7 @@ export class StreamRunner {
     const inEnd = Math.min(this._received, b + this.right);
     const features = this.buf.slice((inStart - this.bufStart) * F, (inEnd - this.bufStart) * F);
     this.next = b;
-    const keepFrom = Math.max(this.bufStart, b - this.left);
-    if (keepFrom > this.bufStart) {
-      this.buf.copyWithin(0, (keepFrom - this.bufStart) * F, (this._received - this.bufStart) * F);
-      this.bufStart = keepFrom;
-    }
+    this.trim();
     this.inFlight = true;
     this.calls++;
     const steps = inEnd - inStart;

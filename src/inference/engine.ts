@@ -5,7 +5,7 @@
 import * as path from 'node:path';
 import { AurisError } from '../analysis/errors';
 import { defaultModelsDir, defaultWindowSteps } from './env';
-import { InferencePool, InferencePoolOptions } from './pool';
+import { InferencePool, InferencePoolOptions, StatefulResult } from './pool';
 import { ModelInfo, ModelRegistry } from './registry';
 import { OutputFn, WindowedRunner } from './runner';
 
@@ -75,6 +75,17 @@ export class InferenceEngine {
   infer(model: string | ModelInfo, features: Float32Array, steps: number): Promise<Float32Array> {
     const info = typeof model === 'string' ? this.registry.get(model) : model;
     return this.pool.run(info, features, steps);
+  }
+
+  /**
+   * Runs the next `steps` steps of one stream through `model`'s stateful streaming graph
+   * (registry StreamingGraph); ownership of `features` and `state` passes to the pool.
+   */
+  inferStateful(model: string | ModelInfo, features: Float32Array, steps: number, state: Float32Array): Promise<StatefulResult> {
+    const info = typeof model === 'string' ? this.registry.get(model) : model;
+    const g = info.streaming;
+    if (!g) return Promise.reject(new AurisError('INVALID_ARGUMENT', `model ${info.name} has no streaming graph`));
+    return this.pool.runStateful({ ...g, name: info.name, rawKeys: info.rawKeys }, features, steps, state);
   }
 
   /** A windowed runner of `model` feeding `onOutput` (one per channel and model). */

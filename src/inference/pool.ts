@@ -38,12 +38,27 @@ export interface PoolStats {
 /** What the pool needs to know about a model (a registry ModelInfo fits). */
 export type PoolModel = Pick<ModelInfo, 'name' | 'modelPath' | 'inputName' | 'outputName' | 'rawKeys'>;
 
+/** A stateful streaming graph (registry StreamingGraph plus the model's name and classes). */
+export interface StatefulPoolModel extends PoolModel {
+  stateInputName: string;
+  stateOutputName: string;
+  stateSize: number;
+}
+
+/** Result of a stateful call: probabilities [steps][C] and the state to pass to the next call. */
+export interface StatefulResult {
+  probs: Float32Array;
+  state: Float32Array;
+}
+
 interface Job {
   key: string;
-  model: PoolModel;
+  model: PoolModel | StatefulPoolModel;
   steps: number;
   features: Float32Array;
-  resolve: (probs: Float32Array) => void;
+  /** Stateful graphs: this stream's state ([stateSize]). */
+  state?: Float32Array;
+  resolve: (out: StatefulResult) => void;
   reject: (e: Error) => void;
 }
 
@@ -107,12 +122,29 @@ function pinRuntime(): void {
   pinned = true;
 }
 
-const ref = (m: PoolModel): ModelRef => ({ name: m.name, modelPath: m.modelPath, inputName: m.inputName, outputName: m.outputName });
+const ref = (m: PoolModel | StatefulPoolModel): ModelRef => ({
+  name: m.name,
+  modelPath: m.modelPath,
+  inputName: m.inputName,
+  outputName: m.outputName,
+  ...('stateInputName' in m ? { stateInputName: m.stateInputName, stateOutputName: m.stateOutputName } : {}),
+});
 
 function replyError(msg: FromWorker): AurisError | undefined {
   if (msg.type !== 'error') return undefined;
   const code = msg.code === 'MODEL_LOAD_FAILED' ? 'MODEL_LOAD_FAILED' : 'INFERENCE_FAILED';
   return new AurisError(code, msg.message, msg.file ? { file: msg.file } : undefined);
+}
+
+/** One buffer holding the arrays in order (the first array itself when it is alone and owns its buffer: transferred as is). */
+function stack(parts: Float32Array[], per: number): Float32Array {
+  const first = parts[0]!;
+  if (parts.length === 1 && first.byteOffset === 0 && first.byteLength === first.buffer.byteLength && first.buffer instanceof ArrayBuffer) {
+    return first;
+  }
+  const out = new Float32Array(per * parts.length);
+  parts.forEach((p, i) => out.set(p, i * per));
+  return out;
 }
 
 export class InferencePool {
@@ -171,14 +203,32 @@ export class InferencePool {
    * `features` (its buffer may be transferred to a worker, detaching it here).
    */
   run(model: PoolModel, features: Float32Array, steps: number): Promise<Float32Array> {
+    return this.submit(model, features, steps).then((out) => out.probs);
+  }
+
+  /**
+   * Runs a stateful streaming graph over the next `steps` steps of one stream, from `state`
+   * (zeros for a new stream). Calls of different streams with the same step count are batched.
+   * The pool takes ownership of `features` and `state`.
+   */
+  runStateful(model: StatefulPoolModel, features: Float32Array, steps: number, state: Float32Array): Promise<StatefulResult> {
+    if (state.length !== model.stateSize) {
+      return Promise.reject(new AurisError('INVALID_ARGUMENT', `state of ${model.name} must have ${model.stateSize} floats, got ${state.length}`));
+    }
+    return this.submit(model, features, steps, state);
+  }
+
+  private submit(model: PoolModel | StatefulPoolModel, features: Float32Array, steps: number, state?: Float32Array): Promise<StatefulResult> {
     if (this.closed) return Promise.reject(new AurisError('CLOSED', 'inference pool is closed'));
     if (!Number.isInteger(steps) || steps < 1 || features.length !== steps * FLOATS_PER_STEP) {
       return Promise.reject(
         new AurisError('INVALID_ARGUMENT', `window of ${steps} steps needs ${steps * FLOATS_PER_STEP} floats, got ${features.length}`),
       );
     }
-    return new Promise<Float32Array>((resolve, reject) => {
-      this.queue.push({ key: `${model.modelPath}\0${steps}`, model, steps, features, resolve, reject });
+    return new Promise<StatefulResult>((resolve, reject) => {
+      const job: Job = { key: `${model.modelPath}\0${steps}`, model, steps, features, resolve, reject };
+      if (state) job.state = state;
+      this.queue.push(job);
       this.schedule();
     });
   }
@@ -220,19 +270,16 @@ export class InferencePool {
   private async runBatch(worker: PoolWorker, batch: Job[]): Promise<void> {
     worker.busy = true;
     const { model, steps } = batch[0]!;
-    const per = steps * FLOATS_PER_STEP;
-    let input: Float32Array;
-    const first = batch[0]!.features;
-    if (batch.length === 1 && first.byteOffset === 0 && first.byteLength === first.buffer.byteLength && first.buffer instanceof ArrayBuffer) {
-      input = first; // transferred as is
-    } else {
-      input = new Float32Array(per * batch.length);
-      batch.forEach((j, i) => input.set(j.features, i * per));
-    }
+    const features = stack(batch.map((j) => j.features), steps * FLOATS_PER_STEP);
+    const stateful = batch[0]!.state !== undefined;
+    const stateSize = stateful ? (model as StatefulPoolModel).stateSize : 0;
+    const state = stateful ? stack(batch.map((j) => j.state!), stateSize) : undefined;
     try {
+      const transfer = [features.buffer as ArrayBuffer];
+      if (state) transfer.push(state.buffer as ArrayBuffer);
       const msg = await worker.call(
-        { type: 'run', model: ref(model), batch: batch.length, steps, features: input },
-        [input.buffer as ArrayBuffer],
+        { type: 'run', model: ref(model), batch: batch.length, steps, features, ...(state ? { state } : {}) },
+        transfer,
       );
       const err = replyError(msg);
       if (err) throw err;
@@ -241,12 +288,21 @@ export class InferencePool {
       if (C !== model.rawKeys.length) {
         throw new AurisError('INFERENCE_FAILED', `model ${model.name} gave ${C} classes, its manifest has ${model.rawKeys.length} raw_keys`);
       }
+      if (stateful && msg.state?.length !== stateSize * batch.length) {
+        throw new AurisError('INFERENCE_FAILED', `model ${model.name} returned no state or a state of the wrong size`);
+      }
       this._stats.calls++;
       this._stats.windows += batch.length;
       this._stats.steps += steps * batch.length;
       this._stats.busyMs += msg.ms;
       const out = steps * C;
-      batch.forEach((j, i) => j.resolve(msg.probs.subarray(i * out, (i + 1) * out)));
+      const noState = new Float32Array(0);
+      batch.forEach((j, i) =>
+        j.resolve({
+          probs: msg.probs.subarray(i * out, (i + 1) * out),
+          state: stateful ? msg.state!.subarray(i * stateSize, (i + 1) * stateSize) : noState,
+        }),
+      );
     } catch (e) {
       for (const j of batch) j.reject(e as Error);
     } finally {

@@ -5,6 +5,9 @@ export interface ModelRef {
   modelPath: string;
   inputName: string;
   outputName: string;
+  /** Stateful streaming graphs only: the state's input and output names. */
+  stateInputName?: string;
+  stateOutputName?: string;
 }
 
 export type ToWorker =
@@ -19,9 +22,11 @@ export type ToWorker =
       steps: number;
       /** [batch][steps*4][64] float32, transferred. */
       features: Float32Array;
+      /** Stateful graphs: [batch][stateSize] float32, transferred. */
+      state?: Float32Array;
     };
 
 export type FromWorker =
   | { type: 'loaded'; id: number }
-  | { type: 'result'; id: number; probs: Float32Array; dims: number[]; ms: number }
+  | { type: 'result'; id: number; probs: Float32Array; dims: number[]; ms: number; state?: Float32Array }
   | { type: 'error'; id: number; message: string; code: string; file?: string };

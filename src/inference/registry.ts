@@ -42,6 +42,22 @@ export interface ModelManifest {
   [extra: string]: unknown;
 }
 
+/** The stateful streaming graph of a model (manifest "streaming"; training/streaming.py, docs/features.md). */
+export interface StreamingGraph {
+  /** Absolute path of the graph (e.g. stream.onnx). */
+  modelPath: string;
+  inputName: string;
+  stateInputName: string;
+  outputName: string;
+  stateOutputName: string;
+  /** Floats of state per stream (a zero vector starts a stream). */
+  stateSize: number;
+  /** Output i of a stream is step i - delaySteps (= the model's right context). */
+  delaySteps: number;
+  /** Outputs of steps before this one are not exact (their context reaches the signal start). */
+  exactFromStep: number;
+}
+
 export interface ModelInfo {
   name: string;
   version: string;
@@ -59,6 +75,8 @@ export interface ModelInfo {
   modelPath: string;
   inputName: string;
   outputName: string;
+  /** Present when the model ships a stateful streaming graph. */
+  streaming?: StreamingGraph;
   manifest: ModelManifest;
 }
 
@@ -118,7 +136,34 @@ export function validateManifest(m: unknown, dirName: string, file: string): Mod
   for (const k of ['receptive_field_ms', 'lookahead_ms']) {
     if (m[k] !== undefined && !(typeof m[k] === 'number' && (m[k] as number) >= 0)) throw fail(file, `"${k}" must be a number >= 0`);
   }
+  const st = m['streaming'];
+  if (st !== undefined) {
+    if (!isObj(st)) throw fail(file, '"streaming" must be an object');
+    for (const k of ['file', 'input', 'state_input', 'output', 'state_output']) {
+      if (typeof st[k] !== 'string' || st[k] === '') throw fail(file, `"streaming.${k}" must be a non-empty string`);
+    }
+    if (!isNonNegInt(st['state_size']) || st['state_size'] === 0) throw fail(file, '"streaming.state_size" must be a positive integer');
+    // The runner relies on these: the graph's outputs lag by the lookahead, and are exact once the left context is real.
+    if (st['delay_steps'] !== ctx['right_steps']) throw fail(file, '"streaming.delay_steps" must equal "context.right_steps"');
+    if (!isNonNegInt(st['exact_from_step']) || st['exact_from_step'] > (ctx['left_steps'] as number)) {
+      throw fail(file, '"streaming.exact_from_step" must be an integer in 0..context.left_steps');
+    }
+  }
   return m as ModelManifest;
+}
+
+/** Resolves a file named by a manifest: inside the model directory, a non-empty regular file. */
+function modelFile(dir: string, name: string, manifestPath: string): string {
+  const p = path.resolve(dir, name);
+  if (path.relative(dir, p).startsWith('..')) throw fail(manifestPath, `${JSON.stringify(name)} must stay inside ${dir}`);
+  let st: fs.Stats;
+  try {
+    st = fs.statSync(p);
+  } catch (e) {
+    throw fail(p, `model file missing (named by ${manifestPath})`, e);
+  }
+  if (!st.isFile() || st.size === 0) throw fail(p, 'model file is empty or not a regular file');
+  return p;
 }
 
 /** Reads and validates one model directory. */
@@ -138,17 +183,20 @@ export function loadModelDir(dir: string): ModelInfo {
     throw fail(manifestPath, `invalid JSON (${(e as Error).message})`, e);
   }
   const m = validateManifest(parsed, dirName, manifestPath);
-  const modelPath = path.resolve(dir, m.file);
-  if (path.relative(dir, modelPath).startsWith('..')) throw fail(manifestPath, `"file" must stay inside ${dir}`);
-  let st: fs.Stats;
-  try {
-    st = fs.statSync(modelPath);
-  } catch (e) {
-    throw fail(modelPath, `model file missing (named by ${manifestPath})`, e);
-  }
-  if (!st.isFile() || st.size === 0) throw fail(modelPath, 'model file is empty or not a regular file');
+  const modelPath = modelFile(dir, m.file, manifestPath);
   const left = m.context.left_steps;
   const right = m.context.right_steps;
+  const st = m['streaming'] as Record<string, string & number> | undefined;
+  const streaming: StreamingGraph | undefined = st && {
+    modelPath: modelFile(dir, st['file'], manifestPath),
+    inputName: st['input'],
+    stateInputName: st['state_input'],
+    outputName: st['output'],
+    stateOutputName: st['state_output'],
+    stateSize: st['state_size'],
+    delaySteps: st['delay_steps'],
+    exactFromStep: st['exact_from_step'],
+  };
   return {
     name: m.name,
     version: m.version,
@@ -162,6 +210,7 @@ export function loadModelDir(dir: string): ModelInfo {
     modelPath,
     inputName: m.input,
     outputName: m.output,
+    ...(streaming ? { streaming } : {}),
     manifest: m,
   };
 }
@@ -196,6 +245,37 @@ export async function verifyModel(info: ModelInfo): Promise<void> {
     const dims = out?.dims ?? [];
     if (dims.length !== 3 || dims[0] !== 1 || dims[1] !== 1 || dims[2] !== info.rawKeys.length) {
       throw fail(info.modelPath, `output "${info.outputName}" has shape [${dims.join(', ')}] for one step, expected [1, 1, ${info.rawKeys.length}] (raw_keys)`);
+    }
+  } finally {
+    await session.release();
+  }
+  if (info.streaming) await verifyStreamingGraph(info, info.streaming, ort);
+}
+
+/** Opens a streaming graph and checks one step from a zero state: probabilities [1, 1, C] and a state of the declared size. */
+async function verifyStreamingGraph(info: ModelInfo, g: StreamingGraph, ort: typeof import('onnxruntime-node')): Promise<void> {
+  let session: import('onnxruntime-node').InferenceSession;
+  try {
+    session = await ort.InferenceSession.create(g.modelPath, { intraOpNumThreads: 1, interOpNumThreads: 1 });
+  } catch (e) {
+    throw fail(g.modelPath, `not a loadable ONNX model (${(e as Error).message})`, e);
+  }
+  try {
+    let out;
+    try {
+      const x = new ort.Tensor('float32', new Float32Array(FLOATS_PER_STEP), [1, FRAMES_PER_STEP, N_MELS]);
+      const state = new ort.Tensor('float32', new Float32Array(g.stateSize), [1, g.stateSize]);
+      out = await session.run({ [g.inputName]: x, [g.stateInputName]: state });
+    } catch (e) {
+      throw fail(g.modelPath, `fails on one step from a zero state of ${g.stateSize} floats (${(e as Error).message})`, e);
+    }
+    const probs = out[g.outputName]?.dims ?? [];
+    const state = out[g.stateOutputName]?.dims ?? [];
+    if (probs.length !== 3 || probs[0] !== 1 || probs[1] !== 1 || probs[2] !== info.rawKeys.length) {
+      throw fail(g.modelPath, `output "${g.outputName}" has shape [${probs.join(', ')}] for one step, expected [1, 1, ${info.rawKeys.length}]`);
+    }
+    if (state.length !== 2 || state[0] !== 1 || state[1] !== g.stateSize) {
+      throw fail(g.modelPath, `output "${g.stateOutputName}" has shape [${state.join(', ')}], expected [1, ${g.stateSize}]`);
     }
   } finally {
     await session.release();

@@ -58,23 +58,42 @@ port.on('message', (msg: ToWorker) => {
     );
     return;
   }
-  const { id, model, batch, steps, features } = msg;
+  const { id, model, batch, steps, features, state } = msg;
   session(model)
     .then(async (s) => {
       const t0 = performance.now();
-      const input = new ort.Tensor('float32', features, [batch, steps * FRAMES_PER_STEP, N_MELS]);
-      const out = (await s.run({ [model.inputName]: input }, [model.outputName]))[model.outputName];
+      const feeds: Record<string, ort.Tensor> = {
+        [model.inputName]: new ort.Tensor('float32', features, [batch, steps * FRAMES_PER_STEP, N_MELS]),
+      };
+      const fetches = [model.outputName];
+      if (state) {
+        if (!model.stateInputName || !model.stateOutputName) throw new Error(`model ${model.name} has no state input`);
+        feeds[model.stateInputName] = new ort.Tensor('float32', state, [batch, state.length / batch]);
+        fetches.push(model.stateOutputName);
+      }
+      const outs = await s.run(feeds, fetches);
+      const out = outs[model.outputName];
       if (!out) throw new Error(`model ${model.name} produced no output "${model.outputName}"`);
       const dims = out.dims.map(Number);
       if (dims.length !== 3 || dims[0] !== batch || dims[1] !== steps) {
         throw new Error(`model ${model.name}: output shape [${dims.join(', ')}], expected [${batch}, ${steps}, C]`);
       }
-      let data = out.data as Float32Array;
-      // Transfer the output buffer when we own all of it; otherwise copy once.
-      if (data.byteOffset !== 0 || data.byteLength !== data.buffer.byteLength || !(data.buffer instanceof ArrayBuffer)) {
-        data = data.slice();
+      const probs = owned(out.data as Float32Array);
+      const transfer = [probs.buffer as ArrayBuffer];
+      let newState: Float32Array | undefined;
+      if (state) {
+        const st = outs[model.stateOutputName!];
+        if (!st || st.data.length !== state.length) throw new Error(`model ${model.name}: state output of ${st?.data.length ?? 0} floats, expected ${state.length}`);
+        newState = owned(st.data as Float32Array);
+        transfer.push(newState.buffer as ArrayBuffer);
       }
-      reply({ type: 'result', id, probs: data, dims, ms: performance.now() - t0 }, [data.buffer as ArrayBuffer]);
+      reply({ type: 'result', id, probs, dims, ms: performance.now() - t0, ...(newState ? { state: newState } : {}) }, transfer);
     })
     .catch((e) => errorReply(id, e));
 });
+
+/** The array itself when it owns its whole buffer (so it can be transferred), else a copy. */
+function owned(data: Float32Array): Float32Array {
+  if (data.byteOffset !== 0 || data.byteLength !== data.buffer.byteLength || !(data.buffer instanceof ArrayBuffer)) return data.slice();
+  return data;
+}

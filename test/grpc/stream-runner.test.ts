@@ -121,4 +121,69 @@ describe('StreamRunner', () => {
     await h.flush();
     assert.deepEqual(h.outputs, []);
   });
+
+  it('stateful graph: windowed calls for the first steps and the tail, the graph for the rest, each step once', async () => {
+    const EXACT = LEFT;
+    const calls: { kind: 'window' | 'graph'; first: number; steps: number; resolve: () => void }[] = [];
+    const source: string[] = [];
+    const values: number[] = [];
+    const fed: number[] = [];
+    const runner = new StreamRunner({
+      model,
+      maxWindowSteps: 8,
+      infer: (f, steps) => {
+        const probs = new Float32Array(steps * 2);
+        for (let i = 0; i < steps; i++) probs[i * 2] = f[i * FLOATS_PER_STEP]!;
+        return new Promise((resolve) => calls.push({ kind: 'window', first: f[0]!, steps, resolve: () => resolve(probs) }));
+      },
+      stateful: {
+        stateSize: RIGHT,
+        delaySteps: RIGHT,
+        exactFromStep: EXACT,
+        // "Graph": delays the step index by RIGHT through its state; steps before EXACT come out wrong (-1),
+        // as a real graph's do; class b = 1 marks graph outputs.
+        infer: (f, steps, state) => {
+          assert.equal(state.length, RIGHT);
+          for (let i = 0; i < steps; i++) fed.push(f[i * FLOATS_PER_STEP]!);
+          const probs = new Float32Array(steps * 2);
+          const q = [...state];
+          for (let i = 0; i < steps; i++) {
+            const out = q.shift()!;
+            probs[i * 2] = out >= EXACT ? out : -1;
+            probs[i * 2 + 1] = 1;
+            q.push(f[i * FLOATS_PER_STEP]!);
+          }
+          return new Promise((resolve) => calls.push({ kind: 'graph', first: f[0]!, steps, resolve: () => resolve({ probs, state: Float32Array.from(q) }) }));
+        },
+      },
+      onOutput: (start, probs, steps) => {
+        for (let i = 0; i < steps; i++) {
+          values.push(probs[i * 2]!);
+          source.push(probs[i * 2 + 1] === 1 ? 'graph' : 'window');
+        }
+        assert.equal(start + steps, values.length, 'consecutive outputs');
+      },
+      onError: (e) => assert.fail(e),
+    });
+    const flush = async (): Promise<void> => {
+      for (let i = 0; i < 100 && calls.length > 0; i++) {
+        calls.shift()!.resolve();
+        await new Promise((r) => setImmediate(r));
+      }
+    };
+    const N = 30;
+    for (let s = 0; s < N; s++) {
+      runner.push(features(s, 1), 1);
+      await flush();
+      // same latency as windowed calls: every step is out once its right context is in
+      assert.equal(values.length, Math.max(0, s + 1 - RIGHT), `outputs after step ${s}`);
+    }
+    runner.end();
+    await flush();
+    assert.ok(runner.done);
+    assert.deepEqual(values, Array.from({ length: N }, (_, i) => i));
+    const expected = Array.from({ length: N }, (_, i) => (i < EXACT || i >= N - RIGHT ? 'window' : 'graph'));
+    assert.deepEqual(source, expected);
+    assert.deepEqual(fed, Array.from({ length: N }, (_, i) => i), 'the graph is fed every step once, from step 0');
+  });
 });

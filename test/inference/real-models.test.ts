@@ -9,6 +9,7 @@ import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { FLOATS_PER_STEP, InferenceEngine, packageRoot, WindowedRunner } from '../../src/inference';
 import { seededRandom } from '../../src/inference/placeholder';
+import { StreamRunner } from '../../src/grpc/stream-runner';
 
 const MODELS_DIR = path.join(packageRoot(), 'models');
 const NAMES = ['speech', 'arousal', 'gender'];
@@ -61,6 +62,50 @@ describe('real models (models/)', () => {
         let maxDiff = 0;
         for (let i = 0; i < out.length; i++) maxDiff = Math.max(maxDiff, Math.abs(out[i]! - whole[i]!));
         assert.ok(maxDiff <= 1e-5, `${name}, window ${windowSteps}: max difference ${maxDiff} (context in manifest too small?)`);
+      }
+    });
+
+    it(`${name}: a live stream through the stateful graph (stream.onnx) equals the whole-signal run`, async () => {
+      const model = engine!.model(name);
+      assert.ok(model.streaming, `${name} ships a streaming graph`);
+      const C = model.rawKeys.length;
+      for (const [steps, align, seed] of [[400, 1, 12], [300, 5, 13], [30, 1, 14]] as const) {
+        const x = features(steps, seed);
+        const whole = await engine!.infer(model, x.slice(), steps);
+        const out = new Float32Array(steps * C).fill(NaN);
+        let statefulCalls = 0;
+        const done = new Promise<void>((resolve, reject) => {
+          const runner = new StreamRunner({
+            model,
+            align,
+            infer: (f, n) => engine!.infer(model, f, n),
+            stateful: {
+              ...model.streaming!,
+              infer: (f, n, st) => (statefulCalls++, engine!.inferStateful(model, f, n, st)),
+            },
+            onOutput: (start, probs) => {
+              out.set(probs, start * C);
+              if (runner.done) resolve();
+            },
+            onError: reject,
+          });
+          // pushed in uneven chunks while calls are in flight, as a live stream does
+          const r = seededRandom(seed);
+          let s = 0;
+          const tick = (): void => {
+            const n = Math.min(steps - s, 1 + Math.floor(Math.abs(r()) * 6));
+            runner.push(x.slice(s * FLOATS_PER_STEP, (s + n) * FLOATS_PER_STEP), n);
+            s += n;
+            if (s < steps) setTimeout(tick, Math.abs(r()) * 3);
+            else runner.end();
+          };
+          tick();
+        });
+        await done;
+        let maxDiff = 0;
+        for (let i = 0; i < out.length; i++) maxDiff = Math.max(maxDiff, Math.abs(out[i]! - whole[i]!));
+        assert.ok(maxDiff <= 1e-5, `${name}, ${steps} steps, align ${align}: max difference ${maxDiff}`);
+        if (steps > model.context.leftSteps + 2 * model.context.rightSteps) assert.ok(statefulCalls > 0, 'the stateful graph was used');
       }
     });
   }

@@ -93,6 +93,45 @@ describe('model registry', () => {
     }
   });
 
+  it('reads a model\'s streaming graph, and rejects a missing, corrupt or inconsistent one naming the file', async () => {
+    /** A models dir with a copy of the shipped gender model (model.onnx + stream.onnx). */
+    const copy = (name: string): string => {
+      const dir = path.join(tmp, name);
+      fs.cpSync(path.join(packageRoot(), 'models', 'gender'), path.join(dir, 'gender'), { recursive: true });
+      return dir;
+    };
+    const ok = copy('stream-ok');
+    const g = (await ModelRegistry.load({ modelsDir: ok })).get('gender');
+    assert.equal(g.streaming?.modelPath, path.join(ok, 'gender', 'stream.onnx'));
+    assert.equal(g.streaming?.delaySteps, g.context.rightSteps);
+    assert.equal(g.streaming?.exactFromStep, g.context.leftSteps);
+    assert.ok(g.streaming!.stateSize > 0);
+
+    const missing = copy('stream-missing');
+    fs.rmSync(path.join(missing, 'gender', 'stream.onnx'));
+    expectLoadError(() => ModelRegistry.loadSync({ modelsDir: missing }), path.join(missing, 'gender', 'stream.onnx'), /model file missing/);
+
+    const manifest = (dir: string): string => path.join(dir, 'gender', 'manifest.json');
+    const edit = (dir: string, f: (st: Record<string, unknown>) => void): void => {
+      const m = JSON.parse(fs.readFileSync(manifest(dir), 'utf8')) as Record<string, Record<string, unknown>>;
+      f(m['streaming']!);
+      fs.writeFileSync(manifest(dir), JSON.stringify(m));
+    };
+    const delay = copy('stream-delay');
+    edit(delay, (st) => (st['delay_steps'] = 3));
+    expectLoadError(() => ModelRegistry.loadSync({ modelsDir: delay }), manifest(delay), /delay_steps/);
+    const size = copy('stream-size');
+    edit(size, (st) => (st['state_size'] = 10));
+    await assert.rejects(ModelRegistry.load({ modelsDir: size }), (e: Error & { code?: string }) => {
+      assert.equal(e.code, 'MODEL_LOAD_FAILED');
+      assert.ok(e.message.startsWith(path.join(size, 'gender', 'stream.onnx')), e.message);
+      return true;
+    });
+    const corrupt = copy('stream-corrupt');
+    fs.writeFileSync(path.join(corrupt, 'gender', 'stream.onnx'), 'not onnx');
+    await assert.rejects(ModelRegistry.load({ modelsDir: corrupt }), /stream\.onnx: not a loadable ONNX model/);
+  });
+
   it('a models dir that does not exist fails with its path', () => {
     const dir = path.join(tmp, 'nope');
     expectLoadError(() => ModelRegistry.loadSync({ modelsDir: dir }), dir, /cannot read the models directory/);
