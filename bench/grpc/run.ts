@@ -16,6 +16,9 @@
  *  2. N concurrent streams (all three models, output_period 64, 64 ms chunks) for increasing N:
  *     p50 / p99 / max over every step of every stream, server CPU, and the largest N whose p99
  *     stays under 100 ms.
+ * Both are run twice, on fresh server processes: with the models' stateful streaming graphs (the
+ * default) and with windowed calls only (GRPC_STATEFUL=0, the reference), and the server CPU of
+ * the two is compared at each stream count both reached (`--modes stateful` runs one).
  * Numbers, never pass/fail: the machine is shared with model training, see the load average.
  */
 import { spawn, ChildProcessWithoutNullStreams } from 'node:child_process';
@@ -41,10 +44,13 @@ interface Args {
   levels: number[];
   seconds: number;
   singleSeconds: number;
+  modes: Mode[];
 }
 
+type Mode = 'stateful' | 'windowed';
+
 function parseArgs(argv: string[]): Args {
-  const a: Args = { quick: false, levels: [25, 50, 100, 150, 200, 300], seconds: 15, singleSeconds: 60 };
+  const a: Args = { quick: false, levels: [25, 50, 100, 150, 200, 300], seconds: 15, singleSeconds: 60, modes: ['stateful', 'windowed'] };
   for (let i = 0; i < argv.length; i++) {
     const v = argv[i];
     if (v === '--quick') {
@@ -55,6 +61,7 @@ function parseArgs(argv: string[]): Args {
     } else if (v === '--levels') a.levels = argv[++i]!.split(',').map(Number);
     else if (v === '--seconds') a.seconds = Number(argv[++i]);
     else if (v === '--single-seconds') a.singleSeconds = Number(argv[++i]);
+    else if (v === '--modes') a.modes = argv[++i]!.split(',') as Mode[];
     else throw new Error(`unknown argument ${v}`);
   }
   return a;
@@ -78,8 +85,9 @@ class ServerProcess {
       }
     });
   }
-  static async start(): Promise<{ proc: ServerProcess; port: number }> {
-    const child = spawn(process.execPath, [path.join(__dirname, 'server.js')], { stdio: ['pipe', 'pipe', 'inherit'] }) as unknown as ChildProcessWithoutNullStreams;
+  static async start(mode: Mode): Promise<{ proc: ServerProcess; port: number }> {
+    const env = { ...process.env, GRPC_STATEFUL: mode === 'stateful' ? '1' : '0' };
+    const child = spawn(process.execPath, [path.join(__dirname, 'server.js')], { stdio: ['pipe', 'pipe', 'inherit'], env }) as unknown as ChildProcessWithoutNullStreams;
     const proc = new ServerProcess(child);
     const first = JSON.parse(await proc.next()) as { port: number };
     return { proc, port: first.port };
@@ -215,34 +223,35 @@ function pcmOf(samples: Float32Array, seconds: number): Buffer {
   return out;
 }
 
-async function main(): Promise<void> {
-  const args = parseArgs(process.argv.slice(2));
-  fs.mkdirSync(OUT, { recursive: true });
-  const { info, samples } = await decodeAll({ path: path.join(ROOT, 'test', 'fixtures', 'demo.flac') });
-  if (info.sampleRate !== 16000 || info.channels !== 1) throw new Error('the demo fixture is expected to be 16 kHz mono');
-  const loadStart = os.loadavg().map((x) => x.toFixed(2)).join(' / ');
+interface ModeResult {
+  mode: Mode;
+  single: LatencyStats & { status: number };
+  concurrent: Record<string, unknown>[];
+  sustainedStreamsP99Under100ms: number;
+}
 
-  const { proc, port } = await ServerProcess.start();
+async function benchMode(mode: Mode, args: Args, samples: Float32Array): Promise<ModeResult & { lookaheadSteps: number; lookaheadMs: number }> {
+  const { proc, port } = await ServerProcess.start(mode);
   const address = `127.0.0.1:${port}`;
   const client = createClient(address);
   const models = await listModels(client, KEY);
   const lookaheadSteps = Math.max(...models.models.filter((m) => MODELS.includes(m.name)).map((m) => m.right_context_steps));
   const lookaheadMs = Math.max(...models.models.filter((m) => MODELS.includes(m.name)).map((m) => m.stream_lookahead_ms));
-  log(`server on ${address}; models ${MODELS.join(', ')}: lookahead ${lookaheadSteps} steps (${lookaheadMs} ms); load ${loadStart}`);
+  log(`[${mode}] server on ${address}; models ${MODELS.join(', ')}: lookahead ${lookaheadSteps} steps (${lookaheadMs} ms)`);
 
   // Warm-up (sessions, JIT).
   await liveStream(client, pcmOf(samples, 3), 1024, 64, lookaheadSteps, performance.now());
 
-  log(`one stream, ${args.singleSeconds} s, 20 ms chunks`);
+  log(`[${mode}] one stream, ${args.singleSeconds} s, 20 ms chunks`);
   const single = await liveStream(client, pcmOf(samples, args.singleSeconds), 320, 64, lookaheadSteps, performance.now());
   const singleStats = { ...stats(single.latencies), status: single.status };
-  log(`one stream: ${JSON.stringify(singleStats)}`);
+  log(`[${mode}] one stream: ${JSON.stringify(singleStats)}`);
 
   const levels: Record<string, unknown>[] = [];
   const pcm = pcmOf(samples, args.seconds);
   let sustained = 0;
   for (const n of args.levels) {
-    log(`${n} concurrent streams, ${args.seconds} s each, 64 ms chunks`);
+    log(`[${mode}] ${n} concurrent streams, ${args.seconds} s each, 64 ms chunks`);
     const r = await runLevel(address, proc, n, pcm, 1024, lookaheadSteps);
     log(JSON.stringify(r));
     levels.push(r);
@@ -252,15 +261,41 @@ async function main(): Promise<void> {
   }
   client.close();
   await proc.stop();
+  return { mode, single: singleStats, concurrent: levels, sustainedStreamsP99Under100ms: sustained, lookaheadSteps, lookaheadMs };
+}
+
+async function main(): Promise<void> {
+  const args = parseArgs(process.argv.slice(2));
+  fs.mkdirSync(OUT, { recursive: true });
+  const { info, samples } = await decodeAll({ path: path.join(ROOT, 'test', 'fixtures', 'demo.flac') });
+  if (info.sampleRate !== 16000 || info.channels !== 1) throw new Error('the demo fixture is expected to be 16 kHz mono');
+  const loadStart = os.loadavg().map((x) => x.toFixed(2)).join(' / ');
+  log(`load ${loadStart}`);
+
+  const runs: (ModeResult & { lookaheadMs: number })[] = [];
+  for (const mode of args.modes) runs.push(await benchMode(mode, args, samples));
+  const lookaheadMs = runs[0]!.lookaheadMs;
+
+  // Server CPU per stream of the reference over ours, at each stream count both completed without failures.
+  const cpuRatio: Record<string, number> = {};
+  const ours = runs.find((r) => r.mode === 'stateful');
+  const ref = runs.find((r) => r.mode === 'windowed');
+  if (ours && ref) {
+    for (const l of ours.concurrent) {
+      const r = ref.concurrent.find((x) => x['streams'] === l['streams']);
+      if (r && l['failed'] === 0 && r['failed'] === 0) {
+        cpuRatio[String(l['streams'])] = Math.round(((r['serverCpuPercent'] as number) / Math.max(1, l['serverCpuPercent'] as number)) * 100) / 100;
+      }
+    }
+  }
 
   const result = {
     measuredAt: new Date().toISOString(),
     machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model, loadAtStart: loadStart, node: process.version },
     models: MODELS,
     lookaheadMs,
-    single: singleStats,
-    concurrent: levels,
-    sustainedStreamsP99Under100ms: sustained,
+    modes: runs.map(({ mode, single, concurrent, sustainedStreamsP99Under100ms }) => ({ mode, single, concurrent, sustainedStreamsP99Under100ms })),
+    windowedOverStatefulServerCpu: cpuRatio,
   };
   fs.writeFileSync(path.join(OUT, 'grpc.json'), JSON.stringify(result, null, 2) + '\n');
 
@@ -268,13 +303,21 @@ async function main(): Promise<void> {
     `gRPC streaming, ${result.machine.cpus} cores (${result.machine.model}), load at start ${loadStart}, ${process.version}`,
     `models ${MODELS.join(' + ')}, output_period 64 ms, 16 kHz s16le; lookahead ${lookaheadMs} ms (not included below)`,
     '',
-    '| streams | chunk | steps measured | p50 ms | p90 ms | p99 ms | max ms | server CPU % | failed |',
-    '|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
-    `| 1 | 20 ms | ${singleStats.n} | ${singleStats.p50} | ${singleStats.p90} | ${singleStats.p99} | ${singleStats.max} | | ${singleStats.status === 0 ? 0 : 1} |`,
-    ...levels.map((l) => `| ${l['streams']} | 64 ms | ${l['n']} | ${l['p50']} | ${l['p90']} | ${l['p99']} | ${l['max']} | ${l['serverCpuPercent']} | ${l['failed']} |`),
-    '',
-    `largest tested number of concurrent real-time streams with p99 < ${TARGET_P99_MS} ms: ${sustained}`,
+    '| models run as | streams | chunk | steps measured | p50 ms | p90 ms | p99 ms | max ms | server CPU % | failed |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
   ];
+  for (const r of runs) {
+    const s = r.single;
+    lines.push(`| ${r.mode} | 1 | 20 ms | ${s.n} | ${s.p50} | ${s.p90} | ${s.p99} | ${s.max} | | ${s.status === 0 ? 0 : 1} |`);
+    for (const l of r.concurrent) {
+      lines.push(`| ${r.mode} | ${l['streams']} | 64 ms | ${l['n']} | ${l['p50']} | ${l['p90']} | ${l['p99']} | ${l['max']} | ${l['serverCpuPercent']} | ${l['failed']} |`);
+    }
+  }
+  lines.push('');
+  for (const r of runs) lines.push(`${r.mode}: largest tested number of concurrent real-time streams with p99 < ${TARGET_P99_MS} ms: ${r.sustainedStreamsP99Under100ms}`);
+  if (Object.keys(cpuRatio).length > 0) {
+    lines.push(`server CPU, windowed / stateful, same streams: ${Object.entries(cpuRatio).map(([n, x]) => `${n} streams ${x}x`).join(', ')}`);
+  }
   process.stdout.write(lines.join('\n') + '\n');
 }
 

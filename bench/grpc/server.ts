@@ -2,7 +2,8 @@
  * The gRPC streaming server alone, for bench/grpc/run.ts (its own process, so the load
  * generator does not share its event loop). Prints {"port", "pid"} as one JSON line once
  * listening; reports its CPU time on stdin "cpu\n"; exits on SIGTERM after a clean shutdown.
- * Options from the environment: AURIS_INFERENCE_THREADS (engine workers), GRPC_MAX_BATCH.
+ * Options from the environment: AURIS_INFERENCE_THREADS (engine workers), GRPC_MAX_BATCH,
+ * GRPC_STATEFUL=0 (windowed calls only, no stateful streaming graphs: the reference).
  */
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { ApiKeyRegistry } from '../../src/http/auth';
@@ -15,6 +16,7 @@ async function main(): Promise<void> {
   const srv = await AnalysisGrpcServer.create({
     keys: new ApiKeyRegistry([{ key: BENCH_KEY, organizationId: 'bench', projectId: 'bench' }]),
     maxStreams: 100_000,
+    statefulModels: process.env['GRPC_STATEFUL'] !== '0',
     ...(maxBatch ? { maxBatch } : {}),
   });
   // Inference round trips (window submitted -> probabilities back) and event-loop delay, per report.
@@ -26,6 +28,13 @@ async function main(): Promise<void> {
   engine.infer = (model, features, steps) => {
     const t0 = performance.now();
     const p = infer(model, features, steps);
+    void p.then(() => trips.push(performance.now() - t0), () => undefined);
+    return p;
+  };
+  const inferStateful = engine.inferStateful.bind(engine);
+  engine.inferStateful = (model, first, features, steps, state) => {
+    const t0 = performance.now();
+    const p = inferStateful(model, first, features, steps, state);
     void p.then(() => trips.push(performance.now() - t0), () => undefined);
     return p;
   };

@@ -167,7 +167,7 @@ export class StreamSession {
         align: this.per,
         maxWindowSteps: Math.max(options.maxWindowSteps ?? 256, 1),
         ...(m.streaming && options.statefulModels !== false
-          ? { stateful: { ...m.streaming, infer: (features: Float32Array, steps: number, state: Float32Array) => engine.inferStateful(m, features, steps, state) } }
+          ? { stateful: { ...m.streaming, infer: (first: number, features: Float32Array, steps: number, state: Float32Array) => engine.inferStateful(m, first, features, steps, state) } }
           : {}),
       });
     });

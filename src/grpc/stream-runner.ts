@@ -15,30 +15,26 @@
  *
  * Only the features of the steps not yet sent plus `left` steps of history are kept.
  *
- * **Stateful graph.** When the model ships a streaming graph (manifest "streaming", made by
+ * **Stateful graphs.** When the model ships streaming graphs (manifest "streaming", made by
  * training/streaming.py), each new step is computed once instead of re-running its whole
- * context window: the graph takes the new steps and the stream's state and returns the outputs
- * `right` steps back (the same lookahead) plus the next state. Its first outputs are not exact
- * (their context reaches the signal start, where the whole-file model zero-pads), and it
- * cannot see the signal end, so a stream runs in three phases, all exact:
- *   1. steps [0, exactFrom): windowed calls, as above;
- *   2. then the stateful graph, fed every step from step 0 (its early outputs are dropped);
- *   3. after end(): the last `right` steps, windowed again (their right context is the end).
+ * context window: a graph takes the new steps and the stream's state and returns the outputs
+ * `right` steps back (the same lookahead: the first `right` outputs, before the signal start,
+ * are dropped) plus the next state. One call in flight and output-step alignment as above.
+ * The graphs cannot see the signal end, so after end() the last `right` steps are run
+ * windowed (their right context is the end). Both give the whole-file model's numbers.
  */
 import { AurisError } from '../analysis/errors';
 import { FLOATS_PER_STEP } from '../inference/registry';
 import type { InferFn, OutputFn, RunnerModel } from '../inference/runner';
 
-/** Runs a stateful graph over the next `steps` steps of a stream; takes ownership of both arrays. */
-export type StatefulInferFn = (features: Float32Array, steps: number, state: Float32Array) => Promise<{ probs: Float32Array; state: Float32Array }>;
+/** Runs the stateful graph over steps [firstStep, firstStep + steps) of a stream; takes ownership of the arrays. */
+export type StatefulInferFn = (firstStep: number, features: Float32Array, steps: number, state: Float32Array) => Promise<{ probs: Float32Array; state: Float32Array }>;
 
 export interface StatefulGraphOptions {
   /** Floats of state; a zero vector starts a stream. */
   stateSize: number;
   /** Output i of the graph is step i - delaySteps (must equal the model's right context). */
   delaySteps: number;
-  /** Graph outputs of steps before this one are dropped (windowed calls give them). */
-  exactFromStep: number;
   infer: StatefulInferFn;
 }
 
@@ -93,8 +89,8 @@ export class StreamRunner {
     this.buf = new Float32Array((this.left + this.right + 16) * FLOATS_PER_STEP);
     const st = options.stateful;
     if (st) {
-      if (st.delaySteps !== this.right || st.exactFromStep < 0 || st.exactFromStep > this.left) {
-        throw new AurisError('INVALID_ARGUMENT', `streaming graph of ${this.model.name} does not match the model's context`);
+      if (st.delaySteps !== this.right) {
+        throw new AurisError('INVALID_ARGUMENT', `streaming graph of ${this.model.name}: delay ${st.delaySteps} steps, the model's lookahead is ${this.right}`);
       }
       this.stateful = st;
       this.state = new Float32Array(st.stateSize);
@@ -163,15 +159,12 @@ export class StreamRunner {
   private pump(): void {
     if (this.inFlight || this.closed || this.failed || this.held) return;
     const st = this.stateful;
-    if (st && this._emitted >= st.exactFromStep) {
-      // (after end(), only while the graph can still give steps the tail window would not)
-      if (this.fed < this._received && !(this.ended && this._received - st.delaySteps <= this._emitted)) {
-        this.pumpStateful(st);
-        return;
-      }
-      if (!this.ended) return;
-      // phase 3: the tail, windowed
+    // Stateful: feed the graph while it can still give steps the end window would not give.
+    if (st && this.fed < this._received && !(this.ended && this._received - st.delaySteps <= this._emitted)) {
+      this.pumpStateful(st);
+      return;
     }
+    if (st && !this.ended) return;
     const limit = this.ended ? this._received : this._received - this.right;
     let b = Math.min(limit, this.next + this.maxWindow);
     if (!this.ended && this.align > 1) {
@@ -179,12 +172,11 @@ export class StreamRunner {
       if (aligned > this.next) b = aligned;
       else if (b - this.next < this.maxWindow) return; // wait for the rest of the output step
     }
-    if (st && !this.ended) b = Math.min(b, st.exactFromStep); // phase 1 ends there
     if (b <= this.next) return;
     this.run(this.next, b);
   }
 
-  /** Phase 2: feeds the steps not yet fed, ending (until end()) where an output step ends. */
+  /** Feeds the graph the steps not yet fed, ending (until end()) where an output step ends. */
   private pumpStateful(st: StatefulGraphOptions): void {
     const a = this.fed;
     let b = Math.min(this._received, a + this.maxWindow);
@@ -204,7 +196,7 @@ export class StreamRunner {
     this.calls++;
     let job: Promise<{ probs: Float32Array; state: Float32Array }>;
     try {
-      job = st.infer(features, b - a, state);
+      job = st.infer(a, features, b - a, state);
     } catch (e) {
       job = Promise.reject(e);
     }
@@ -217,7 +209,7 @@ export class StreamRunner {
           return;
         }
         this.state = out.state;
-        // graph output i is step a - delay + i; steps before _emitted came from windowed calls
+        // graph output i is step a - delay + i; steps before 0 (and any already emitted) are dropped
         const first = a - st.delaySteps;
         const from = Math.max(this._emitted, first);
         const to = b - st.delaySteps;

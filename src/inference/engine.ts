@@ -78,14 +78,16 @@ export class InferenceEngine {
   }
 
   /**
-   * Runs the next `steps` steps of one stream through `model`'s stateful streaming graph
-   * (registry StreamingGraph); ownership of `features` and `state` passes to the pool.
+   * Runs steps [firstStep, firstStep + steps) of one stream through `model`'s stateful
+   * streaming graphs (the start graph while firstStep < startSteps; registry StreamingGraph);
+   * ownership of `features` and `state` passes to the pool.
    */
-  inferStateful(model: string | ModelInfo, features: Float32Array, steps: number, state: Float32Array): Promise<StatefulResult> {
+  inferStateful(model: string | ModelInfo, firstStep: number, features: Float32Array, steps: number, state: Float32Array): Promise<StatefulResult> {
     const info = typeof model === 'string' ? this.registry.get(model) : model;
     const g = info.streaming;
     if (!g) return Promise.reject(new AurisError('INVALID_ARGUMENT', `model ${info.name} has no streaming graph`));
-    return this.pool.runStateful({ ...g, name: info.name, rawKeys: info.rawKeys }, features, steps, state);
+    const modelPath = firstStep < g.startSteps ? g.startModelPath : g.modelPath;
+    return this.pool.runStateful({ ...g, modelPath, name: info.name, rawKeys: info.rawKeys }, features, steps, state);
   }
 
   /** A windowed runner of `model` feeding `onOutput` (one per channel and model). */

@@ -42,10 +42,14 @@ export interface ModelManifest {
   [extra: string]: unknown;
 }
 
-/** The stateful streaming graph of a model (manifest "streaming"; training/streaming.py, docs/features.md). */
+/** The stateful streaming graphs of a model (manifest "streaming"; training/streaming.py, docs/features.md). */
 export interface StreamingGraph {
-  /** Absolute path of the graph (e.g. stream.onnx). */
+  /** Absolute path of the steady graph (stream.onnx). */
   modelPath: string;
+  /** Absolute path of the start graph (stream_start.onnx), exact at the signal start. */
+  startModelPath: string;
+  /** Calls whose first step is before this one use the start graph. */
+  startSteps: number;
   inputName: string;
   stateInputName: string;
   outputName: string;
@@ -54,8 +58,6 @@ export interface StreamingGraph {
   stateSize: number;
   /** Output i of a stream is step i - delaySteps (= the model's right context). */
   delaySteps: number;
-  /** Outputs of steps before this one are not exact (their context reaches the signal start). */
-  exactFromStep: number;
 }
 
 export interface ModelInfo {
@@ -139,15 +141,13 @@ export function validateManifest(m: unknown, dirName: string, file: string): Mod
   const st = m['streaming'];
   if (st !== undefined) {
     if (!isObj(st)) throw fail(file, '"streaming" must be an object');
-    for (const k of ['file', 'input', 'state_input', 'output', 'state_output']) {
+    for (const k of ['file', 'start_file', 'input', 'state_input', 'output', 'state_output']) {
       if (typeof st[k] !== 'string' || st[k] === '') throw fail(file, `"streaming.${k}" must be a non-empty string`);
     }
     if (!isNonNegInt(st['state_size']) || st['state_size'] === 0) throw fail(file, '"streaming.state_size" must be a positive integer');
-    // The runner relies on these: the graph's outputs lag by the lookahead, and are exact once the left context is real.
+    if (!isNonNegInt(st['start_steps'])) throw fail(file, '"streaming.start_steps" must be an integer >= 0');
+    // The runner relies on this: the graphs' outputs lag by the lookahead, the last steps come from the whole-file model.
     if (st['delay_steps'] !== ctx['right_steps']) throw fail(file, '"streaming.delay_steps" must equal "context.right_steps"');
-    if (!isNonNegInt(st['exact_from_step']) || st['exact_from_step'] > (ctx['left_steps'] as number)) {
-      throw fail(file, '"streaming.exact_from_step" must be an integer in 0..context.left_steps');
-    }
   }
   return m as ModelManifest;
 }
@@ -189,13 +189,14 @@ export function loadModelDir(dir: string): ModelInfo {
   const st = m['streaming'] as Record<string, string & number> | undefined;
   const streaming: StreamingGraph | undefined = st && {
     modelPath: modelFile(dir, st['file'], manifestPath),
+    startModelPath: modelFile(dir, st['start_file'], manifestPath),
+    startSteps: st['start_steps'],
     inputName: st['input'],
     stateInputName: st['state_input'],
     outputName: st['output'],
     stateOutputName: st['state_output'],
     stateSize: st['state_size'],
     delaySteps: st['delay_steps'],
-    exactFromStep: st['exact_from_step'],
   };
   return {
     name: m.name,
@@ -249,16 +250,19 @@ export async function verifyModel(info: ModelInfo): Promise<void> {
   } finally {
     await session.release();
   }
-  if (info.streaming) await verifyStreamingGraph(info, info.streaming, ort);
+  if (info.streaming) {
+    await verifyStreamingGraph(info, info.streaming, info.streaming.startModelPath, ort);
+    await verifyStreamingGraph(info, info.streaming, info.streaming.modelPath, ort);
+  }
 }
 
 /** Opens a streaming graph and checks one step from a zero state: probabilities [1, 1, C] and a state of the declared size. */
-async function verifyStreamingGraph(info: ModelInfo, g: StreamingGraph, ort: typeof import('onnxruntime-node')): Promise<void> {
+async function verifyStreamingGraph(info: ModelInfo, g: StreamingGraph, file: string, ort: typeof import('onnxruntime-node')): Promise<void> {
   let session: import('onnxruntime-node').InferenceSession;
   try {
-    session = await ort.InferenceSession.create(g.modelPath, { intraOpNumThreads: 1, interOpNumThreads: 1 });
+    session = await ort.InferenceSession.create(file, { intraOpNumThreads: 1, interOpNumThreads: 1 });
   } catch (e) {
-    throw fail(g.modelPath, `not a loadable ONNX model (${(e as Error).message})`, e);
+    throw fail(file, `not a loadable ONNX model (${(e as Error).message})`, e);
   }
   try {
     let out;
@@ -267,15 +271,15 @@ async function verifyStreamingGraph(info: ModelInfo, g: StreamingGraph, ort: typ
       const state = new ort.Tensor('float32', new Float32Array(g.stateSize), [1, g.stateSize]);
       out = await session.run({ [g.inputName]: x, [g.stateInputName]: state });
     } catch (e) {
-      throw fail(g.modelPath, `fails on one step from a zero state of ${g.stateSize} floats (${(e as Error).message})`, e);
+      throw fail(file, `fails on one step from a zero state of ${g.stateSize} floats (${(e as Error).message})`, e);
     }
     const probs = out[g.outputName]?.dims ?? [];
     const state = out[g.stateOutputName]?.dims ?? [];
     if (probs.length !== 3 || probs[0] !== 1 || probs[1] !== 1 || probs[2] !== info.rawKeys.length) {
-      throw fail(g.modelPath, `output "${g.outputName}" has shape [${probs.join(', ')}] for one step, expected [1, 1, ${info.rawKeys.length}]`);
+      throw fail(file, `output "${g.outputName}" has shape [${probs.join(', ')}] for one step, expected [1, 1, ${info.rawKeys.length}]`);
     }
     if (state.length !== 2 || state[0] !== 1 || state[1] !== g.stateSize) {
-      throw fail(g.modelPath, `output "${g.stateOutputName}" has shape [${state.join(', ')}], expected [1, ${g.stateSize}]`);
+      throw fail(file, `output "${g.stateOutputName}" has shape [${state.join(', ')}], expected [1, ${g.stateSize}]`);
     }
   } finally {
     await session.release();

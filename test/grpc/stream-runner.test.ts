@@ -122,9 +122,8 @@ describe('StreamRunner', () => {
     assert.deepEqual(h.outputs, []);
   });
 
-  it('stateful graph: windowed calls for the first steps and the tail, the graph for the rest, each step once', async () => {
-    const EXACT = LEFT;
-    const calls: { kind: 'window' | 'graph'; first: number; steps: number; resolve: () => void }[] = [];
+  it('stateful graph: every step fed once, outputs as soon as windowed ones, the tail windowed after end()', async () => {
+    const calls: { resolve: () => void }[] = [];
     const source: string[] = [];
     const values: number[] = [];
     const fed: number[] = [];
@@ -134,26 +133,25 @@ describe('StreamRunner', () => {
       infer: (f, steps) => {
         const probs = new Float32Array(steps * 2);
         for (let i = 0; i < steps; i++) probs[i * 2] = f[i * FLOATS_PER_STEP]!;
-        return new Promise((resolve) => calls.push({ kind: 'window', first: f[0]!, steps, resolve: () => resolve(probs) }));
+        return new Promise((resolve) => calls.push({ resolve: () => resolve(probs) }));
       },
       stateful: {
         stateSize: RIGHT,
         delaySteps: RIGHT,
-        exactFromStep: EXACT,
-        // "Graph": delays the step index by RIGHT through its state; steps before EXACT come out wrong (-1),
-        // as a real graph's do; class b = 1 marks graph outputs.
-        infer: (f, steps, state) => {
+        // "Graph": delays the step index by RIGHT through its state (which holds index + 1, so the zero start
+        // state comes out as -1, as a real graph's outputs before the signal start are junk); b = 1 marks it.
+        infer: (first, f, steps, state) => {
           assert.equal(state.length, RIGHT);
-          for (let i = 0; i < steps; i++) fed.push(f[i * FLOATS_PER_STEP]!);
+          assert.equal(first, fed.length, 'firstStep = steps fed before');
           const probs = new Float32Array(steps * 2);
           const q = [...state];
           for (let i = 0; i < steps; i++) {
-            const out = q.shift()!;
-            probs[i * 2] = out >= EXACT ? out : -1;
+            fed.push(f[i * FLOATS_PER_STEP]!);
+            probs[i * 2] = q.shift()! - 1;
             probs[i * 2 + 1] = 1;
-            q.push(f[i * FLOATS_PER_STEP]!);
+            q.push(f[i * FLOATS_PER_STEP]! + 1);
           }
-          return new Promise((resolve) => calls.push({ kind: 'graph', first: f[0]!, steps, resolve: () => resolve({ probs, state: Float32Array.from(q) }) }));
+          return new Promise((resolve) => calls.push({ resolve: () => resolve({ probs, state: Float32Array.from(q) }) }));
         },
       },
       onOutput: (start, probs, steps) => {
@@ -182,8 +180,34 @@ describe('StreamRunner', () => {
     await flush();
     assert.ok(runner.done);
     assert.deepEqual(values, Array.from({ length: N }, (_, i) => i));
-    const expected = Array.from({ length: N }, (_, i) => (i < EXACT || i >= N - RIGHT ? 'window' : 'graph'));
-    assert.deepEqual(source, expected);
-    assert.deepEqual(fed, Array.from({ length: N }, (_, i) => i), 'the graph is fed every step once, from step 0');
+    assert.deepEqual(source, Array.from({ length: N }, (_, i) => (i >= N - RIGHT ? 'window' : 'graph')));
+    assert.deepEqual(fed, Array.from({ length: N }, (_, i) => i), 'the graph is fed every step once, in order');
+  });
+
+  it('stateful graph: a stream shorter than the lookahead is answered by the end window alone', async () => {
+    const outputs: number[] = [];
+    let graphCalls = 0;
+    const runner = new StreamRunner({
+      model,
+      infer: async (f, steps) => {
+        const probs = new Float32Array(steps * 2);
+        for (let i = 0; i < steps; i++) probs[i * 2] = f[i * FLOATS_PER_STEP]!;
+        return probs;
+      },
+      stateful: {
+        stateSize: 1,
+        delaySteps: RIGHT,
+        infer: async (_first, _f, steps) => (graphCalls++, { probs: new Float32Array(steps * 2).fill(-1), state: new Float32Array(1) }),
+      },
+      onOutput: (_start, probs, steps) => {
+        for (let i = 0; i < steps; i++) outputs.push(probs[i * 2]!);
+      },
+      onError: (e) => assert.fail(e),
+    });
+    runner.push(features(0, RIGHT - 1), RIGHT - 1);
+    runner.end();
+    for (let i = 0; i < 10 && !runner.done; i++) await new Promise((r) => setImmediate(r));
+    assert.deepEqual(outputs, Array.from({ length: RIGHT - 1 }, (_, i) => i));
+    assert.ok(graphCalls <= 1);
   });
 });

@@ -103,13 +103,14 @@ describe('model registry', () => {
     const ok = copy('stream-ok');
     const g = (await ModelRegistry.load({ modelsDir: ok })).get('gender');
     assert.equal(g.streaming?.modelPath, path.join(ok, 'gender', 'stream.onnx'));
+    assert.equal(g.streaming?.startModelPath, path.join(ok, 'gender', 'stream_start.onnx'));
     assert.equal(g.streaming?.delaySteps, g.context.rightSteps);
-    assert.equal(g.streaming?.exactFromStep, g.context.leftSteps);
+    assert.ok(g.streaming!.startSteps > 0);
     assert.ok(g.streaming!.stateSize > 0);
 
     const missing = copy('stream-missing');
-    fs.rmSync(path.join(missing, 'gender', 'stream.onnx'));
-    expectLoadError(() => ModelRegistry.loadSync({ modelsDir: missing }), path.join(missing, 'gender', 'stream.onnx'), /model file missing/);
+    fs.rmSync(path.join(missing, 'gender', 'stream_start.onnx'));
+    expectLoadError(() => ModelRegistry.loadSync({ modelsDir: missing }), path.join(missing, 'gender', 'stream_start.onnx'), /model file missing/);
 
     const manifest = (dir: string): string => path.join(dir, 'gender', 'manifest.json');
     const edit = (dir: string, f: (st: Record<string, unknown>) => void): void => {
@@ -124,7 +125,7 @@ describe('model registry', () => {
     edit(size, (st) => (st['state_size'] = 10));
     await assert.rejects(ModelRegistry.load({ modelsDir: size }), (e: Error & { code?: string }) => {
       assert.equal(e.code, 'MODEL_LOAD_FAILED');
-      assert.ok(e.message.startsWith(path.join(size, 'gender', 'stream.onnx')), e.message);
+      assert.ok(e.message.startsWith(path.join(size, 'gender', 'stream_start.onnx')), e.message);
       return true;
     });
     const corrupt = copy('stream-corrupt');
