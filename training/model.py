@@ -27,9 +27,16 @@ class Block(nn.Module):
 
 
 class Net(nn.Module):
-    def __init__(self, n_classes, c1=32, c2=64, dil=(1, 2, 4, 8), norm_k=63, dropout=0.1, n_mels=64, norm="mean"):
+    def __init__(self, n_classes, c1=32, c2=64, dil=(1, 2, 4, 8), norm_k=63, dropout=0.1, n_mels=64, norm="mean", lifter=0):
         super().__init__()
-        self.norm_k, self.dil, self.norm = norm_k, tuple(dil), norm
+        self.norm_k, self.dil, self.norm, self.lifter = norm_k, tuple(dil), norm, lifter
+        if lifter:
+            # keep the lowest `lifter` cepstral coefficients of each frame (orthonormal DCT-II over the mel bands):
+            # the spectral envelope stays, resolved pitch harmonics go
+            n = torch.arange(n_mels, dtype=torch.float64)
+            D = torch.cos(torch.pi / n_mels * (n[None, :] + 0.5) * n[:, None]) * (2.0 / n_mels) ** 0.5
+            D[0] /= 2 ** 0.5
+            self.register_buffer("lift", (D[:lifter].T @ D[:lifter]).float()[:, :, None])
         self.conv1 = nn.Conv1d(n_mels, c1, 3, padding=1)
         self.bn1 = nn.BatchNorm1d(c1)
         self.conv2 = nn.Conv1d(c1, c2 // 2, 3, padding=1)
@@ -39,6 +46,8 @@ class Net(nn.Module):
 
     def logits(self, x):  # x [B, T, 64]
         x = x.transpose(1, 2)  # [B, 64, T]
+        if self.lifter:
+            x = F.conv1d(x, self.lift)
         # gain normalisation: subtract a local mean of the per-frame mean log energy
         e = x.mean(dim=1, keepdim=True)
         if self.norm == "max":

@@ -281,8 +281,10 @@ def add_streaming(d: str, manifest: dict) -> dict:
 
 
 def card_line(manifest: dict) -> str:
-    """The model card's line on the streaming graph."""
-    st = manifest["streaming"]
+    """The model card's line on the streaming graphs."""
+    st = manifest.get("streaming")
+    if not st:
+        return "- Streaming: no stateful graphs (this graph shape is not supported by `training/streaming.py`); live streams run it windowed."
     return (f"- Streaming: `{st['start_file']}` (first {st['start_steps']} steps) and `{st['file']}` compute the same outputs "
             f"step by step from a state of {st['state_size']} floats (`python -m training.streaming`), {st['delay_steps']} "
             f"steps behind the input (the lookahead); the service runs live streams through them (docs/features.md). "

@@ -242,6 +242,7 @@ def export(task, model, clips, res, outdir, args, n_examples, epochs):
     os.makedirs(d, exist_ok=True)
     fn = os.path.join(d, "model.onnx")
     model.eval()
+    fold_lifter(model)
     dummy = torch.randn(1, 64, 64)
     torch.onnx.export(model, (dummy,), fn, input_names=["features"], output_names=["probs"], opset_version=17,
                       dynamic_axes={"features": {0: "B", 1: "T"}, "probs": {0: "B", 1: "S"}}, dynamo=False,
@@ -288,6 +289,18 @@ def export(task, model, clips, res, outdir, args, n_examples, epochs):
     write_model_dir(task, d, manifest, res, clips)
     print(f"[{task}] exported {fn} ({os.path.getsize(fn) / 1024:.0f} KB, {params} params, "
           f"{macs_per_step(model)} MACs/step, context {left}/{right}, onnx diff {maxdiff:.1e})", flush=True)
+
+
+def fold_lifter(model):
+    """Folds the fixed cepstral lifter into the first convolution, so the exported graph has the plain shape
+    (ensemble fusion and training/streaming.py rely on it). Exact: the lifter is linear, keeps a constant
+    frame constant (so it commutes with the gain normalisation), and conv1(L x) = (W L) x."""
+    if not getattr(model, "lifter", 0):
+        return
+    with torch.no_grad():
+        L = model.lift[:, :, 0]  # [out band, in band]
+        model.conv1.weight.copy_(torch.einsum("oik,ij->ojk", model.conv1.weight, L))
+    model.lifter = 0
 
 
 def reproduce_cmd(task, args):

@@ -78,3 +78,21 @@ def test_windowed_equals_whole(task):
         y[:, 4 * st:4 * st + 4] += 60.0
         diff = np.abs(run(sess, y)[0][a] - whole[a]).max()
         assert (diff > 1e-6) == changes, (st, a, diff)
+
+
+def test_lifter_folds_into_the_first_convolution():
+    """A lifter member exports as a plain graph (what ensemble fusion and the streaming converter parse)."""
+    import torch
+    from training.model import Net
+    from training.train import fold_lifter
+    torch.manual_seed(0)
+    net = Net(2, lifter=12).eval()
+    lift = net.lift[:, :, 0]
+    assert torch.allclose(lift @ lift, lift, atol=1e-5)  # a projection
+    x = torch.randn(2, 120, 64) * 3 - 5
+    with torch.no_grad():
+        before = net(x)
+        fold_lifter(net)
+        after = net(x)
+    assert net.lifter == 0
+    assert (before - after).abs().max() < 1e-5
