@@ -210,4 +210,39 @@ describe('StreamRunner', () => {
     assert.deepEqual(outputs, Array.from({ length: RIGHT - 1 }, (_, i) => i));
     assert.ok(graphCalls <= 1);
   });
+
+  it('stateful graph: a failed call or a wrong-sized answer fails the runner once, and nothing more is emitted', async () => {
+    for (const answer of ['reject', 'short-state'] as const) {
+      const errors: Error[] = [];
+      const outputs: number[] = [];
+      let calls = 0;
+      const runner = new StreamRunner({
+        model,
+        infer: async (_f, steps) => new Float32Array(steps * 2),
+        stateful: {
+          stateSize: 4,
+          delaySteps: RIGHT,
+          infer: async (_first, _f, steps) => {
+            calls++;
+            if (answer === 'reject') throw new Error('worker gone');
+            return { probs: new Float32Array(steps * 2), state: new Float32Array(3) };
+          },
+        },
+        onOutput: (_s, _p, steps) => outputs.push(steps),
+        onError: (e) => errors.push(e),
+      });
+      for (let s = 0; s < 10; s++) {
+        runner.push(features(s, 1), 1);
+        await new Promise((r) => setImmediate(r));
+      }
+      runner.end();
+      await new Promise((r) => setImmediate(r));
+      assert.equal(errors.length, 1, answer);
+      assert.match(errors[0]!.message, answer === 'reject' ? /worker gone/ : /streaming graph of fake/);
+      assert.equal(calls, 1, 'no call after the failure');
+      assert.deepEqual(outputs, []);
+      assert.equal(runner.done, false);
+    }
+  });
 });
+
