@@ -14,6 +14,7 @@
  */
 import { createWriteStream } from 'node:fs';
 import { rm } from 'node:fs/promises';
+import { once } from 'node:events';
 import { STATUS_CODES, type IncomingMessage } from 'node:http';
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -175,7 +176,15 @@ export class Downloader {
         check(buf).then(() => cb(null, chunk), (err: unknown) => cb(err as Error));
       },
     });
-    await pipeline(res, meter, createWriteStream(req.destPath, { mode: 0o600 }), { signal });
+    const file = createWriteStream(req.destPath, { mode: 0o600 });
+    try {
+      await pipeline(res, meter, file, { signal });
+    } catch (err) {
+      // pipeline rejects as soon as one stream fails; the file may still be opening, and would then be created
+      // after download() has removed it: wait until it is closed
+      if (!file.closed) await once(file, 'close').catch(() => undefined);
+      throw err;
+    }
     return { bytes, contentType: res.headers['content-type'] ?? null, finalUrl: url.href, redirects };
   }
 }
