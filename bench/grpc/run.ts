@@ -87,7 +87,9 @@ class ServerProcess {
   }
   static async start(mode: Mode): Promise<{ proc: ServerProcess; port: number }> {
     const env = { ...process.env, GRPC_STATEFUL: mode === 'stateful' ? '1' : '0' };
-    const child = spawn(process.execPath, [path.join(__dirname, 'server.js')], { stdio: ['pipe', 'pipe', 'inherit'], env }) as unknown as ChildProcessWithoutNullStreams;
+    // GRPC_SERVER_NODE_ARGS: extra node flags for the server process, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof"
+    const nodeArgs = (process.env['GRPC_SERVER_NODE_ARGS'] ?? '').split(' ').filter((a) => a !== '');
+    const child = spawn(process.execPath, [...nodeArgs, path.join(__dirname, 'server.js')], { stdio: ['pipe', 'pipe', 'inherit'], env }) as unknown as ChildProcessWithoutNullStreams;
     const proc = new ServerProcess(child);
     const first = JSON.parse(await proc.next()) as { port: number };
     return { proc, port: first.port };
