@@ -171,6 +171,20 @@ def evaluate(model, task, vs):
 
 
 # ---------------------------------------------------------------- training
+def ordinal_targets(task, x):
+    """Soft targets for arousal as an ordered scale (low < neutral < high): high and low give `x` of their mass to
+    neutral, neutral gives x/2 to each side, so confusing low with high costs more than either with neutral."""
+    if task != "arousal":
+        raise SystemExit("--ordinal is for arousal only")
+    cls = CLASSES[task]
+    h, lo, n = cls.index("high"), cls.index("low"), cls.index("neutral")
+    t = torch.zeros(len(cls), len(cls))
+    t[h, h], t[h, n] = 1 - x, x
+    t[lo, lo], t[lo, n] = 1 - x, x
+    t[n, n], t[n, h], t[n, lo] = 1 - x, x / 2, x / 2
+    return t
+
+
 def train_task(task, clips, store, args, outdir):
     torch.manual_seed(args.seed)
     np.random.seed(args.seed)
@@ -193,6 +207,7 @@ def train_task(task, clips, store, args, outdir):
     # between epochs; the average is what gets evaluated and exported
     from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
     ema = AveragedModel(model, multi_avg_fn=get_ema_multi_avg_fn(ema_decay(task, args)), use_buffers=True)
+    soft = ordinal_targets(task, args.ordinal) if getattr(args, "ordinal", 0) else None
     history = []
     for ep in range(epochs):
         model.train()
@@ -209,7 +224,10 @@ def train_task(task, clips, store, args, outdir):
                 xb[:, :, f0:f0 + int(torch.randint(1, 8, (1,)))] = xb.mean()
             logits = model.logits(xb)  # [B, C, S]
             w = wb * (yb >= 0).float()
-            loss = F.cross_entropy(logits, yb.clamp(min=0), reduction="none", label_smoothing=0.05)
+            if soft is not None:  # [C, C] soft target per class (--ordinal)
+                loss = -(soft[yb.clamp(min=0)].permute(0, 2, 1) * F.log_softmax(logits, dim=1)).sum(dim=1)
+            else:
+                loss = F.cross_entropy(logits, yb.clamp(min=0), reduction="none", label_smoothing=0.05)
             loss = (loss * w).sum() / w.sum().clamp(min=1.0)
             opt.zero_grad()
             loss.backward()
@@ -349,6 +367,7 @@ def main():
     ap.add_argument("--cache-only", action="store_true", help="only build the augmented feature caches")
     ap.add_argument("--cfg", default=None, help="JSON overrides of the model config, e.g. '{\"c2\": 96}'")
     ap.add_argument("--lr", type=float, default=3e-3)
+    ap.add_argument("--ordinal", type=float, default=0.0, help="arousal: ordinal soft targets (mass moved to the neighbour class)")
     ap.add_argument("--no-variants", action="store_true", help="train without the WORLD voice variants")
     ap.add_argument("--single", action="store_true", help="train one model even for a task shipped as an ensemble")
     ap.add_argument("--ema", type=float, default=None,

@@ -39,6 +39,18 @@ export interface ModelManifest {
   lookahead_ms: number;
   training_data_sha256?: string | null;
   metrics?: Record<string, unknown>;
+  /** Stateful graphs for live streams (training/streaming.py; validated by validateManifest). */
+  streaming?: {
+    file: string;
+    start_file: string;
+    start_steps: number;
+    input: string;
+    state_input: string;
+    output: string;
+    state_output: string;
+    state_size: number;
+    delay_steps: number;
+  };
   [extra: string]: unknown;
 }
 
@@ -186,17 +198,17 @@ export function loadModelDir(dir: string): ModelInfo {
   const modelPath = modelFile(dir, m.file, manifestPath);
   const left = m.context.left_steps;
   const right = m.context.right_steps;
-  const st = m['streaming'] as Record<string, string & number> | undefined;
+  const st = m.streaming;
   const streaming: StreamingGraph | undefined = st && {
-    modelPath: modelFile(dir, st['file'], manifestPath),
-    startModelPath: modelFile(dir, st['start_file'], manifestPath),
-    startSteps: st['start_steps'],
-    inputName: st['input'],
-    stateInputName: st['state_input'],
-    outputName: st['output'],
-    stateOutputName: st['state_output'],
-    stateSize: st['state_size'],
-    delaySteps: st['delay_steps'],
+    modelPath: modelFile(dir, st.file, manifestPath),
+    startModelPath: modelFile(dir, st.start_file, manifestPath),
+    startSteps: st.start_steps,
+    inputName: st.input,
+    stateInputName: st.state_input,
+    outputName: st.output,
+    stateOutputName: st.state_output,
+    stateSize: st.state_size,
+    delaySteps: st.delay_steps,
   };
   return {
     name: m.name,
