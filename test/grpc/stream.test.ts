@@ -233,6 +233,23 @@ describe('same answers as file jobs', () => {
     const labels = new Set(ch.time_series.map((s) => s.results['speech']!.result));
     assert.ok(labels.has('speech') && labels.has('silence'), `the test audio has speech and silence (${[...labels].join(', ')})`);
   });
+
+  it('with the stateful graphs off (statefulModels: false, windowed calls only) the stream equals the file job too', async () => {
+    assert.ok(ts.srv.engine.model('gender').streaming, 'the shipped models have streaming graphs (used by the tests above)');
+    const windowed = await startServer({ statefulModels: false });
+    try {
+      const { info, samples } = await decodeAll({ path: DEMO });
+      const pcm = Buffer.from(samples.buffer, samples.byteOffset, samples.byteLength);
+      const chunks = randomChunks(pcm.length, 1, info.sampleRate * 4, rng(23));
+      const cfg: StreamConfigMsg = { models: ALL, output_period: 192, sample_rate: info.sampleRate, encoding: 'PCM_F32LE', include_summary: true };
+      const file = await analyzeFile({ path: DEMO }, { models: ALL, outputPeriodMs: 192, includeSummary: true }, { engine: ts.srv.engine });
+      const out = await streamPcm(windowed.client, cfg, pcm, chunks);
+      assert.equal(out.status.code, grpc.status.OK, out.status.details);
+      assertSameAsFile(out.steps, file.channels['0']!.time_series, ALL);
+    } finally {
+      await windowed.close();
+    }
+  });
 });
 
 describe('ListModels, health, reflection', () => {
