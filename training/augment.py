@@ -121,6 +121,8 @@ SPEECH_SOURCE_W = {"voxlingua": 3.0, "ravdess": 1.5, "baved": 1.5, "ktuberling":
 
 
 VARIANT_P = 0.35
+# gender: share of draws taken from the speaker's high-arousal clips (where it has any)
+GENDER_HIGH_AROUSAL_P = 0.4
 # tasks trained with MP3 and 22.05/44.1 kHz round trips.  speech 1.1.0: step UAR on the validation files coded as
 # MP3 (24 kbit/s) 0.895 -> 0.904, clean 0.907 -> 0.905.  gender/arousal with them were worse on clean validation
 # (0.924 vs 0.953; UAR 0.546 vs 0.577) and the shipped ones lose little on MP3 (gender 0.953 -> 0.949), so not kept.
@@ -155,7 +157,7 @@ class Synth:
                 return lab, cl[rng.integers(len(cl))]
             k = keys[rng.integers(len(keys))]
         cl = self.p.by[t][k]
-        if t == "gender" and rng.random() < 0.4:
+        if t == "gender" and rng.random() < GENDER_HIGH_AROUSAL_P:
             # oversample high-arousal (angry/shouted, happy) speech: raised pitch and effort must not read as female
             hi = [c for c in cl if c.arousal == "high"]
             if hi:

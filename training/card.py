@@ -140,7 +140,10 @@ LIMITS = {
   export), so resolved pitch harmonics are gone - trained with the variants: 0.939 alone (as member 2), 0.954 with
   member 1 instead of member 2 (URDU 0.839), 0.956 as a third member (URDU 0.863; 1.5x the cost). Within the
   run-to-run spread, so not shipped: removing the harmonics does not remove what pitch the envelope and the
-  loudness contour still carry, and the shouting URDU men stay hard.""",
+  loudness contour still carry, and the shouting URDU men stay hard.
+- Also tried in session 4: draws from a speaker's high-arousal clips 70 % of the time instead of 40 %
+  (`--gender-high-p 0.7`, with the variants), more shouting for both genders: 0.937 alone (URDU 0.893, the best
+  single member on URDU so far, but BAVED 0.931), 0.953 with member 1 (as shipped), 0.952 as a third member.""",
     "arousal": """- Acted emotions (RAVDESS, BAVED single words) differ from natural speech; the URDU cross-corpus result is the better estimate for real recordings and is clearly lower.
 - BAVED speakers mostly recorded only one or two arousal levels, so speaker identity and label are confounded in its training data.
 - Absolute loudness is removed by the in-model gain normalisation (local maximum of the log energy over ~1 s), so only relative loudness, spectrum and prosody are used.

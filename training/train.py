@@ -71,6 +71,8 @@ def feature_cache(task, clips, store, n, seed, steps=64, workers=2, use_variants
     if variants is not None:  # the variant recipe is part of the key (a stale cache once hid a missing change)
         from . import voice_variants as V
         ver += f"|variants {V.recipe(task)} p={A.VARIANT_P}"
+    if task == "gender" and A.GENDER_HIGH_AROUSAL_P != 0.4:  # keyed only when changed: the shipped caches stay valid
+        ver += f"|high_p={A.GENDER_HIGH_AROUSAL_P}"
     key = hashlib.sha1(f"{task}|{seed}|{steps}|{D.rows_sha256(clips)}|{ver}".encode()).hexdigest()[:12]
     Xs, Ys, Ws = [], [], []
     for sh in range((n + SHARD - 1) // SHARD):
@@ -331,6 +333,10 @@ def reproduce_cmd(task, args):
                                ("--examples", args.examples, None), ("--epochs", args.epochs, None)):
         if val != default:
             cmd += f" {flag} {val:g}"
+    if getattr(args, "gender_high_p", None) is not None and task == "gender":
+        cmd += f" --gender-high-p {args.gender_high_p}"
+    if getattr(args, "ordinal", 0) and task == "arousal":
+        cmd += f" --ordinal {args.ordinal}"
     return cmd + (f" --cfg '{args.cfg}'" if args.cfg else "") + (" --quick" if args.quick else "")
 
 
@@ -367,6 +373,7 @@ def main():
     ap.add_argument("--cache-only", action="store_true", help="only build the augmented feature caches")
     ap.add_argument("--cfg", default=None, help="JSON overrides of the model config, e.g. '{\"c2\": 96}'")
     ap.add_argument("--lr", type=float, default=3e-3)
+    ap.add_argument("--gender-high-p", type=float, default=None, help="gender: share of draws from high-arousal clips (default 0.4)")
     ap.add_argument("--ordinal", type=float, default=0.0, help="arousal: ordinal soft targets (mass moved to the neighbour class)")
     ap.add_argument("--no-variants", action="store_true", help="train without the WORLD voice variants")
     ap.add_argument("--single", action="store_true", help="train one model even for a task shipped as an ensemble")
@@ -374,6 +381,8 @@ def main():
                     help="decay of the weight average that is evaluated and exported (default per task: EMA_DEFAULT)")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
+    if args.gender_high_p is not None:
+        A.GENDER_HIGH_AROUSAL_P = args.gender_high_p
     tasks = list(CLASSES) if args.all or not args.task else args.task
     out = args.out or (os.path.join(D.HERE, "runs", "quick") if args.quick else os.path.join(ROOT, "models"))
     clips = D.load_clips()
