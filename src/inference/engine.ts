@@ -5,7 +5,7 @@
 import * as path from 'node:path';
 import { AurisError } from '../analysis/errors';
 import { defaultModelsDir, defaultWindowSteps } from './env';
-import { InferencePool, InferencePoolOptions, StatefulResult } from './pool';
+import { InferencePool, InferencePoolOptions, StatefulPoolModel, StatefulResult } from './pool';
 import { ModelInfo, ModelRegistry } from './registry';
 import { OutputFn, WindowedRunner } from './runner';
 
@@ -86,9 +86,17 @@ export class InferenceEngine {
     const info = typeof model === 'string' ? this.registry.get(model) : model;
     const g = info.streaming;
     if (!g) return Promise.reject(new AurisError('INVALID_ARGUMENT', `model ${info.name} has no streaming graph`));
-    const modelPath = firstStep < g.startSteps ? g.startModelPath : g.modelPath;
-    return this.pool.runStateful({ ...g, modelPath, name: info.name, rawKeys: info.rawKeys }, features, steps, state);
+    let graphs = this.streamGraphs.get(info);
+    if (!graphs) {
+      const base = { ...g, name: info.name, rawKeys: info.rawKeys };
+      graphs = { start: { ...base, modelPath: g.startModelPath }, steady: base };
+      this.streamGraphs.set(info, graphs);
+    }
+    return this.pool.runStateful(firstStep < g.startSteps ? graphs.start : graphs.steady, features, steps, state);
   }
+
+  /** The pool's view of each model's two streaming graphs (built once: this is on every stream step's path). */
+  private readonly streamGraphs = new WeakMap<ModelInfo, { start: StatefulPoolModel; steady: StatefulPoolModel }>();
 
   /** A windowed runner of `model` feeding `onOutput` (one per channel and model). */
   runner(model: string | ModelInfo, onOutput: OutputFn, options: RunnerOptions = {}): WindowedRunner {
