@@ -166,44 +166,37 @@ export class StreamRunner {
     }
     if (st && !this.ended) return;
     const limit = this.ended ? this._received : this._received - this.right;
-    let b = Math.min(limit, this.next + this.maxWindow);
-    if (!this.ended && this.align > 1) {
-      const aligned = Math.floor(b / this.align) * this.align;
-      if (aligned > this.next) b = aligned;
-      else if (b - this.next < this.maxWindow) return; // wait for the rest of the output step
-    }
-    if (b <= this.next) return;
-    this.run(this.next, b);
+    const b = this.callEnd(this.next, limit, 0);
+    if (b > this.next) this.run(this.next, b);
+  }
+
+  /**
+   * Where a call starting at step `a` ends: at most maxWindow steps, up to `limit`; before end(),
+   * its outputs (which lag by `outputLag` steps) end on an output-step boundary, or it waits
+   * for the rest of the output step (returns a) unless it is already maxWindow long.
+   */
+  private callEnd(a: number, limit: number, outputLag: number): number {
+    const b = Math.min(limit, a + this.maxWindow);
+    if (this.ended || this.align <= 1) return b;
+    const aligned = Math.floor((b - outputLag) / this.align) * this.align + outputLag;
+    if (aligned > a) return aligned;
+    return b - a < this.maxWindow ? a : b;
   }
 
   /** Feeds the graph the steps not yet fed, ending (until end()) where an output step ends. */
   private pumpStateful(st: StatefulGraphOptions): void {
     const a = this.fed;
-    let b = Math.min(this._received, a + this.maxWindow);
-    if (!this.ended && this.align > 1) {
-      // outputs reach b - delay: end them on an output-step boundary
-      const aligned = Math.floor((b - st.delaySteps) / this.align) * this.align + st.delaySteps;
-      if (aligned > a) b = aligned;
-      else if (b - a < this.maxWindow) return;
-    }
+    const b = this.callEnd(a, this._received, st.delaySteps);
+    if (b <= a) return;
     const F = FLOATS_PER_STEP;
     const features = this.buf.slice((a - this.bufStart) * F, (b - this.bufStart) * F);
     const state = this.state!;
     this.state = undefined;
     this.fed = b;
     this.trim();
-    this.inFlight = true;
-    this.calls++;
-    let job: Promise<{ probs: Float32Array; state: Float32Array }>;
-    try {
-      job = st.infer(a, features, b - a, state);
-    } catch (e) {
-      job = Promise.reject(e);
-    }
-    job.then(
+    this.call(
+      () => st.infer(a, features, b - a, state),
       (out) => {
-        this.inFlight = false;
-        if (this.closed || this.failed) return;
         if (out.probs.length !== (b - a) * this.C || out.state.length !== st.stateSize) {
           this.fail(new AurisError('INFERENCE_FAILED', `streaming graph of ${this.model.name} returned ${out.probs.length} values for ${b - a} steps x ${this.C} classes`));
           return;
@@ -220,10 +213,27 @@ export class StreamRunner {
         }
         this.pump();
       },
+    );
+  }
+
+  /** Starts a model call (the one in flight); `done` gets its answer unless the runner was closed or failed meanwhile. */
+  private call<T>(start: () => Promise<T>, done: (out: T) => void): void {
+    this.inFlight = true;
+    this.calls++;
+    let job: Promise<T>;
+    try {
+      job = start();
+    } catch (e) {
+      job = Promise.reject(e);
+    }
+    job.then(
+      (out) => {
+        this.inFlight = false;
+        if (!this.closed && !this.failed) done(out);
+      },
       (e: unknown) => {
         this.inFlight = false;
-        if (this.closed) return;
-        this.fail(e instanceof Error ? e : new Error(String(e)));
+        if (!this.closed) this.fail(e instanceof Error ? e : new Error(String(e)));
       },
     );
   }
@@ -247,19 +257,10 @@ export class StreamRunner {
     const features = this.buf.slice((inStart - this.bufStart) * F, (inEnd - this.bufStart) * F);
     this.next = b;
     this.trim();
-    this.inFlight = true;
-    this.calls++;
     const steps = inEnd - inStart;
-    let job: Promise<Float32Array>;
-    try {
-      job = this.options.infer(features, steps);
-    } catch (e) {
-      job = Promise.reject(e);
-    }
-    job.then(
+    this.call(
+      () => this.options.infer(features, steps),
       (probs) => {
-        this.inFlight = false;
-        if (this.closed || this.failed) return;
         if (probs.length !== steps * this.C) {
           this.fail(new AurisError('INFERENCE_FAILED', `model ${this.model.name} returned ${probs.length} values for ${steps} steps x ${this.C} classes`));
           return;
@@ -267,11 +268,6 @@ export class StreamRunner {
         this._emitted = b;
         this.options.onOutput(a, probs.subarray((a - inStart) * this.C, (b - inStart) * this.C), b - a);
         this.pump();
-      },
-      (e: unknown) => {
-        this.inFlight = false;
-        if (this.closed) return;
-        this.fail(e instanceof Error ? e : new Error(String(e)));
       },
     );
   }

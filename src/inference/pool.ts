@@ -12,7 +12,7 @@ import * as path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { AurisError } from '../analysis/errors';
 import { defaultInferenceThreads } from './env';
-import type { FromWorker, ModelRef, ToWorker } from './protocol';
+import { ownsWholeBuffer, type FromWorker, type ModelRef, type ToWorker } from './protocol';
 import { FLOATS_PER_STEP, ModelInfo } from './registry';
 
 export interface InferencePoolOptions {
@@ -139,7 +139,7 @@ function replyError(msg: FromWorker): AurisError | undefined {
 /** One buffer holding the arrays in order (the first array itself when it is alone and owns its buffer: transferred as is). */
 function stack(parts: Float32Array[], per: number): Float32Array {
   const first = parts[0]!;
-  if (parts.length === 1 && first.byteOffset === 0 && first.byteLength === first.buffer.byteLength && first.buffer instanceof ArrayBuffer) {
+  if (parts.length === 1 && ownsWholeBuffer(first)) {
     return first;
   }
   const out = new Float32Array(per * parts.length);

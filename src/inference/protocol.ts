@@ -30,3 +30,8 @@ export type FromWorker =
   | { type: 'loaded'; id: number }
   | { type: 'result'; id: number; probs: Float32Array; dims: number[]; ms: number; state?: Float32Array }
   | { type: 'error'; id: number; message: string; code: string; file?: string };
+
+/** True when the array spans its whole (non-shared) buffer, so the buffer can be transferred instead of copied. */
+export function ownsWholeBuffer(a: Float32Array): boolean {
+  return a.byteOffset === 0 && a.byteLength === a.buffer.byteLength && a.buffer instanceof ArrayBuffer;
+}

@@ -4,7 +4,7 @@
  */
 import { parentPort } from 'node:worker_threads';
 import * as ort from 'onnxruntime-node';
-import type { FromWorker, ModelRef, ToWorker } from './protocol';
+import { ownsWholeBuffer, type FromWorker, type ModelRef, type ToWorker } from './protocol';
 import { FRAMES_PER_STEP, N_MELS } from './registry';
 
 const port = parentPort;
@@ -94,6 +94,5 @@ port.on('message', (msg: ToWorker) => {
 
 /** The array itself when it owns its whole buffer (so it can be transferred), else a copy. */
 function owned(data: Float32Array): Float32Array {
-  if (data.byteOffset !== 0 || data.byteLength !== data.buffer.byteLength || !(data.buffer instanceof ArrayBuffer)) return data.slice();
-  return data;
+  return ownsWholeBuffer(data) ? data : data.slice();
 }

@@ -19,6 +19,14 @@ function features(from: number, n: number): Float32Array {
   return f;
 }
 
+/** Answers pending model calls in order (and the calls they lead to), letting the runner react after each. */
+async function answerAll(calls: { resolve: () => void }[]): Promise<void> {
+  for (let i = 0; i < 100 && calls.length > 0; i++) {
+    calls.shift()!.resolve();
+    await new Promise((r) => setImmediate(r));
+  }
+}
+
 interface Call {
   first: number;
   steps: number;
@@ -48,13 +56,7 @@ function harness(align = 1) {
     },
     onError: (e) => assert.fail(e),
   });
-  const flush = async (): Promise<void> => {
-    for (let i = 0; i < 100 && calls.length > 0; i++) {
-      calls.shift()!.resolve();
-      await new Promise((r) => setImmediate(r));
-    }
-  };
-  return { runner, calls, outputs, flush, maxInFlight: () => maxInFlight };
+  return { runner, calls, outputs, flush: () => answerAll(calls), maxInFlight: () => maxInFlight };
 }
 
 describe('StreamRunner', () => {
@@ -163,12 +165,7 @@ describe('StreamRunner', () => {
       },
       onError: (e) => assert.fail(e),
     });
-    const flush = async (): Promise<void> => {
-      for (let i = 0; i < 100 && calls.length > 0; i++) {
-        calls.shift()!.resolve();
-        await new Promise((r) => setImmediate(r));
-      }
-    };
+    const flush = (): Promise<void> => answerAll(calls);
     const N = 30;
     for (let s = 0; s < N; s++) {
       runner.push(features(s, 1), 1);
