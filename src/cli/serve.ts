@@ -5,9 +5,8 @@
  * Configuration: flags and environment variables, see `auris serve --help` and docs/api.md.
  */
 import { ConfigError, loadConfig, usage } from '../config';
-import { createServer } from '../http/server';
+import { startApp } from '../app';
 import { ModelRegistry } from '../inference/registry';
-import { attachGrpcServer } from '../grpc/serve-hook';
 import { deferredLogger, natsOptionsFromConfig, openNatsBackends, roleServerOptions } from '../jobs/nats';
 
 export const summary = 'run the HTTP service (file-processing jobs)';
@@ -37,11 +36,10 @@ export async function run(argv: string[]): Promise<number> {
   // Distributed mode (NATS JetStream, docs/deploy.md) when NATS_URL is set; else the embedded store.
   const natsLog = deferredLogger();
   const backends = config.natsUrl ? await openNatsBackends(natsOptionsFromConfig(config, natsLog)) : undefined;
-  const server = await createServer({ config, backends, ...roleServerOptions(config.role) });
-  const log = server.app.log;
+  // REST + job workers, and (except on worker-only nodes) live streaming over gRPC; src/app.ts.
+  const server = await startApp({ config, backends, ...roleServerOptions(config.role), ...(config.role === 'worker' ? { streaming: false as const } : {}) });
+  const log = server.rest.app.log;
   natsLog.attach(log.child({ component: 'nats' }));
-  await server.listen();
-  if (config.role !== 'worker') await attachGrpcServer(server); // gRPC streaming on GRPC_PORT, same keys; server.close() stops it first
   log.info(
     { url: server.url, role: config.role, nats: config.natsUrl ?? null, data_dir: config.dataDir, models_dir: config.modelsDir, concurrency: config.concurrency, api_keys: config.apiKeys.length },
     'auris serving',

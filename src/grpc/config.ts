@@ -6,7 +6,7 @@
 import { AurisError } from '../analysis/errors';
 import { parseModelList, parseOutputPeriod, parseVolumeThreshold } from '../analysis/options';
 import type { StreamConfigMsg } from './proto';
-import type { StreamSessionOptions } from './session';
+import type { StreamSessionOptions } from '../pipeline/analyze-stream';
 
 export const MIN_SAMPLE_RATE = 8000;
 export const MAX_SAMPLE_RATE = 384000;

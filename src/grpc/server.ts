@@ -35,7 +35,7 @@ import {
   serviceDefinition,
   StepResultMsg,
 } from './proto';
-import { StreamSession, StreamSummary } from './session';
+import { StreamSession, StreamSummary } from '../pipeline/analyze-stream';
 
 /** Resolves an API key to its owner (src/http/auth.ts ApiKeyRegistry fits). */
 export interface KeyLookup {

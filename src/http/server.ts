@@ -86,6 +86,8 @@ export interface AurisServer {
   metrics: JobMetrics;
   /** The development key, when no key was configured. */
   devKey: string | null;
+  /** The API keys this server accepts (configured, or the development key); the streaming transports use the same. */
+  keys: ApiKeyRegistry;
   /** http://host:port once listening. */
   url: string;
   listen(): Promise<string>;
@@ -276,6 +278,7 @@ export async function createServer(opts: ServerOptions = {}): Promise<AurisServe
     sweeper,
     metrics,
     devKey,
+    keys: registry,
     url: '',
     async listen() {
       await app.listen({ host: config.host, port: config.port });

@@ -13,6 +13,7 @@
  */
 import { AurisError } from '../analysis/errors';
 import { FLOATS_PER_STEP } from './registry';
+import { StepBuffer } from './step-buffer';
 
 export interface RunnerModel {
   name: string;
@@ -46,10 +47,8 @@ export class WindowedRunner {
   private readonly infer: InferFn;
   private readonly onOutput: OutputFn;
 
-  /** Features of steps [bufStart, received). */
-  private buf: Float32Array;
-  private bufStart = 0;
-  private _received = 0;
+  /** Features of steps [buf.start, received). */
+  private readonly buf: StepBuffer;
   /** First step not yet scheduled. */
   private next = 0;
   private _emitted = 0;
@@ -72,12 +71,12 @@ export class WindowedRunner {
     if (!Number.isInteger(this.minWindowSteps) || this.minWindowSteps < 1 || this.minWindowSteps > this.windowSteps) {
       throw new AurisError('INVALID_ARGUMENT', `minWindowSteps must be in 1..windowSteps, got ${this.minWindowSteps}`);
     }
-    this.buf = new Float32Array((this.windowSteps + this.left + this.right + 64) * FLOATS_PER_STEP);
+    this.buf = new StepBuffer(FLOATS_PER_STEP, this.windowSteps + this.left + this.right + 64);
   }
 
   /** Steps received so far. */
   get received(): number {
-    return this._received;
+    return this.buf.end;
   }
 
   /** Steps emitted through onOutput so far. */
@@ -87,7 +86,7 @@ export class WindowedRunner {
 
   /** Steps of features currently held. */
   get bufferedSteps(): number {
-    return this._received - this.bufStart;
+    return this.buf.length;
   }
 
   /**
@@ -101,9 +100,9 @@ export class WindowedRunner {
     if (!Number.isInteger(steps) || steps < 0 || features.length !== steps * FLOATS_PER_STEP) {
       return Promise.reject(new AurisError('INVALID_ARGUMENT', `expected ${FLOATS_PER_STEP} floats per step, got ${features.length} for ${steps} steps`));
     }
-    this.append(features, steps);
-    while (this._received - this.right - this.next >= this.minWindowSteps) {
-      const core = Math.min(this.windowSteps, this._received - this.right - this.next);
+    this.buf.append(features);
+    while (this.buf.end - this.right - this.next >= this.minWindowSteps) {
+      const core = Math.min(this.windowSteps, this.buf.end - this.right - this.next);
       this.schedule(this.next, this.next + core);
     }
     return this.tail;
@@ -113,37 +112,20 @@ export class WindowedRunner {
   end(): Promise<void> {
     if (!this.ended) {
       this.ended = true;
-      while (this.next < this._received) {
-        this.schedule(this.next, Math.min(this._received, this.next + this.windowSteps));
+      while (this.next < this.buf.end) {
+        this.schedule(this.next, Math.min(this.buf.end, this.next + this.windowSteps));
       }
     }
     return this.tail;
   }
 
-  private append(features: Float32Array, steps: number): void {
-    const need = (this._received + steps - this.bufStart) * FLOATS_PER_STEP;
-    if (need > this.buf.length) {
-      const grown = new Float32Array(Math.max(need, this.buf.length * 2));
-      grown.set(this.buf.subarray(0, (this._received - this.bufStart) * FLOATS_PER_STEP));
-      this.buf = grown;
-    }
-    this.buf.set(features, (this._received - this.bufStart) * FLOATS_PER_STEP);
-    this._received += steps;
-  }
-
   /** Starts the model call for output steps [a, b). */
   private schedule(a: number, b: number): void {
     const inStart = Math.max(0, a - this.left);
-    const inEnd = Math.min(this._received, b + this.right);
-    const F = FLOATS_PER_STEP;
-    const features = this.buf.slice((inStart - this.bufStart) * F, (inEnd - this.bufStart) * F);
+    const inEnd = Math.min(this.buf.end, b + this.right);
+    const features = this.buf.copy(inStart, inEnd);
     this.next = b;
-    // Drop what no later window needs.
-    const keepFrom = Math.max(this.bufStart, this.next - this.left);
-    if (keepFrom > this.bufStart) {
-      this.buf.copyWithin(0, (keepFrom - this.bufStart) * F, (this._received - this.bufStart) * F);
-      this.bufStart = keepFrom;
-    }
+    this.buf.dropBefore(this.next - this.left); // what no later window needs
     let job: Promise<Float32Array>;
     try {
       job = this.infer(features, inEnd - inStart);

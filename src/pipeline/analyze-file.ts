@@ -10,6 +10,7 @@ import { AnalysisOptions, normalizeAnalysisOptions, selectChannels, STEP_MS } fr
 import { modelsToRun } from '../analysis/policies';
 import { buildChannelResult, ChannelResult } from '../analysis/postprocess';
 import { InferenceEngine, sharedEngine } from '../inference/engine';
+import { StepBuffer } from '../inference/step-buffer';
 import type { ModelInfo } from '../inference/registry';
 import type { WindowedRunner } from '../inference/runner';
 import { defaultOpen, FileAnalyzerLike, OpenFileAnalyzer } from './audio';
@@ -63,34 +64,11 @@ export interface FileAnalysis {
   durationMs: number;
 }
 
-/** Growable float32 storage for per-step outputs. */
-class Floats {
-  data: Float32Array;
-  length = 0;
-  constructor(capacity: number) {
-    this.data = new Float32Array(Math.max(16, capacity));
-  }
-  /** Writes `values` at element offset `at` (growing as needed). */
-  write(at: number, values: ArrayLike<number>): void {
-    const end = at + values.length;
-    if (end > this.data.length) {
-      const grown = new Float32Array(Math.max(end, Math.ceil(this.data.length * 1.5)));
-      grown.set(this.data.subarray(0, this.length));
-      this.data = grown;
-    }
-    this.data.set(values, at);
-    if (end > this.length) this.length = end;
-  }
-  view(): Float32Array {
-    return this.data.subarray(0, this.length);
-  }
-}
-
 interface ChannelState {
   channel: number;
   steps: number;
-  levels: Floats;
-  probs: Map<string, Floats>;
+  levels: StepBuffer;
+  probs: Map<string, StepBuffer>;
   runners: WindowedRunner[];
 }
 
@@ -181,14 +159,13 @@ export async function analyzeFile(source: AudioSource, options: AnalyzeFileOptio
 
     const states = new Map<number, ChannelState>();
     for (const ch of channels) {
-      const st: ChannelState = { channel: ch, steps: 0, levels: new Floats(expected + 1), probs: new Map(), runners: [] };
+      const st: ChannelState = { channel: ch, steps: 0, levels: new StepBuffer(1, expected + 1), probs: new Map(), runners: [] };
       for (const m of infos) {
-        const store = new Floats((expected + 1) * m.rawKeys.length);
+        const store = new StepBuffer(m.rawKeys.length, expected + 1);
         st.probs.set(m.name, store);
-        const C = m.rawKeys.length;
         const runnerOptions: { windowSteps?: number } = {};
         if (options.windowSteps !== undefined) runnerOptions.windowSteps = options.windowSteps;
-        st.runners.push(engine.runner(m, (start, probs) => store.write(start * C, probs), runnerOptions));
+        st.runners.push(engine.runner(m, (_start, probs) => store.append(probs), runnerOptions));
       }
       states.set(ch, st);
     }
@@ -218,7 +195,7 @@ export async function analyzeFile(source: AudioSource, options: AnalyzeFileOptio
           throw new Error(`decoder returned steps from ${chunk.startStep} for channel ${chunk.channel}, expected ${st.steps}`);
         }
         if (chunk.steps === 0) continue;
-        st.levels.write(st.steps, chunk.levels.subarray(0, chunk.steps));
+        st.levels.append(chunk.levels.subarray(0, chunk.steps));
         for (const r of st.runners) pushes.push(r.push(chunk.features, chunk.steps));
         st.steps += chunk.steps;
         decoded += chunk.steps;

@@ -9,7 +9,7 @@ import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { FLOATS_PER_STEP, InferenceEngine, packageRoot, WindowedRunner } from '../../src/inference';
 import { seededRandom } from '../../src/inference/placeholder';
-import { StreamRunner } from '../../src/grpc/stream-runner';
+import { StreamRunner } from '../../src/inference/stream-runner';
 
 const MODELS_DIR = path.join(packageRoot(), 'models');
 const NAMES = ['speech', 'arousal', 'gender'];

@@ -24,8 +24,9 @@
  * windowed (their right context is the end). Both give the whole-file model's numbers.
  */
 import { AurisError } from '../analysis/errors';
-import { FLOATS_PER_STEP } from '../inference/registry';
-import type { InferFn, OutputFn, RunnerModel } from '../inference/runner';
+import { FLOATS_PER_STEP } from './registry';
+import { StepBuffer } from './step-buffer';
+import type { InferFn, OutputFn, RunnerModel } from './runner';
 
 /** Runs the stateful graph over steps [firstStep, firstStep + steps) of a stream; takes ownership of the arrays. */
 export type StatefulInferFn = (firstStep: number, features: Float32Array, steps: number, state: Float32Array) => Promise<{ probs: Float32Array; state: Float32Array }>;
@@ -60,9 +61,8 @@ export class StreamRunner {
   private readonly C: number;
   private readonly align: number;
   private readonly maxWindow: number;
-  /** Features of steps [bufStart, received). */
-  private buf: Float32Array;
-  private bufStart = 0;
+  /** Features of steps [buf.start, received). */
+  private readonly buf: StepBuffer;
   private _received = 0;
   /** First step not yet sent to the model. */
   private next = 0;
@@ -86,7 +86,7 @@ export class StreamRunner {
     this.C = options.model.rawKeys.length;
     this.align = Math.max(1, options.align ?? 1);
     this.maxWindow = Math.max(1, options.maxWindowSteps ?? 256);
-    this.buf = new Float32Array((this.left + this.right + 16) * FLOATS_PER_STEP);
+    this.buf = new StepBuffer(FLOATS_PER_STEP, this.left + this.right + 16);
     const st = options.stateful;
     if (st) {
       if (st.delaySteps !== this.right) {
@@ -124,14 +124,7 @@ export class StreamRunner {
       throw new AurisError('INVALID_ARGUMENT', `expected ${FLOATS_PER_STEP} floats per step, got ${features.length} for ${steps} steps`);
     }
     if (steps === 0) return;
-    const F = FLOATS_PER_STEP;
-    const need = (this._received + steps - this.bufStart) * F;
-    if (need > this.buf.length) {
-      const grown = new Float32Array(Math.max(need, this.buf.length * 2));
-      grown.set(this.buf.subarray(0, (this._received - this.bufStart) * F));
-      this.buf = grown;
-    }
-    this.buf.set(features, (this._received - this.bufStart) * F);
+    this.buf.append(features);
     this._received += steps;
     this.pump();
   }
@@ -152,8 +145,7 @@ export class StreamRunner {
   /** Drops the buffers; pending and later outputs are discarded. */
   close(): void {
     this.closed = true;
-    this.buf = new Float32Array(0);
-    this.bufStart = this._received;
+    this.buf.clear();
   }
 
   private pump(): void {
@@ -188,8 +180,7 @@ export class StreamRunner {
     const a = this.fed;
     const b = this.callEnd(a, this._received, st.delaySteps);
     if (b <= a) return;
-    const F = FLOATS_PER_STEP;
-    const features = this.buf.slice((a - this.bufStart) * F, (b - this.bufStart) * F);
+    const features = this.buf.copy(a, b);
     const state = this.state!;
     this.state = undefined;
     this.fed = b;
@@ -240,21 +231,16 @@ export class StreamRunner {
 
   /** Drops buffered features no call can need again: before the next window's left context and (stateful) before the next step to feed. */
   private trim(): void {
-    const F = FLOATS_PER_STEP;
-    let keepFrom = Math.max(this.bufStart, this.next - this.left);
-    if (this.stateful) keepFrom = Math.min(keepFrom, Math.max(this.bufStart, this.fed));
-    if (keepFrom > this.bufStart) {
-      this.buf.copyWithin(0, (keepFrom - this.bufStart) * F, (this._received - this.bufStart) * F);
-      this.bufStart = keepFrom;
-    }
+    let keepFrom = this.next - this.left;
+    if (this.stateful) keepFrom = Math.min(keepFrom, this.fed);
+    this.buf.dropBefore(keepFrom);
   }
 
   /** Runs the model for output steps [a, b). */
   private run(a: number, b: number): void {
-    const F = FLOATS_PER_STEP;
     const inStart = Math.max(0, a - this.left);
     const inEnd = Math.min(this._received, b + this.right);
-    const features = this.buf.slice((inStart - this.bufStart) * F, (inEnd - this.bufStart) * F);
+    const features = this.buf.copy(inStart, inEnd);
     this.next = b;
     this.trim();
     const steps = inEnd - inStart;

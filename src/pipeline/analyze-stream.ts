@@ -21,7 +21,8 @@ import { modelsToRun } from '../analysis/policies';
 import { effectiveDurationMs, endTimestampMs, roundFractions, StepDecider, TimeStepResult } from '../analysis/postprocess';
 import type { InferenceEngine } from '../inference/engine';
 import type { ModelInfo } from '../inference/registry';
-import { StreamRunner } from './stream-runner';
+import { StepBuffer } from '../inference/step-buffer';
+import { StreamRunner } from '../inference/stream-runner';
 
 export interface StreamSessionOptions {
   /** Requested models (validated names), output order. */
@@ -62,42 +63,6 @@ export interface StreamSessionEvents {
   onProgress?(): void;
 }
 
-/** Growable per-step float storage for steps [start, start + length). */
-class StepStore {
-  data: Float32Array;
-  start = 0;
-  length = 0;
-  constructor(readonly width: number) {
-    this.data = new Float32Array(64 * width);
-  }
-  /** Appends steps [start+length, ...). */
-  append(values: Float32Array): void {
-    const end = (this.length * this.width) + values.length;
-    if (end > this.data.length) {
-      const grown = new Float32Array(Math.max(end, this.data.length * 2));
-      grown.set(this.data.subarray(0, this.length * this.width));
-      this.data = grown;
-    }
-    this.data.set(values, this.length * this.width);
-    this.length += values.length / this.width;
-  }
-  /** Values of steps [from, to), indexed from 0. */
-  view(from: number, to: number): Float32Array {
-    return this.data.subarray((from - this.start) * this.width, (to - this.start) * this.width);
-  }
-  /** Forgets the steps before `step`. */
-  dropBefore(step: number): void {
-    const n = step - this.start;
-    if (n <= 0) return;
-    this.data.copyWithin(0, n * this.width, this.length * this.width);
-    this.length -= n;
-    this.start = step;
-  }
-  get end(): number {
-    return this.start + this.length;
-  }
-}
-
 const BYTES_PER_SAMPLE: Record<SampleEncoding, number> = { s16le: 2, f32le: 4 };
 
 export class StreamSession {
@@ -109,8 +74,8 @@ export class StreamSession {
   private readonly decider: StepDecider;
   private readonly frontend: StreamFrontend;
   private readonly runners: StreamRunner[];
-  private readonly levels = new StepStore(1);
-  private readonly probs = new Map<string, StepStore>();
+  private readonly levels = new StepBuffer(1);
+  private readonly probs = new Map<string, StepBuffer>();
   private readonly per: number;
   private readonly frameBytes: number;
   private readonly summaryTime: Float64Array[];
@@ -153,7 +118,7 @@ export class StreamSession {
       channel: options.channel,
     });
     this.runners = infos.map((m) => {
-      const store = new StepStore(m.rawKeys.length);
+      const store = new StepBuffer(m.rawKeys.length);
       this.probs.set(m.name, store);
       return new StreamRunner({
         model: m,

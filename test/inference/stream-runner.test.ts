@@ -6,7 +6,7 @@
 import { strict as assert } from 'node:assert';
 import { describe, it } from 'node:test';
 import { FLOATS_PER_STEP } from '../../src/inference/registry';
-import { StreamRunner } from '../../src/grpc/stream-runner';
+import { StreamRunner } from '../../src/inference/stream-runner';
 
 const LEFT = 3;
 const RIGHT = 2;
