@@ -11,6 +11,7 @@ import { after, before, describe, test } from 'node:test';
 import type { BrowserContext, Page } from 'playwright-core';
 import type { AurisServer } from '../../src/http/server';
 import { openNatsBackends } from '../../src/jobs/nats';
+import { envSkip } from '../env';
 import { natsUnavailable, TestNatsServer } from '../nats/server';
 import { api, buildConsole, chromiumUnavailable, KEY, launchBrowser, outPath, serveFile, speechThenSilence, startServer, tempDir, truncatedWav } from './helpers';
 
@@ -39,8 +40,8 @@ type HTMLCanvasElement = HTMLElement & {
 };
 declare const document: { activeElement: unknown; documentElement: { scrollWidth: number; clientWidth: number } };
 
-const browserSkip = chromiumUnavailable();
-const natsSkip = browserSkip || natsUnavailable();
+const browserSkip = envSkip(chromiumUnavailable());
+const natsSkip = browserSkip || envSkip(natsUnavailable());
 
 for (const mode of ['embedded', 'nats'] as const) describe(`web console (Chromium, real server, ${mode})`, { timeout: 300_000, skip: mode === 'nats' ? natsSkip : browserSkip }, () => {
   let server: AurisServer;

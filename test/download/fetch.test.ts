@@ -19,6 +19,7 @@ import { parseAllowlist } from '../../src/download/ssrf';
 import { MemoryJtiStore, verifyDownloadRequest } from '../../src/download/verify';
 import { nativeProbe } from '../../src/download/duration';
 import type { JobFailure } from '../../src/jobs/errors';
+import { envSkip } from '../env';
 import { guardedNet, type GuardedNet, silenceWav, startHost, streamBody, tempDir, type TestHost, verifyWithNodeCrypto, wavHeader } from './helpers';
 
 const MiB = 1024 * 1024;
@@ -324,7 +325,7 @@ describe('Downloader', () => {
     } catch {
       probeWorks = false;
     }
-    it('a FLAC whose STREAMINFO says 10 hours is refused from the first 64 KiB (native probe on a partial buffer)', { skip: probeWorks ? false : 'native addon not built' }, async () => {
+    it('a FLAC whose STREAMINFO says 10 hours is refused from the first 64 KiB (native probe on a partial buffer)', { skip: envSkip(probeWorks ? false : 'native addon not built (npm run setup)') }, async () => {
       const flacPath = join(dir.path, 'short.flac');
       execFileSync('sox', ['-n', '-r', '16000', '-c', '1', '-b', '16', flacPath, 'synth', '3', 'whitenoise', 'vol', '0.2']);
       const flac = readFileSync(flacPath);

@@ -11,6 +11,7 @@ import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { packageRoot } from '../../src/inference';
 import { analyzeFile } from '../../src/pipeline';
+import { envSkip } from '../env';
 import { API_KEY, sh, startServer, stereoSpeechWav, TestServer, tmpDir } from './helpers';
 
 const ROOT = packageRoot();
@@ -98,7 +99,7 @@ function pythonWithGrpc(): string | undefined {
 
 describe('a client in another language', () => {
   const py = pythonWithGrpc();
-  it('Python (grpcio + grpc_tools, stubs generated from the proto file) streams a file and reads the results', { skip: py ? false : 'python3 with grpcio and grpc_tools not installed (Debian: python3-grpcio python3-grpc-tools)' }, async () => {
+  it('Python (grpcio + grpc_tools, stubs generated from the proto file) streams a file and reads the results', { skip: envSkip(py ? false : 'python3 with grpcio and grpc_tools not installed (Debian: python3-grpcio python3-grpc-tools)') }, async () => {
     const wav = stereoSpeechWav(); // 44.1 kHz stereo 16-bit: resampled on the server, channel 1 analysed
     const models = ['speech', 'arousal', 'gender'];
     const r = await runAsync(py!, [path.join(ROOT, 'examples', 'stream-file.py'), wav, '--server', ts.address, '--api-key', API_KEY, '--models', models.join(','), '--output-period', '512', '--channel', '1', '--summary', '--raw', '--chunk-ms', '77']);

@@ -11,14 +11,13 @@ import { createServer as createHttpServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join, resolve } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { modelsIn } from '../../src/jobs/analyzer';
+import { envSkip, modelsMissing } from '../env';
 import type { AurisServer } from '../../src/http/server';
 import { api, createJob, KEY_A, sleep, sox, startServer, tempDir, waitFor, waitForJob, type JobJson } from './helpers';
 
 const ROOT = resolve(__dirname, '..', '..', '..');
 const MODELS = join(ROOT, 'models');
-const haveModels = ['speech', 'arousal', 'gender'].every((m) => modelsIn(MODELS).includes(m));
-const skip = haveModels ? false : 'models/ has no speech, arousal and gender models';
+const skip = envSkip(modelsMissing(MODELS));
 
 interface Step {
   timestamp: number;

@@ -38,14 +38,13 @@ describe('job creation: validation, auth, bodies', () => {
   const dir = tempDir();
   let server: AurisServer;
   const analyzer = new FakeAnalyzer();
-  analyzer.gated = true; // jobs stay put; these tests only look at creation
 
   before(async () => {
-    server = await startServer(dir.path, { analyzer, config: { limits: { maxUploadBytes: 64 * 1024 } } });
+    // No worker: jobs stay queued (these tests only look at creation), so nothing downloads the
+    // example URLs below or calls their example callbacks (tests stay on 127.0.0.1).
+    server = await startServer(dir.path, { analyzer, startWorker: false, config: { limits: { maxUploadBytes: 64 * 1024 } } });
   });
   after(async () => {
-    analyzer.gated = false;
-    analyzer.release();
     await server.close();
     dir.cleanup();
   });

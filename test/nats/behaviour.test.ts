@@ -6,9 +6,10 @@ import { after, before } from 'node:test';
 import { openNatsBackends } from '../../src/jobs/nats';
 import { tempDir } from '../http/helpers';
 import { backendBehaviour } from '../jobs/behaviour';
+import { envSkip } from '../env';
 import { natsUnavailable, TestNatsServer } from './server';
 
-const skip = natsUnavailable();
+const skip = envSkip(natsUnavailable());
 let server: TestNatsServer | null = null;
 let n = 0;
 

@@ -9,7 +9,7 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { modelsIn } from '../../src/jobs/analyzer';
+import { envSkip, modelsMissing } from '../env';
 import { defaultModelsDir } from '../../src/inference/env';
 import { type JobJson, startReceiver, tempDir, waitFor } from '../http/helpers';
 import { type NodeProc, startNode } from './procs';
@@ -20,7 +20,7 @@ const DEMO = join(ROOT, 'test', 'fixtures', 'demo.flac');
 const KEY = 'cli-test-key-00001';
 const MODELS = ['speech', 'arousal', 'gender'];
 
-const skip = natsUnavailable() || (MODELS.every((m) => modelsIn(defaultModelsDir()).includes(m)) ? false : 'models/ does not hold speech, arousal and gender');
+const skip = envSkip(natsUnavailable() || modelsMissing(defaultModelsDir()));
 
 describe('auris serve --role api|worker --nats (real models)', { skip, timeout: 120_000 }, () => {
   let nats: TestNatsServer;

@@ -15,9 +15,10 @@ import { after, before, describe, it } from 'node:test';
 import { type JobJson, type Received, sleep, startReceiver, tempDir, waitFor } from '../http/helpers';
 import { fakeJobAudio } from './node';
 import { type NodeProc, startNode } from './procs';
+import { envSkip } from '../env';
 import { natsUnavailable, TestNatsServer } from './server';
 
-const skip = natsUnavailable();
+const skip = envSkip(natsUnavailable());
 const KEY = 'cluster-test-key-0001';
 
 describe('distributed mode: API node + 2 workers on nats-server', { skip, timeout: 240_000 }, () => {

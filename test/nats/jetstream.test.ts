@@ -12,9 +12,10 @@ import { names } from '../../src/jobs/nats/settings';
 import { BackendUnavailableError, BlobTooLargeError, type JobFinishedEvent, type QueueMessage, RevisionConflictError } from '../../src/jobs/types';
 import { tempDir, waitFor } from '../http/helpers';
 import { newJob } from '../jobs/behaviour';
+import { envSkip } from '../env';
 import { natsUnavailable, TestNatsServer } from './server';
 
-const skip = natsUnavailable();
+const skip = envSkip(natsUnavailable());
 
 async function pullWithin(b: NatsBackends, ms: number): Promise<QueueMessage | null> {
   const c = new AbortController();

@@ -11,9 +11,10 @@ import { names } from '../../src/jobs/nats/settings';
 import { BackendUnavailableError, type QueueMessage } from '../../src/jobs/types';
 import { tempDir } from '../http/helpers';
 import { newJob } from '../jobs/behaviour';
+import { envSkip } from '../env';
 import { natsUnavailable, TestNatsCluster } from './server';
 
-const skip = natsUnavailable();
+const skip = envSkip(natsUnavailable());
 
 /** Retries while the cluster fails over (BackendUnavailableError), for at most 30 s. */
 async function retrying<T>(fn: () => Promise<T>): Promise<T> {
