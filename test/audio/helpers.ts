@@ -179,3 +179,15 @@ export async function decodeOutcome(source: AudioSource, opts: OpenOptions = {})
     fa?.close();
   }
 }
+
+/** Writes a WAV of `seconds` by repeating one second of a test signal (no big buffer). */
+export function writeLongWav(file: string, seconds: number, rate: number, channels: number): void {
+  const second = wavBytes({ rate, channels, bits: 16 }, testSignal(rate, channels, rate, 21)).subarray(44);
+  const fd = fs.openSync(file, 'w');
+  try {
+    fs.writeSync(fd, wavHeader({ rate, channels, bits: 16 }, second.length * seconds));
+    for (let s = 0; s < seconds; s++) fs.writeSync(fd, second);
+  } finally {
+    fs.closeSync(fd);
+  }
+}

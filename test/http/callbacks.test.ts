@@ -1,7 +1,8 @@
 /**
  * Job-finished callbacks against real local receivers (SPEC "Events"): 2xx success,
  * 5xx retried 3 times, other statuses not retried, timeouts, same event id on every
- * attempt, body = GET /file-processing/jobs/{jobId}, slow receivers block no one.
+ * attempt, body = GET /file-processing/jobs/{jobId}, slow receivers block no one, retries
+ * back off exponentially, a job without callback sends nothing.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -20,6 +21,12 @@ async function metric(server: AurisServer, line: RegExp): Promise<number> {
   const text = await (await fetch(`${server.url}/metrics`)).text();
   const m = text.split('\n').find((l) => line.test(l));
   return m ? Number(m.split(' ').at(-1)) : 0;
+}
+
+/** The sum of a metric over all its label sets. */
+async function metricSum(server: AurisServer, line: RegExp): Promise<number> {
+  const text = await (await fetch(`${server.url}/metrics`)).text();
+  return text.split('\n').filter((l) => line.test(l)).reduce((s, l) => s + Number(l.split(' ').at(-1)), 0);
 }
 
 describe('callbacks', () => {
@@ -123,24 +130,16 @@ describe('callbacks', () => {
     });
   }
 
-  it('a receiver slower than the timeout counts as a failed attempt (timeout) and is retried; it blocks no other job', async () => {
+  it('a receiver slower than the timeout counts as a failed attempt (timeout) and is retried', async () => {
     const slow = await startReceiver(() => sleep(3000).then(() => 200));
-    const fast = await startReceiver(() => 200);
     const before = await metric(server, /^auris_callback_attempts_total\{outcome="timeout"\}/);
     try {
       await jobWithCallback(server, slow.url);
-      await waitFor(() => slow.received.length === 1, 10_000, 'first slow attempt');
-      // While the slow receiver hangs, another job's callback goes through at once.
-      const t0 = Date.now();
-      await jobWithCallback(server, fast.url);
-      await waitFor(() => fast.received.length === 1, 10_000, 'fast callback');
-      assert.ok(Date.now() - t0 < 900, 'not queued behind the slow callback');
       await waitFor(() => slow.received.length === 4, 15_000, '4 slow attempts');
       await waitFor(async () => (await metric(server, /^auris_callback_attempts_total\{outcome="timeout"\}/)) - before === 4, 5000, 'timeouts counted');
       assert.equal(new Set(slow.received.map((r) => r.headers[EVENT_ID_HEADER])).size, 1);
     } finally {
       await slow.close();
-      await fast.close();
     }
   });
 
@@ -153,9 +152,73 @@ describe('callbacks', () => {
     await waitFor(async () => (await metric(server, /^auris_callback_attempts_total\{outcome="network_error"\}/)) - before === 4, 10_000, '4 failed attempts');
   });
 
-  it('a job without callback sends nothing', async () => {
+  it('a job without callback sends nothing: no attempt is counted and no delivery is logged as failed', async () => {
+    const attempts = (): Promise<number> => metricSum(server, /^auris_callback_attempts_total\{/);
+    const finished = (): Promise<number> => metricSum(server, /^auris_callbacks_total\{/);
+    const [attempts0, finished0] = [await attempts(), await finished()];
     const res = await createJob(server, KEY_A, {});
     const job = (await res.json()) as JobJson;
-    await waitForJob(server, KEY_A, job.job_id);
+    assert.equal((job.request as { callback?: unknown }).callback, null);
+    assert.equal((await waitForJob(server, KEY_A, job.job_id)).status, 'succeeded');
+    // A later job with a callback is the barrier: once its one delivery is counted, the event of
+    // the job without callback (published before it) has been handled too.
+    const rx = await startReceiver(() => 200);
+    try {
+      await jobWithCallback(server, rx.url);
+      await waitFor(async () => (await finished()) === finished0 + 1, 10_000, 'the barrier callback');
+      assert.equal(rx.received.length, 1);
+      assert.equal((await attempts()) - attempts0, 1, 'only the barrier job made an attempt');
+    } finally {
+      await rx.close();
+    }
+  });
+});
+
+describe('callbacks: concurrency and backoff (long timeout, 200 ms backoff)', () => {
+  const dir = tempDir();
+  let server: AurisServer;
+
+  before(async () => {
+    server = await startServer(dir.path, { analyzer: new FakeAnalyzer(), config: { callbacks: { timeoutMs: 60_000, backoffMs: 200 } } });
+  });
+  after(async () => {
+    await server.close();
+    dir.cleanup();
+  });
+
+  it('a receiver that hangs blocks no other job: the next callback arrives while the first attempt is still open', async () => {
+    let release!: () => void;
+    const hanging = new Promise<number>((r) => (release = () => r(200)));
+    const slow = await startReceiver(() => hanging);
+    const fast = await startReceiver(() => 200);
+    try {
+      await jobWithCallback(server, slow.url);
+      await waitFor(() => slow.received.length === 1, 10_000, 'the hanging attempt');
+      await jobWithCallback(server, fast.url);
+      await waitFor(() => fast.received.length === 1, 30_000, 'the other callback');
+      // The hanging attempt has not been answered (the timeout is 60 s), so it was not retried.
+      assert.equal(slow.received.length, 1);
+      release();
+      await waitFor(async () => (await metric(server, /^auris_callbacks_total\{outcome="delivered"\}/)) === 2, 10_000, 'both delivered');
+      assert.equal(slow.received.length, 1, 'the late 200 counts: no retry');
+    } finally {
+      release();
+      await slow.close();
+      await fast.close();
+    }
+  });
+
+  it('retries back off exponentially: the waits before attempts 2, 3 and 4 are at least 200, 400 and 800 ms', async () => {
+    const rx = await startReceiver(() => 503);
+    try {
+      await jobWithCallback(server, rx.url);
+      await waitFor(() => rx.received.length === 4, 20_000, '4 attempts');
+      const gaps = rx.received.slice(1).map((r, i) => r.at - rx.received[i]!.at);
+      // Lower bounds only (a timer never fires early; a busy machine only makes gaps longer):
+      // a constant 200 ms backoff fails the third bound.
+      gaps.forEach((g, i) => assert.ok(g >= 200 * 2 ** i - 5, `wait before attempt ${i + 2}: ${g} ms, gaps ${gaps.join(', ')}`));
+    } finally {
+      await rx.close();
+    }
   });
 });

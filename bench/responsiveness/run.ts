@@ -1,0 +1,108 @@
+/**
+ * `npm run bench:responsiveness`: how free the event loop stays and how much memory grows while
+ * the heavy work runs elsewhere (numbers only, never pass/fail; the tests check only that timers
+ * fire at all while the work is pending):
+ *  - FileAnalyzer reading a 10-minute stereo 44.1 kHz WAV in 30 s chunks: longest gap between
+ *    5 ms timer ticks, ticks seen against ticks due, and RSS growth (10 min of stereo PCM is
+ *    100 MB as s16, 200 MB as float: a bounded reader stays far below);
+ *  - the inference pool (1 worker) running a large placeholder model: longest timer gap against
+ *    the time one run takes (had inference run on the main thread, a gap would be a whole run).
+ * Prints a table and writes bench/out/responsiveness.json.
+ */
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { FileAnalyzer } from '../../src/audio';
+import { FLOATS_PER_STEP, InferencePool, ModelRegistry, writePlaceholderModels } from '../../src/inference';
+import { seededRandom } from '../../src/inference/placeholder';
+import { writeLongWav } from '../../test/audio/helpers';
+
+const ROOT = path.resolve(__dirname, '..', '..', '..');
+const OUT = path.join(ROOT, 'bench', 'out');
+const TICK_MS = 5;
+
+/** Samples the event loop with a TICK_MS interval and the RSS on each tick. */
+class LoopMonitor {
+  private last = performance.now();
+  private readonly started = performance.now();
+  private readonly rss0 = process.memoryUsage().rss;
+  private rssMax = this.rss0;
+  maxGapMs = 0;
+  ticks = 0;
+  private readonly timer = setInterval(() => {
+    const now = performance.now();
+    this.maxGapMs = Math.max(this.maxGapMs, now - this.last);
+    this.last = now;
+    this.ticks++;
+    this.rssMax = Math.max(this.rssMax, process.memoryUsage().rss);
+  }, TICK_MS);
+
+  stop(): { maxGapMs: number; ticks: number; ticksDue: number; elapsedMs: number; rssGrowthMiB: number } {
+    clearInterval(this.timer);
+    const elapsedMs = performance.now() - this.started;
+    return {
+      maxGapMs: round(this.maxGapMs),
+      ticks: this.ticks,
+      ticksDue: Math.floor(elapsedMs / TICK_MS),
+      elapsedMs: round(elapsedMs),
+      rssGrowthMiB: round((this.rssMax - this.rss0) / 2 ** 20),
+    };
+  }
+}
+
+const round = (x: number): number => Math.round(x * 10) / 10;
+
+async function longFile(dir: string): Promise<Record<string, unknown>> {
+  const rate = 44100, seconds = 600;
+  const file = path.join(dir, 'ten-minutes.wav');
+  writeLongWav(file, seconds, rate, 2);
+  const monitor = new LoopMonitor();
+  const fa = await FileAnalyzer.open({ path: file }, { chunkSeconds: 30 });
+  let reads = 0;
+  try {
+    while (await fa.read()) reads++;
+  } finally {
+    fa.close();
+  }
+  const m = monitor.stop();
+  return { what: 'FileAnalyzer, 10 min stereo 44.1 kHz WAV', reads, ...m, xRealTime: round((seconds * 1000) / m.elapsedMs) };
+}
+
+async function pool(dir: string): Promise<Record<string, unknown>> {
+  writePlaceholderModels(dir, [{ name: 'heavy', rawKeys: ['a', 'b'], hidden: 256 }]);
+  const reg = ModelRegistry.loadSync({ modelsDir: dir });
+  const p = new InferencePool({ size: 1 });
+  try {
+    const heavy = reg.get('heavy');
+    const steps = 24000;
+    const r = seededRandom(1);
+    const input = Float32Array.from({ length: steps * FLOATS_PER_STEP }, () => r() * 6 - 4);
+    await p.run(heavy, input.slice(), steps); // warm-up: session creation
+    const busy0 = p.stats.busyMs;
+    const monitor = new LoopMonitor();
+    let runs = 0;
+    const t0 = performance.now();
+    while (performance.now() - t0 < 2000 || runs < 3) {
+      await p.run(heavy, input.slice(), steps);
+      runs++;
+    }
+    const m = monitor.stop();
+    return { what: 'InferencePool (1 worker), placeholder model, 24000 steps per run', runs, runMs: round((p.stats.busyMs - busy0) / runs), ...m };
+  } finally {
+    await p.close();
+  }
+}
+
+async function main(): Promise<void> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'auris-bench-resp-'));
+  try {
+    const rows = [await longFile(dir), await pool(dir)];
+    for (const r of rows) console.log(JSON.stringify(r));
+    fs.mkdirSync(OUT, { recursive: true });
+    fs.writeFileSync(path.join(OUT, 'responsiveness.json'), JSON.stringify({ machine: { cpus: os.cpus().length, load: os.loadavg() }, rows }, null, 2));
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+void main();
