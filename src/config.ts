@@ -89,6 +89,10 @@ export interface Config {
   sweepIntervalMs: number;
   /** A job interrupted this many times (crash, restart) fails with JOB_INTERRUPTED. */
   maxJobAttempts: number;
+  /** Embedded mode: deliveries of a job whose processing keeps failing before it fails with PROCESSING_FAILED (NATS: natsMaxDeliver). */
+  maxJobDeliveries: number;
+  /** Wait before a failed delivery is retried, ms; doubles with each delivery (at most 5 minutes). */
+  jobRetryBackoffMs: number;
   limits: Limits;
   callbacks: CallbackConfig;
   download: DownloadConfig;
@@ -131,6 +135,8 @@ export const OPTIONS: readonly OptionDef[] = [
   { path: 'retentionSec', flag: '--retention', env: 'RETENTION_SECONDS', kind: 'number', min: 0, def: () => 24 * 3600, doc: 'seconds after a job finishes before the job and its results are purged' },
   { path: 'sweepIntervalMs', flag: '--sweep-interval-ms', env: 'SWEEP_INTERVAL_MS', kind: 'int', min: 10, def: () => 60_000, doc: 'how often expired jobs are purged, ms' },
   { path: 'maxJobAttempts', flag: '--max-job-attempts', env: 'MAX_JOB_ATTEMPTS', kind: 'int', min: 1, def: () => 3, doc: 'processing attempts (restarts included) before a job fails with JOB_INTERRUPTED' },
+  { path: 'maxJobDeliveries', flag: '--max-job-deliveries', env: 'MAX_JOB_DELIVERIES', kind: 'int', min: 1, def: () => 5, doc: 'embedded mode: deliveries of a job whose processing keeps failing before it fails with PROCESSING_FAILED (distributed: NATS_MAX_DELIVER)' },
+  { path: 'jobRetryBackoffMs', flag: '--job-retry-backoff-ms', env: 'JOB_RETRY_BACKOFF_MS', kind: 'int', min: 0, def: () => 1000, doc: 'wait before a failed delivery of a job is retried, ms (doubles each time, at most 5 min)' },
   { path: 'limits.maxUploadBytes', flag: '--max-upload-bytes', env: 'MAX_UPLOAD_BYTES', kind: 'int', min: 1, def: () => 15 * MiB, doc: 'direct upload size limit, bytes (413 above)' },
   { path: 'limits.maxAudioDurationSec', flag: '--max-audio-duration', env: 'MAX_AUDIO_DURATION_SECONDS', kind: 'number', min: 1, def: () => 3600, doc: 'audio duration limit over all processed channels, seconds' },
   { path: 'limits.maxResultBytes', flag: '--max-result-bytes', env: 'MAX_RESULT_BYTES', kind: 'int', min: 1, def: () => 30 * MiB, doc: 'JSON result size limit, bytes' },

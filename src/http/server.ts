@@ -133,7 +133,7 @@ export async function createServer(opts: ServerOptions = {}): Promise<AurisServe
   const download = await createDownloadService(config, opts.download, app.log.child({ component: 'download' })); // signing keys (generated on first start), SSRF guard
   let backendsRef: Backends | null = null;
   const metrics = new JobMetrics(() => backendsRef?.jobs ?? null);
-  const backends = opts.backends ?? (await openEmbeddedBackends(config.dataDir, (m) => app.log.warn(m)));
+  const backends = opts.backends ?? (await openEmbeddedBackends(config.dataDir, (m) => app.log.warn(m), { maxDeliveries: config.maxJobDeliveries }));
   backendsRef = backends;
   const analyzer = opts.analyzer ?? pipelineAnalyzer(config.modelsDir);
   const service = new JobService(backends, config, metrics);

@@ -45,3 +45,35 @@ export function toJobError(err: unknown): { code: JobErrorCode; message: string 
   if (code === 'IO_ERROR') return { code: 'PROCESSING_FAILED', message: `I/O error: ${message}` };
   return { code: 'PROCESSING_FAILED', message: JOB_ERROR_CODES.PROCESSING_FAILED };
 }
+
+/** errno codes of storage faults that pass (a full disk, an I/O hiccup, too many open files). */
+const TRANSIENT_STORAGE_CODES = new Set(['ENOSPC', 'EDQUOT', 'EIO', 'EMFILE', 'ENFILE', 'EAGAIN', 'EBUSY']);
+
+/**
+ * A storage fault that is not the job's doing and may pass: the job is given back for
+ * later instead of being failed. Looks through `cause` (wrapped errors).
+ */
+export function isTransientStorageError(err: unknown): boolean {
+  for (let e = err, depth = 0; e && typeof e === 'object' && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
+    if ((e as Error).name === 'BackendUnavailableError') return true;
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'string' && TRANSIENT_STORAGE_CODES.has(code)) return true;
+  }
+  return false;
+}
+
+/**
+ * A verdict on the job itself (its audio, its parameters, its URL): fail it at once. Anything
+ * else (an unexpected exception) is retried with backoff before the job fails.
+ */
+export function isJobVerdict(err: unknown): boolean {
+  const code = err && typeof err === 'object' ? (err as { code?: unknown }).code : undefined;
+  return typeof code === 'string' && (code in JOB_ERROR_CODES || code === 'IO_ERROR');
+}
+
+/** What may be said about an unexpected error to the job's owner: its errno code or its class, never its message. */
+export function errorKind(err: unknown): string {
+  const code = err && typeof err === 'object' ? (err as { code?: unknown }).code : undefined;
+  if (typeof code === 'string' && /^E[A-Z]+$/.test(code)) return code;
+  return err instanceof Error ? err.name : typeof err;
+}

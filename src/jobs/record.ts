@@ -1,4 +1,4 @@
-import { type JobRecord, type JobStore, RevisionConflictError, type StoredJob, type Versioned } from './types';
+import { JOB_STATUSES, type JobRecord, type JobStatus, type JobStore, RevisionConflictError, type StoredJob, type Versioned } from './types';
 
 /**
  * The JSON of a job record, byte for byte the body of GET /file-processing/jobs/{jobId}
@@ -64,4 +64,65 @@ export async function mutateJob(
       if (!(err instanceof RevisionConflictError) || i >= 20) throw err;
     }
   }
+}
+
+type Check = (v: unknown) => boolean;
+const str: Check = (v) => typeof v === 'string';
+const num: Check = (v) => typeof v === 'number' && Number.isFinite(v);
+const bool: Check = (v) => typeof v === 'boolean';
+const orNull = (c: Check): Check => (v) => v === null || c(v);
+const obj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** The first field of `o` (named `where.<field>`) that fails its check, else null. */
+function firstBad(o: unknown, where: string, fields: Record<string, Check>): string | null {
+  if (!obj(o)) return `${where} is not an object`;
+  for (const [k, check] of Object.entries(fields)) if (!check(o[k])) return `${where}.${k} is missing or of the wrong type`;
+  return null;
+}
+
+/**
+ * What is wrong with a stored job read back from storage (a hand-edited, truncated or
+ * older file), or null when every field the service reads is there with its type. A
+ * malformed record is set aside on load, never handed to the API or the worker, where a
+ * missing field would throw on every request or delivery.
+ */
+export function storedJobProblem(v: unknown): string | null {
+  const job = v as Partial<StoredJob> | null;
+  const top = firstBad(job, 'job', {
+    record: obj,
+    owner: obj,
+    attempts: num,
+    upload_blob: orNull(str),
+    results_blob: orNull(str),
+    event_id: orNull(str),
+  });
+  if (top) return top;
+  const r = job!.record!;
+  return (
+    firstBad(r, 'record', {
+      job_id: str,
+      status: (s) => JOB_STATUSES.includes(s as JobStatus),
+      progress: num,
+      created_at: str,
+      started_at: orNull(str),
+      finished_at: orNull(str),
+      expires_at: orNull(str),
+      results_url: orNull(str),
+      results_size_bytes: orNull(num),
+    }) ??
+    firstBad(r.request, 'record.request', {
+      models: (m) => Array.isArray(m) && m.every(str),
+      output_period: num,
+      channel: orNull(num),
+      include_summary: bool,
+      include_transitions: bool,
+      include_raw_values: bool,
+      volume_threshold: orNull(num),
+      callback: orNull(str),
+    }) ??
+    firstBad(r.source, 'record.source', { method: (m) => m === 'url' || m === 'upload', url: orNull(str), content_type: orNull(str), size_bytes: orNull(num) }) ??
+    (r.audio === null ? null : firstBad(r.audio, 'record.audio', { duration_sec: num, channels: num, sample_rate: num, format: str, processed_channels: num })) ??
+    (r.error === null ? null : firstBad(r.error, 'record.error', { code: str, message: str })) ??
+    firstBad(job!.owner, 'owner', { organization_id: str, project_id: str, key_id: str })
+  );
 }

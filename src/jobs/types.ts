@@ -120,14 +120,21 @@ export interface QueueMessage {
   deliveryCount: number;
   /** Done with the job (finished, failed or deleted): never deliver it again. */
   ack(): Promise<void>;
-  /** Give the job back to the queue (e.g. on shutdown), to be delivered again. */
-  nak(): Promise<void>;
+  /**
+   * Give the job back to the queue, to be delivered again after `delayMs` (default: at
+   * once). `counted: false` (a shutdown, a transient storage fault: not the job's doing)
+   * keeps this delivery out of deliveryCount where the backend allows it (embedded; JetStream
+   * counts every delivery towards its max_deliver).
+   */
+  nak(opts?: { delayMs?: number; counted?: boolean }): Promise<void>;
   /** Heartbeat during long jobs (extends the redelivery deadline in distributed mode). */
   working(): Promise<void>;
 }
 
 /** At-least-once work queue of job ids; an unacked delivery is redelivered after a restart. */
 export interface JobQueue {
+  /** Deliveries of one job after which the worker gives up on it (fails it and acks). */
+  readonly maxDeliveries: number;
   /** Adds a job; idempotent per job id while it is queued or in flight. */
   enqueue(jobId: string): Promise<void>;
   /** Next job, waiting until one is queued; null once `signal` aborts or the queue closes. */

@@ -8,12 +8,12 @@ import { join } from 'node:path';
 import type { AudioSource } from '../audio/types';
 import type { Config } from '../config';
 import type { Analyzer, AnalyzeOptions } from './analyzer';
-import { JOB_ERROR_CODES, JobFailure, toJobError } from './errors';
+import { errorKind, isJobVerdict, isTransientStorageError, JOB_ERROR_CODES, JobFailure, toJobError } from './errors';
 import { fetchSource, lazyDownloader, type SourceDownloader } from './fetch-source';
 import type { JobMetrics } from './metrics';
 import { mutateJob } from './record';
 import { resultsKey, resultsPath } from './service';
-import { BackendUnavailableError, isTerminal, type Backends, type JobFinishedEvent, type QueueMessage, type StoredJob } from './types';
+import { isTerminal, type Backends, type JobFinishedEvent, type QueueMessage, type StoredJob } from './types';
 
 export interface WorkerLogger {
   info(obj: object, msg: string): void;
@@ -27,11 +27,29 @@ const HEARTBEAT_MS = 10_000;
 class Shutdown extends Error {}
 class Deleted extends Error {}
 
+/** Processing failed for a reason that is not a verdict on the job: give it back for a later delivery. */
+class GiveBack extends Error {
+  constructor(
+    /** What the worker was doing (told to the job's owner if it gives up). */
+    readonly stage: string,
+    cause: unknown,
+    /** A storage fault that may pass: does not count towards the delivery limit. */
+    readonly transient: boolean,
+  ) {
+    super(`failed while ${stage}`, { cause });
+  }
+}
+
+/** Longest wait before a job is delivered again, ms. */
+const MAX_RETRY_DELAY_MS = 5 * 60_000;
+
 export class JobWorker {
   private readonly loops: Promise<void>[] = [];
   private readonly running = new Map<string, AbortController>();
   private stopController = new AbortController();
   private started = false;
+  /** Transient storage faults in a row (any job): the backoff while storage is failing. */
+  private storageFaults = 0;
   private readonly downloader: SourceDownloader;
 
   constructor(
@@ -90,12 +108,63 @@ export class JobWorker {
       if (!msg) break;
       try {
         await this.process(msg);
+        this.storageFaults = 0;
       } catch (err) {
-        // Only storage failures get here; leave the message for a later delivery.
-        this.log.error({ err, job_id: msg.jobId }, 'job processing crashed');
-        await msg.nak().catch(() => undefined);
+        const pause = await this.retryOrGiveUp(msg, err);
+        // Storage is failing: this loop waits too, instead of failing the next jobs at once.
+        if (pause > 0) await new Promise<void>((r) => {
+          const t = setTimeout(done, pause);
+          function done(): void {
+            clearTimeout(t);
+            signal.removeEventListener('abort', done);
+            r();
+          }
+          signal.addEventListener('abort', done, { once: true });
+        });
       }
     }
+  }
+
+  /** The delay before delivery number `n + 1`: JOB_RETRY_BACKOFF_MS, doubled each time, at most 5 minutes. */
+  private retryDelay(n: number): number {
+    return Math.min(MAX_RETRY_DELAY_MS, this.config.jobRetryBackoffMs * 2 ** Math.max(0, n - 1));
+  }
+
+  /**
+   * A delivery that failed for a reason that is not the job's verdict. A transient storage
+   * fault gives the job back with a backoff that grows while storage keeps failing (no
+   * limit: the job is not at fault). Anything else gives it back with a backoff that grows
+   * with its deliveries, until the queue's maximum: then the job fails with
+   * PROCESSING_FAILED naming the cause and its queue entry is acked. Returns how long the
+   * calling loop pauses, ms.
+   */
+  private async retryOrGiveUp(msg: QueueMessage, err: unknown): Promise<number> {
+    const jobId = msg.jobId;
+    const stage = err instanceof GiveBack ? err.stage : 'handling the job';
+    const cause = err instanceof GiveBack ? err.cause : err;
+    if (err instanceof GiveBack ? err.transient : isTransientStorageError(err)) {
+      const delayMs = this.retryDelay(++this.storageFaults);
+      this.log.warn({ job_id: jobId, err: cause, stage, retry_in_ms: delayMs }, 'storage fault; the job is given back for later');
+      await msg.nak({ delayMs, counted: false }).catch(() => undefined);
+      return delayMs;
+    }
+    const n = msg.deliveryCount;
+    if (n < this.backends.queue.maxDeliveries) {
+      const delayMs = this.retryDelay(n);
+      this.log.error({ job_id: jobId, err: cause, stage, delivery: n, retry_in_ms: delayMs }, 'job processing failed; it will be delivered again');
+      await msg.nak({ delayMs }).catch(() => undefined);
+      return 0;
+    }
+    this.log.error({ job_id: jobId, err: cause, stage, delivery: n }, 'job processing failed on every delivery; giving up');
+    const message = `Processing failed on ${n} deliveries in a row, the last time while ${stage} (${errorKind(cause)}); the server log has the details.`;
+    try {
+      await this.finish(jobId, { code: 'PROCESSING_FAILED', message }, null);
+    } catch (e) {
+      // Not recorded: the start-up recovery finds the job unfinished and queues it again.
+      this.log.error({ job_id: jobId, err: e }, 'could not record the failure of a job that was given up');
+    }
+    await msg.ack().catch(() => undefined);
+    return 0;
   }
 
   private async process(msg: QueueMessage): Promise<void> {
@@ -125,6 +194,7 @@ export class JobWorker {
     let tmpFile: string | null = null;
     let release: (() => Promise<void>) | null = null;
     let stopTrailing = (): void => undefined;
+    let stage = 'starting the job';
     try {
       const marked = await mutateJob(jobs, jobId, (j) => {
         j.attempts += 1;
@@ -141,11 +211,13 @@ export class JobWorker {
       // The audio: the upload, or a download of the URL into a temporary file.
       let source: AudioSource;
       if (job.record.source.method === 'upload') {
+        stage = 'reading the upload';
         const file = job.upload_blob ? await blobs.localFile(job.upload_blob) : null;
         if (!file) throw new JobFailure('PROCESSING_FAILED', 'The uploaded audio is no longer available.');
         release = file.release;
         source = { path: file.path };
       } else {
+        stage = 'downloading the file URL';
         const tmpDir = join(this.config.dataDir, 'tmp');
         await mkdir(tmpDir, { recursive: true });
         tmpFile = join(tmpDir, `${jobId}-${randomBytes(4).toString('hex')}`);
@@ -200,6 +272,7 @@ export class JobWorker {
       if (req.volume_threshold !== null) options.volumeThreshold = req.volume_threshold;
       let audioSeconds = 0;
       if (controller.signal.aborted) throw controller.signal.reason;
+      stage = 'analysing the audio';
       const channels = await this.analyzer.analyze(source, options, {
         signal: controller.signal,
         onProgress: (p) => {
@@ -254,6 +327,7 @@ export class JobWorker {
         );
       }
       const key = resultsKey(jobId);
+      stage = 'storing the results';
       await blobs.put(key, body);
       const done = await this.finish(jobId, null, { key, size });
       if (!done) {
@@ -268,7 +342,7 @@ export class JobWorker {
       const reason: unknown = controller.signal.aborted ? controller.signal.reason : thrown;
       if (reason instanceof Shutdown) {
         this.log.info({ job_id: jobId }, 'job interrupted by shutdown; it will run again on the next start');
-        await msg.nak();
+        await msg.nak({ counted: false });
         return;
       }
       if (reason instanceof Deleted) {
@@ -276,14 +350,12 @@ export class JobWorker {
         await msg.ack();
         return;
       }
-      if (reason instanceof BackendUnavailableError) {
-        // Storage or queue unreachable (distributed mode): not the job's fault; it is delivered again later.
-        this.log.warn({ job_id: jobId, err: reason.message }, 'backend unavailable; the job will run again');
-        await msg.nak().catch(() => undefined);
-        return;
+      if (!isJobVerdict(reason)) {
+        // A storage fault (disk full, NATS unreachable) or an unexpected exception: not a verdict on the job.
+        await this.undoStart(jobId);
+        throw new GiveBack(stage, reason, isTransientStorageError(reason));
       }
       const error = toJobError(reason);
-      if (error.code === 'PROCESSING_FAILED') this.log.error({ err: reason, job_id: jobId }, 'job failed unexpectedly');
       const done = await this.finish(jobId, error, null);
       if (done) this.metrics.processingSeconds.observe((Date.now() - started) / 1000);
       await msg.ack();
@@ -294,6 +366,18 @@ export class JobWorker {
       if (tmpFile) await rm(tmpFile, { force: true }).catch(() => undefined);
       if (release) await release().catch(() => undefined);
     }
+  }
+
+  /** Puts a job given back into the queued state again; its attempt does not count (best effort: storage may be failing). */
+  private async undoStart(jobId: string): Promise<void> {
+    await mutateJob(this.backends.jobs, jobId, (j) => {
+      if (j.record.status !== 'processing') return null;
+      j.attempts = Math.max(0, j.attempts - 1);
+      j.record.status = 'queued';
+      j.record.progress = 0;
+      j.record.started_at = null;
+      return j;
+    }).catch(() => undefined);
   }
 
   /** Moves the job to its final state, deletes the upload and publishes the job-finished event. */

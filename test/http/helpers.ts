@@ -35,6 +35,7 @@ export function testConfig(dataDir: string, overrides: DeepPartial<Config> = {})
       { key: KEY_A2, organizationId: 'org-a', projectId: 'proj-a' },
     ],
     callbacks: { backoffMs: 20 },
+    jobRetryBackoffMs: 20, // a job whose processing failed is retried quickly in tests
     download: { urlAllowlist: ['127.0.0.1'] }, // test file hosts and callback receivers listen on 127.0.0.1 (SSRF allowlist)
     logLevel: 'silent',
   });

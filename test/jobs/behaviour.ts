@@ -428,6 +428,22 @@ export function backendBehaviour(name: string, harness: () => BackendHarness, op
       }
     });
 
+    it('a job whose processing keeps throwing is delivered again up to the queue maximum, then fails with PROCESSING_FAILED and is acked', async () => {
+      analyzer.fail = new RangeError('internal detail');
+      const before = analyzer.calls.length; // no other job runs meanwhile
+      try {
+        const job = (await (await createJob(server, KEY_A, {})).json()) as JobJson;
+        const done = await waitForJob(server, KEY_A, job.job_id, (j) => j.status === 'failed', 60_000);
+        const max = server.backends.queue.maxDeliveries;
+        assert.equal(done.error?.code, 'PROCESSING_FAILED');
+        assert.match(done.error!.message, new RegExp(`${max} deliveries.*analysing the audio \\(RangeError\\)`));
+        assert.equal(analyzer.calls.length - before, max, 'one analysis per delivery');
+        await waitFor(async () => !(await server.backends.queue.pending()).includes(job.job_id), 10_000, 'queue entry acked');
+      } finally {
+        analyzer.fail = null;
+      }
+    });
+
     it('DELETE removes the job, its upload and its results', async () => {
       const job = (await (await createJob(server, KEY_A, {})).json()) as JobJson;
       await waitForJob(server, KEY_A, job.job_id);

@@ -15,10 +15,10 @@ export { EmbeddedBlobStore, EmbeddedEventBus, EmbeddedJobQueue, EmbeddedJobStore
  *   blobs/results/<id>.json results
  *   events/<id>.json    job-finished events not yet delivered
  */
-export async function openEmbeddedBackends(dataDir: string, log?: (msg: string) => void): Promise<Backends> {
+export async function openEmbeddedBackends(dataDir: string, log?: (msg: string) => void, opts: { maxDeliveries?: number } = {}): Promise<Backends> {
   const [jobs, queue, blobs, events] = await Promise.all([
     EmbeddedJobStore.open(join(dataDir, 'jobs'), log),
-    EmbeddedJobQueue.open(join(dataDir, 'queue')),
+    EmbeddedJobQueue.open(join(dataDir, 'queue'), { maxDeliveries: opts.maxDeliveries, log }),
     EmbeddedBlobStore.open(join(dataDir, 'blobs')),
     EmbeddedEventBus.open(join(dataDir, 'events')),
   ]);

@@ -1,6 +1,7 @@
 import { mkdir, readdir, readFile, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { AlreadyExistsError, type JobStore, RevisionConflictError, type StoredJob, type Versioned } from '../types';
+import { storedJobProblem } from '../record';
 import { assertSafeName, KeyedSerializer, writeAtomic } from './fsutil';
 
 interface FileForm {
@@ -10,7 +11,9 @@ interface FileForm {
 
 /**
  * Job records as one JSON file each under <dir>/<jobId>.json, written atomically
- * (temp file + rename), with an in-memory copy for reads. Single process only.
+ * (temp file + rename), with an in-memory copy for reads. Single process only. A record
+ * that is not valid (src/jobs/record.ts storedJobProblem) is set aside on open as
+ * <id>.json.corrupt.
  */
 export class EmbeddedJobStore implements JobStore {
   private readonly cache = new Map<string, Versioned<StoredJob>>();
@@ -27,13 +30,13 @@ export class EmbeddedJobStore implements JobStore {
         continue;
       }
       if (!name.endsWith('.json')) continue;
-      try {
-        const parsed = JSON.parse(await readFile(join(dir, name), 'utf8')) as FileForm;
-        store.cache.set(parsed.job.record.job_id, { value: parsed.job, revision: parsed.revision });
-      } catch (err) {
-        log?.(`job store: unreadable record ${name} moved aside: ${(err as Error).message}`);
+      const read = await readRecord(join(dir, name), name.slice(0, -'.json'.length));
+      if (typeof read === 'string') {
+        log?.(`job store: malformed record ${name} moved aside: ${read}`);
         await rename(join(dir, name), join(dir, `${name}.corrupt`)).catch(() => undefined);
+        continue;
       }
+      store.cache.set(read.job.record.job_id, { value: read.job, revision: read.revision });
     }
     return store;
   }
@@ -43,14 +46,18 @@ export class EmbeddedJobStore implements JobStore {
     return join(this.dir, `${jobId}.json`);
   }
 
+  // Writes go to disk first and change the in-memory copy only once they succeeded, so
+  // reads never show a state that is not on disk. Per job, one write at a time.
+
   async create(job: StoredJob): Promise<number> {
     const id = job.record.job_id;
     const path = this.path(id);
-    if (this.cache.has(id)) throw new AlreadyExistsError(`job ${id} exists`);
-    const entry = { value: clone(job), revision: 1 };
-    this.cache.set(id, entry);
-    await this.serial.run(id, () => writeAtomic(path, JSON.stringify({ revision: 1, job } satisfies FileForm)));
-    return 1;
+    return this.serial.run(id, async () => {
+      if (this.cache.has(id)) throw new AlreadyExistsError(`job ${id} exists`);
+      await writeAtomic(path, JSON.stringify({ revision: 1, job } satisfies FileForm));
+      this.cache.set(id, { value: clone(job), revision: 1 });
+      return 1;
+    });
   }
 
   async get(jobId: string): Promise<Versioned<StoredJob> | null> {
@@ -61,30 +68,48 @@ export class EmbeddedJobStore implements JobStore {
   async update(job: StoredJob, expectedRevision: number): Promise<number> {
     const id = job.record.job_id;
     const path = this.path(id);
-    const cur = this.cache.get(id);
-    if (!cur || cur.revision !== expectedRevision) {
-      throw new RevisionConflictError(`job ${id}: revision ${expectedRevision} is not current (${cur ? cur.revision : 'deleted'})`);
-    }
-    const revision = expectedRevision + 1;
-    this.cache.set(id, { value: clone(job), revision });
-    await this.serial.run(id, async () => {
-      // A delete that ran meanwhile wins: do not resurrect the file.
-      if (this.cache.get(id)?.revision !== revision) return;
-      await writeAtomic(path, JSON.stringify({ revision, job } satisfies FileForm));
+    const value = clone(job);
+    return this.serial.run(id, async () => {
+      const cur = this.cache.get(id);
+      if (!cur || cur.revision !== expectedRevision) {
+        throw new RevisionConflictError(`job ${id}: revision ${expectedRevision} is not current (${cur ? cur.revision : 'deleted'})`);
+      }
+      const revision = expectedRevision + 1;
+      await writeAtomic(path, JSON.stringify({ revision, job: value } satisfies FileForm));
+      this.cache.set(id, { value, revision });
+      return revision;
     });
-    return revision;
   }
 
   async delete(jobId: string): Promise<boolean> {
     const path = this.path(jobId);
-    const existed = this.cache.delete(jobId);
-    await this.serial.run(jobId, () => rm(path, { force: true }));
-    return existed;
+    return this.serial.run(jobId, async () => {
+      if (!this.cache.has(jobId)) return false;
+      await rm(path, { force: true });
+      this.cache.delete(jobId);
+      return true;
+    });
   }
 
   async list(): Promise<StoredJob[]> {
     return [...this.cache.values()].map((e) => clone(e.value));
   }
+}
+
+/** The record in `path`, or what is wrong with it (then it is set aside). */
+async function readRecord(path: string, expectedId: string): Promise<FileForm | string> {
+  let parsed: Partial<FileForm> | null;
+  try {
+    parsed = JSON.parse(await readFile(path, 'utf8')) as Partial<FileForm> | null;
+  } catch (err) {
+    return `unreadable: ${(err as Error).message}`;
+  }
+  if (!parsed || typeof parsed !== 'object') return 'not an object';
+  if (typeof parsed.revision !== 'number' || !Number.isInteger(parsed.revision) || parsed.revision < 1) return 'revision is not a positive integer';
+  const problem = storedJobProblem(parsed.job);
+  if (problem) return problem;
+  if (parsed.job!.record.job_id !== expectedId) return 'record.job_id does not match the file name';
+  return parsed as FileForm;
 }
 
 function clone<T>(v: T): T {

@@ -7,6 +7,7 @@
  */
 import { type KV, type KvEntry, StorageType, type QueuedIterator } from 'nats';
 import { AlreadyExistsError, type JobStore, RevisionConflictError, type StoredJob, type Versioned } from '../types';
+import { storedJobProblem } from '../record';
 import { apiErrorCode, type NatsConn, type NatsLogger } from './connection';
 import { ensureReplicas } from './settings';
 
@@ -65,11 +66,9 @@ export class NatsJobStore implements JobStore {
     void (async () => {
       for await (const e of iter) {
         if (e.operation === 'PUT') {
-          try {
-            fresh.set(e.key, e.json<StoredJob>());
-          } catch {
-            this.log.warn({ key: e.key }, 'job store: unreadable record ignored');
-          }
+          const job = this.parse(e);
+          if (job) fresh.set(e.key, job);
+          else fresh.delete(e.key);
         } else fresh.delete(e.key);
       }
       ready(); // stopped before it was initialised: nobody waits forever
@@ -77,6 +76,22 @@ export class NatsJobStore implements JobStore {
       if (!this.closed) this.log.warn({ err: (err as Error).message }, 'job store: KV watch ended');
     });
     await initialized;
+  }
+
+  /** The record of a KV entry; a malformed one (src/jobs/record.ts storedJobProblem) is logged and treated as absent. */
+  private parse(e: KvEntry): StoredJob | null {
+    let v: unknown;
+    try {
+      v = e.json<unknown>();
+    } catch {
+      v = undefined;
+    }
+    const problem = v === undefined ? 'not JSON' : storedJobProblem(v);
+    if (problem) {
+      this.log.warn({ key: e.key, problem }, 'job store: malformed record ignored');
+      return null;
+    }
+    return v as StoredJob;
   }
 
   async create(job: StoredJob): Promise<number> {
@@ -97,7 +112,8 @@ export class NatsJobStore implements JobStore {
     return this.conn.call('job get', async () => {
       const e = await this.kv.get(jobId);
       if (!e || e.operation !== 'PUT') return null;
-      return { value: e.json<StoredJob>(), revision: e.revision };
+      const value = this.parse(e);
+      return value ? { value, revision: e.revision } : null;
     });
   }
 

@@ -24,6 +24,7 @@ export class NatsJobQueue implements JobQueue {
   /** Messages handed to the worker and not settled yet, with their settle function. */
   private readonly held = new Map<JsMsg, () => boolean>();
   private readonly pullExpiresMs: number;
+  readonly maxDeliveries: number;
 
   constructor(
     private readonly conn: NatsConn,
@@ -33,6 +34,7 @@ export class NatsJobQueue implements JobQueue {
     opts: QueueOptions = {},
   ) {
     this.pullExpiresMs = Math.max(1000, opts.pullExpiresMs ?? 10_000);
+    this.maxDeliveries = s.maxDeliver;
   }
 
   private subject(jobId: string): string {
@@ -133,11 +135,11 @@ export class NatsJobQueue implements JobQueue {
           throw mapError(err, 'ack');
         }
       },
-      nak: async () => {
+      nak: async (opts = {}) => {
         if (!settle()) return;
         if (!this.conn.isConnected) return; // redelivered after the ack wait anyway
-        // Back off a little on repeated naks so a failing store is not hammered.
-        m.nak(Math.min(this.s.ackWaitMs, 250 * 2 ** Math.max(0, deliveryCount - 1)));
+        // The worker's backoff; JetStream counts this delivery towards max_deliver whatever `counted` says.
+        m.nak(opts.delayMs && opts.delayMs > 0 ? opts.delayMs : undefined);
       },
       working: async () => {
         if (settled) return;

@@ -1,0 +1,138 @@
+/**
+ * Poison jobs and malformed storage (docs/reliability.md, "Poison jobs and storage faults"):
+ * files written into a data directory before start, a job whose processing keeps throwing,
+ * transient storage faults during a job, and the job store's copy staying what is on disk
+ * when a write fails. Real servers on 127.0.0.1 with the fake analyzer.
+ */
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, describe, it } from 'node:test';
+import { EmbeddedJobStore, openEmbeddedBackends } from '../../src/jobs/embedded';
+import { api, createJob, FakeAnalyzer, type JobJson, KEY_A, startServer, tempDir, waitFor, waitForJob } from '../http/helpers';
+import { newJob } from '../jobs/behaviour';
+
+function writeJson(path: string, v: unknown): void {
+  mkdirSync(join(path, '..'), { recursive: true });
+  writeFileSync(path, JSON.stringify(v));
+}
+
+/** Analyze calls made for one job (the fake analyzer records the audio path, which holds the job id). */
+const callsFor = (analyzer: FakeAnalyzer, jobId: string): number => analyzer.calls.filter((c) => 'path' in c.source && c.source.path.includes(jobId)).length;
+
+describe('poison jobs and malformed storage', () => {
+  const dir = tempDir('auris-poison-');
+  after(() => dir.cleanup());
+
+  it('a record with missing fields and a queue entry without enqueued_at, found at start: set aside; the server serves and the valid job runs', async () => {
+    const data = join(dir.path, 'files');
+    const poison = randomUUID();
+    writeJson(join(data, 'jobs', `${poison}.json`), { revision: 1, job: { record: { job_id: poison, status: 'queued' } } });
+    writeJson(join(data, 'queue', `${poison}.json`), { job_id: poison, seq: 1, enqueued_at: new Date().toISOString() });
+    const valid = newJob();
+    const id = valid.record.job_id;
+    valid.upload_blob = `uploads/${id}`;
+    writeJson(join(data, 'jobs', `${id}.json`), { revision: 1, job: valid });
+    mkdirSync(join(data, 'blobs', 'uploads'), { recursive: true });
+    writeFileSync(join(data, 'blobs', 'uploads', id), 'RIFF....WAVE');
+    writeJson(join(data, 'queue', `${id}.json`), { job_id: id, seq: 2 }); // no enqueued_at
+    writeFileSync(join(data, 'queue', `${randomUUID()}.json`), 'null');
+
+    const analyzer = new FakeAnalyzer();
+    const server = await startServer(data, { analyzer });
+    try {
+      assert.equal((await fetch(`${server.url}/healthz`)).status, 200);
+      assert.ok(existsSync(join(data, 'jobs', `${poison}.json.corrupt`)), 'poison record set aside');
+      assert.ok(existsSync(join(data, 'queue', `${id}.json.corrupt`)), 'malformed queue entry set aside');
+      assert.equal((await api(server, KEY_A)(`/file-processing/jobs/${poison}`)).status, 404);
+      const list = await api(server, KEY_A)('/file-processing/jobs');
+      assert.equal(list.status, 200, await list.clone().text());
+      // The job whose queue entry was set aside is queued again by the start-up recovery.
+      const done = await waitForJob(server, KEY_A, id);
+      assert.equal(done.status, 'succeeded', JSON.stringify(done.error));
+      await waitFor(() => !existsSync(join(data, 'queue', `${poison}.json`)), 5000, 'the poison queue entry acked');
+      assert.deepEqual(await server.backends.queue.pending(), []);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('a job whose processing keeps throwing is delivered again with backoff, then fails with PROCESSING_FAILED naming the cause; /healthz answers meanwhile', async () => {
+    const analyzer = new FakeAnalyzer();
+    analyzer.fail = new TypeError("Cannot read properties of undefined (reading 'secret')");
+    const server = await startServer(join(dir.path, 'throwing'), { analyzer, config: { maxJobDeliveries: 3, jobRetryBackoffMs: 100 } });
+    try {
+      const res = await createJob(server, KEY_A, {});
+      assert.equal(res.status, 201);
+      const job = (await res.json()) as JobJson;
+      // /healthz is asked all along the retries.
+      const health: number[] = [];
+      let finished = false;
+      const probing = (async () => {
+        while (!finished) {
+          health.push((await fetch(`${server.url}/healthz`)).status);
+          await new Promise((r) => setTimeout(r, 50));
+        }
+      })();
+      const done = await waitForJob(server, KEY_A, job.job_id, (j) => j.status === 'failed', 30_000).finally(() => (finished = true));
+      await probing;
+      assert.ok(health.length >= 3, `healthz asked ${health.length} times`);
+      assert.ok(health.every((s) => s === 200), String(health));
+      assert.equal(done.error?.code, 'PROCESSING_FAILED');
+      assert.match(done.error!.message, /3 deliveries/);
+      assert.match(done.error!.message, /analysing the audio \(TypeError\)/);
+      assert.doesNotMatch(done.error!.message, /secret/);
+      assert.equal(callsFor(analyzer, job.job_id), 3, 'one analysis per delivery, no more');
+      assert.deepEqual(await server.backends.queue.pending(), [], 'queue entry acked');
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('a transient storage fault (ENOSPC, EIO) while storing results gives the job back: it succeeds later, the faults not counted as deliveries', async () => {
+    const data = join(dir.path, 'transient');
+    const backends = await openEmbeddedBackends(data, undefined, { maxDeliveries: 2 });
+    const put = backends.blobs.put.bind(backends.blobs);
+    const faults = ['ENOSPC', 'EIO', 'ENOSPC'];
+    backends.blobs.put = async (key, body) => {
+      const code = key.startsWith('results/') ? faults.shift() : undefined;
+      if (code) throw Object.assign(new Error(`${code}: injected fault, write`), { code });
+      return put(key, body);
+    };
+    const analyzer = new FakeAnalyzer();
+    const server = await startServer(data, { analyzer, backends, config: { jobRetryBackoffMs: 20 } });
+    try {
+      const job = (await (await createJob(server, KEY_A, {})).json()) as JobJson;
+      const done = await waitForJob(server, KEY_A, job.job_id, undefined, 30_000);
+      assert.equal(done.status, 'succeeded', JSON.stringify(done.error));
+      assert.equal(faults.length, 0);
+      assert.equal(callsFor(analyzer, job.job_id), 4, 'three faults, then the delivery that succeeded');
+      assert.equal((await server.backends.jobs.get(job.job_id))!.value.attempts, 1, 'the given-back attempts do not count');
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('EmbeddedJobStore: a failed write leaves the stored copy and the file as they were', async () => {
+    const jobsDir = join(dir.path, 'store', 'jobs');
+    const store = await EmbeddedJobStore.open(jobsDir);
+    const job = newJob();
+    const id = job.record.job_id;
+    const rev = await store.create(job);
+    // A real write failure: the record's path becomes a non-empty folder, so the atomic rename fails.
+    const path = join(jobsDir, `${id}.json`);
+    rmSync(path);
+    mkdirSync(join(path, 'x'), { recursive: true });
+    const changed = structuredClone(job);
+    changed.record.status = 'processing';
+    await assert.rejects(store.update(changed, rev));
+    const now = await store.get(id);
+    assert.equal(now!.revision, rev);
+    assert.equal(now!.value.record.status, 'queued', 'the copy did not change');
+    // Once the path is writable again the same update goes through.
+    rmSync(path, { recursive: true });
+    assert.equal(await store.update(changed, rev), rev + 1);
+    assert.equal((await store.get(id))!.value.record.status, 'processing');
+  });
+});
