@@ -1,20 +1,34 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer harness (ASan + UBSan) into build/fuzz/fuzz_frontend. Not part of
-# the normal build; needs clang (Debian bookworm: apt-get install clang libclang-rt-14-dev).
+# Builds the fuzz target (native/fuzz/fuzz_frontend.cc) with ASan + UBSan. Not part of the
+# normal build.
+#   native/fuzz/build.sh            libFuzzer binary build/fuzz/fuzz_frontend (needs clang:
+#                                   Debian bookworm `apt-get install clang libclang-rt-14-dev`)
+#   native/fuzz/build.sh --replay   replay driver build/fuzz/replay_frontend (g++ is enough;
+#                                   what CI builds and native/fuzz/smoke.sh runs)
+# Prints the path of the binary.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 out="$root/build/fuzz"
 mkdir -p "$out"
-CXX="${CXX:-clang++}"
-# AURIS_NO_TARGET_CLONES: clang 14 refuses target_clones on a function declared earlier.
+sources=(native/fuzz/fuzz_frontend.cc native/source.cc native/decoder.cc native/resampler.cc
+         native/fft.cc native/framer.cc native/pipeline.cc)
+# The decoder links opusfile and calls libopus itself (opus_get_version_string).
+libs=(sndfile soxr libmpg123 opusfile opus)
+if [ "${1:-}" = "--replay" ]; then
+  CXX="${CXX:-g++}"
+  bin="$out/replay_frontend"
+  sources+=(native/fuzz/replay_main.cc)
+  flags=(-fsanitize=address,undefined)
+else
+  CXX="${CXX:-clang++}"
+  bin="$out/fuzz_frontend"
+  # AURIS_NO_TARGET_CLONES: clang 14 refuses target_clones on a function declared earlier.
+  flags=(-fsanitize=fuzzer,address,undefined -DAURIS_NO_TARGET_CLONES)
+fi
+cd "$root"
 # shellcheck disable=SC2046
-"$CXX" -std=c++17 -g -O1 -fno-omit-frame-pointer \
-  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-  -ffp-contract=off -D_FILE_OFFSET_BITS=64 -DAURIS_NO_TARGET_CLONES \
-  $(pkg-config --cflags sndfile soxr libmpg123 opusfile) \
-  "$root/native/fuzz/fuzz_frontend.cc" \
-  "$root/native/source.cc" "$root/native/decoder.cc" "$root/native/resampler.cc" \
-  "$root/native/fft.cc" "$root/native/framer.cc" "$root/native/pipeline.cc" \
-  $(pkg-config --libs sndfile soxr libmpg123 opusfile) -lpthread \
-  -o "$out/fuzz_frontend"
-echo "$out/fuzz_frontend"
+"$CXX" -std=c++17 -g -O1 -fno-omit-frame-pointer "${flags[@]}" -fno-sanitize-recover=undefined \
+  -ffp-contract=off -D_FILE_OFFSET_BITS=64 \
+  $(pkg-config --cflags "${libs[@]}") "${sources[@]}" \
+  $(pkg-config --libs "${libs[@]}") -lpthread -o "$bin"
+echo "$bin"
