@@ -6,6 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
+import { parseCallbackSecrets } from './callbacks/signing';
 import { parseAllowlist } from './download/ssrf';
 import { defaultModelsDir } from './inference/env';
 
@@ -45,6 +46,10 @@ export interface CallbackConfig {
   backoffMs: number;
   /** Callbacks delivered at the same time (a slow receiver never blocks the others). */
   concurrency: number;
+  /** Per-project signing secrets, `organization_id:project_id:whsec_...` (others: derived from the secret file). */
+  secrets: string[];
+  /** Master secret the per-project secrets are derived from; default DATA_DIR/keys/callback-secret, generated on first start. */
+  secretFile?: string;
 }
 
 /** URL method downloads: signing keys and SSRF allowlist (docs/download.md). */
@@ -96,6 +101,8 @@ export interface Config {
   limits: Limits;
   callbacks: CallbackConfig;
   download: DownloadConfig;
+  /** Browser origins allowed to call the API (CORS); empty: none, `*`: any. */
+  corsOrigins: string[];
   logLevel: string;
 }
 
@@ -150,11 +157,14 @@ export const OPTIONS: readonly OptionDef[] = [
   { path: 'callbacks.retries', flag: '--callback-retries', env: 'CALLBACK_RETRIES', kind: 'int', min: 0, def: () => 3, doc: 'callback retries after 5xx / timeout / network error' },
   { path: 'callbacks.backoffMs', flag: '--callback-backoff-ms', env: 'CALLBACK_BACKOFF_MS', kind: 'int', min: 0, def: () => 1000, doc: 'first callback retry delay, ms (doubles each retry)' },
   { path: 'callbacks.concurrency', flag: '--callback-concurrency', env: 'CALLBACK_CONCURRENCY', kind: 'int', min: 1, def: () => 64, doc: 'callbacks delivered at the same time' },
+  { path: 'callbacks.secrets', flag: '--callback-secrets', env: 'CALLBACK_SECRETS', kind: 'list', def: () => [], doc: 'comma-separated organization_id:project_id:whsec_... callback signing secrets (others derived from the secret file)' },
+  { path: 'callbacks.secretFile', flag: '--callback-secret-file', env: 'CALLBACK_SECRET_FILE', kind: 'string', def: () => undefined, doc: 'master secret (base64) the per-project callback signing secrets derive from (default DATA_DIR/keys/callback-secret, generated on first start)' },
   { path: 'download.signingKeyFile', flag: '--signing-key-file', env: 'SIGNING_KEY_FILE', kind: 'string', def: () => undefined, doc: 'PEM EC P-521 private key that signs URL downloads (default DATA_DIR/keys/download-signing-key.pem, generated on first start)' },
   { path: 'download.verificationKeyFiles', flag: '--verification-key-files', env: 'VERIFICATION_KEY_FILES', kind: 'list', def: () => [], doc: 'comma-separated PEM keys also published in the JWKS (key rotation)' },
   { path: 'download.tokenTtlSec', flag: '--download-token-ttl', env: 'DOWNLOAD_TOKEN_TTL_SECONDS', kind: 'int', min: 1, def: () => 300, doc: 'lifetime of the signed download token (exp - iat), seconds' },
   { path: 'download.connectTimeoutMs', flag: '--download-connect-timeout-ms', env: 'DOWNLOAD_CONNECT_TIMEOUT_MS', kind: 'int', min: 1, def: () => 10_000, doc: 'URL download connect timeout (TCP + TLS), ms' },
   { path: 'download.urlAllowlist', flag: '--url-allowlist', env: 'URL_ALLOWLIST', kind: 'list', def: () => [], doc: 'comma-separated hosts / CIDR ranges that downloads and callbacks may reach although private (on-prem)' },
+  { path: 'corsOrigins', flag: '--cors-origins', env: 'CORS_ORIGINS', kind: 'list', def: () => [], doc: 'comma-separated browser origins allowed to call the API (CORS), * for any; unset: none' },
   { path: 'logLevel', flag: '--log-level', env: 'LOG_LEVEL', kind: 'string', def: () => 'info', doc: 'fatal, error, warn, info, debug, trace or silent' },
 ];
 
@@ -269,6 +279,14 @@ export function loadConfig(argv: readonly string[] = [], env: NodeJS.ProcessEnv 
   } catch (err) {
     throw new ConfigError(`URL_ALLOWLIST: ${(err as Error).message}`);
   }
+  try {
+    parseCallbackSecrets(config.callbacks.secrets);
+  } catch (err) {
+    throw new ConfigError((err as Error).message);
+  }
+  for (const o of config.corsOrigins) {
+    if (o !== '*' && !isOrigin(o)) throw new ConfigError(`CORS_ORIGINS: ${JSON.stringify(o)} is not an origin (scheme://host[:port]) or *`);
+  }
   if (config.limits.maxOutputPeriodMs % 64 !== 0) throw new ConfigError('MAX_OUTPUT_PERIOD_MS must be a multiple of 64');
   if (!['api', 'worker', 'all'].includes(config.role)) throw new ConfigError(`ROLE must be api, worker or all (got ${JSON.stringify(config.role)})`);
   if (config.role !== 'all' && !config.natsUrl) throw new ConfigError(`role ${config.role} needs distributed mode: set --nats / NATS_URL`);
@@ -278,6 +296,14 @@ export function loadConfig(argv: readonly string[] = [], env: NodeJS.ProcessEnv 
     seen.add(k.key);
   }
   return config;
+}
+
+function isOrigin(s: string): boolean {
+  try {
+    return new URL(s).origin === s;
+  } catch {
+    return false;
+  }
 }
 
 export type DeepPartial<T> = { [K in keyof T]?: T[K] extends object ? (T[K] extends unknown[] ? T[K] : DeepPartial<T[K]>) : T[K] };

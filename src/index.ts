@@ -15,3 +15,6 @@ export * as audio from './audio';
 export { verifyDownloadRequest, DownloadVerificationError, KeyConfigError, MemoryJtiStore } from './download/verify';
 export type { JtiStore, VerifyDownloadOptions, VerifiedDownloadRequest } from './download/verify';
 export type { DownloadClaims } from './download/sign';
+/** For callback receivers: verify the Standard Webhooks signature of a job-finished callback (docs/api.md). */
+export { verifyCallback, CallbackVerificationError, MemoryWebhookIdStore } from './callbacks/verify';
+export type { VerifyCallbackOptions, WebhookIdStore, CallbackVerificationErrorCode } from './callbacks/verify';

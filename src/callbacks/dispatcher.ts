@@ -4,12 +4,15 @@
  * times, exponential backoff); any other status is final. Every attempt of one
  * notification carries the same X-Auris-Event-Id and its X-Auris-Attempt number.
  * Deliveries run concurrently (up to `concurrency`), so a slow receiver blocks no one.
+ * Every attempt is signed (Standard Webhooks headers, src/callbacks/signing.ts) and its
+ * outcome is written to the job record's `callback` (state, attempts, last status/error).
  */
 import type { CallbackConfig } from '../config';
 import { guardedFetch, isUrlNotAllowed, type UrlGuard } from '../download/guarded-http';
 import type { CallbackOutcome, JobMetrics } from '../jobs/metrics';
-import { serializeJob } from '../jobs/record';
-import type { EventBus, EventDelivery } from '../jobs/types';
+import { mutateJob, serializeJob } from '../jobs/record';
+import type { CallbackState, EventBus, EventDelivery, JobFinishedEvent, JobStore } from '../jobs/types';
+import type { CallbackSecrets, Project } from './signing';
 
 export const EVENT_ID_HEADER = 'x-auris-event-id';
 export const ATTEMPT_HEADER = 'x-auris-attempt';
@@ -24,6 +27,10 @@ export interface DispatcherLogger {
 export interface AttemptResult {
   outcome: CallbackOutcome;
   status?: number;
+  /** Why it did not succeed, for the job record's callback.last_error. */
+  error?: string;
+  /** The URL was refused by the SSRF guard: final, state `refused`. */
+  refused?: boolean;
 }
 
 /** One POST with a timeout; never throws. */
@@ -43,14 +50,17 @@ export async function postCallback(
     const res = guard ? await guardedFetch(url, init, guard, timeoutMs) : await fetch(url, { ...init, redirect: 'manual' });
     // Read (and drop) the body under the same timeout so a stalled body counts as a timeout too.
     await res.arrayBuffer().catch(() => undefined);
-    if (timeout.aborted) return { outcome: 'timeout', status: res.status };
+    const timedOut = `no answer within ${timeoutMs} ms`;
+    if (timeout.aborted) return { outcome: 'timeout', status: res.status, error: timedOut };
     if (res.status >= 200 && res.status < 300) return { outcome: 'success', status: res.status };
-    if (res.status >= 500) return { outcome: 'server_error', status: res.status };
-    return { outcome: 'client_error', status: res.status };
+    const error = `the receiver answered HTTP ${res.status}`;
+    if (res.status >= 500) return { outcome: 'server_error', status: res.status, error };
+    return { outcome: 'client_error', status: res.status, error };
   } catch (err) {
-    if (timeout.aborted) return { outcome: 'timeout' };
-    if (isUrlNotAllowed(err)) return { outcome: 'client_error' }; // SSRF refusal: final
-    return { outcome: 'network_error' };
+    if (timeout.aborted) return { outcome: 'timeout', error: `no answer within ${timeoutMs} ms` };
+    const message = (err as Error).message ?? String(err);
+    if (isUrlNotAllowed(err)) return { outcome: 'client_error', refused: true, error: `refused: ${message}` }; // SSRF refusal: final
+    return { outcome: 'network_error', error: `network error: ${(err as { cause?: Error }).cause?.message ?? message}` };
   }
 }
 
@@ -66,6 +76,10 @@ export class CallbackDispatcher {
     private readonly config: CallbackConfig,
     private readonly metrics: JobMetrics,
     private readonly log: DispatcherLogger,
+    /** Where the delivery state is recorded (the job record's `callback`). */
+    private readonly jobs: JobStore,
+    /** Signing secrets per project. */
+    private readonly secrets: CallbackSecrets,
     /** SSRF guard for callback URLs (the download allowlist applies). */
     private readonly guard?: UrlGuard,
   ) {}
@@ -91,8 +105,9 @@ export class CallbackDispatcher {
 
   private async deliver(d: EventDelivery): Promise<void> {
     const ev = d.event;
-    if (!ev.callback) {
-      await d.ack();
+    const project = ev.callback ? await this.projectOf(ev) : null;
+    if (!ev.callback || !project) {
+      await d.ack(); // no callback, or the job was deleted before its event was handled
       return;
     }
     const body = serializeJob(ev.record);
@@ -100,32 +115,57 @@ export class CallbackDispatcher {
     let last: AttemptResult = { outcome: 'network_error' };
     for (let attempt = 1; attempt <= attempts; attempt++) {
       if (this.abort.signal.aborted) return; // not acked: delivered again after a restart
-      last = await postCallback(
-        ev.callback,
-        body,
-        { [EVENT_ID_HEADER]: ev.event_id, [ATTEMPT_HEADER]: String(attempt), [JOB_ID_HEADER]: ev.job_id, [EVENT_TYPE_HEADER]: ev.type },
-        this.config.timeoutMs,
-        this.abort.signal,
-        this.guard,
-      );
+      const headers = {
+        [EVENT_ID_HEADER]: ev.event_id,
+        [ATTEMPT_HEADER]: String(attempt),
+        [JOB_ID_HEADER]: ev.job_id,
+        [EVENT_TYPE_HEADER]: ev.type,
+        ...this.secrets.sign(project, ev.event_id, body), // a fresh timestamp per attempt
+      };
+      last = await postCallback(ev.callback, body, headers, this.config.timeoutMs, this.abort.signal, this.guard);
       if (this.abort.signal.aborted) return;
       this.metrics.callbackAttempts.inc({ outcome: last.outcome });
-      if (last.outcome === 'success' || !retryable(last.outcome)) break;
-      if (attempt < attempts) {
-        const delay = this.config.backoffMs * 2 ** (attempt - 1);
-        const stopped = await sleep(delay, this.abort.signal);
-        if (stopped) return;
-      }
+      const final = last.outcome === 'success' || !retryable(last.outcome) || attempt === attempts;
+      await this.record(ev.job_id, attempt, last, final ? finalState(last) : 'pending');
+      if (final) break;
+      const stopped = await sleep(this.config.backoffMs * 2 ** (attempt - 1), this.abort.signal);
+      if (stopped) return;
     }
     const delivered = last.outcome === 'success';
     this.metrics.callbacksDelivered.inc({ outcome: delivered ? 'delivered' : 'failed' });
     (delivered ? this.log.info : this.log.warn).call(
       this.log,
-      { job_id: ev.job_id, event_id: ev.event_id, outcome: last.outcome, status: last.status },
-      delivered ? 'callback delivered' : 'callback failed',
+      { job_id: ev.job_id, event_id: ev.event_id, outcome: last.outcome, status: last.status, error: last.error },
+      delivered ? 'callback delivered' : last.refused ? 'callback refused' : 'callback failed',
     );
     await d.ack();
   }
+
+  /** The event's project; events of older versions do not carry it: the stored job's owner. */
+  private async projectOf(ev: JobFinishedEvent): Promise<Project | null> {
+    if (ev.project) return ev.project;
+    const job = await this.jobs.get(ev.job_id);
+    return job ? job.value.owner : null;
+  }
+
+  /** Writes the attempt's outcome to the job record (a job deleted meanwhile is left alone). */
+  private async record(jobId: string, attempts: number, r: AttemptResult, state: CallbackState): Promise<void> {
+    try {
+      await mutateJob(this.jobs, jobId, (j) => {
+        const url = j.record.callback?.url ?? j.record.request.callback;
+        if (!url) return null;
+        j.record.callback = { url, state, attempts, last_status: r.status ?? null, last_error: r.error ?? null };
+        return j;
+      });
+    } catch (err) {
+      this.log.warn({ job_id: jobId, err: (err as Error).message }, 'could not record the callback outcome on the job');
+    }
+  }
+}
+
+function finalState(r: AttemptResult): CallbackState {
+  if (r.outcome === 'success') return 'delivered';
+  return r.refused ? 'refused' : 'failed';
 }
 
 /** Resolves after `ms`, or early with true when `signal` aborts. */

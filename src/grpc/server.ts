@@ -173,7 +173,7 @@ export function modelLabels(m: Pick<ModelInfo, 'name' | 'rawKeys'>): string[] {
   return labels;
 }
 
-export function listModelsResponse(engine: InferenceEngine): ListModelsResponseMsg {
+export function listModelsResponse(engine: Pick<InferenceEngine, 'registry'>): ListModelsResponseMsg {
   const models = engine.registry.list().map((m): ModelInfoMsg => {
     const policy = policyFor(m.name, m.rawKeys);
     const also = modelsToRun([m.name]).filter((n) => n !== m.name && engine.registry.has(n));

@@ -2,6 +2,7 @@
  * The REST server: Fastify app + job worker pool + callback dispatcher + retention sweeper,
  * on the Backends interfaces (embedded local-disk implementations by default).
  */
+import fastifyCors from '@fastify/cors';
 import fastifyHelmet from '@fastify/helmet';
 import fastifySwagger from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
@@ -11,6 +12,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { MAX_VOLUME_THRESHOLD_DB, MIN_VOLUME_THRESHOLD_DB } from '../analysis/options';
 import { CallbackDispatcher } from '../callbacks/dispatcher';
+import { CallbackSecrets } from '../callbacks/signing';
 import { type Config, defaultConfig, type DeepPartial, mergeConfig } from '../config';
 import { createDownloadService, type DownloadDeps } from '../download';
 import { type Analyzer, pipelineAnalyzer } from '../jobs/analyzer';
@@ -26,6 +28,8 @@ import { consolePlugin } from './console';
 import { jobRoutes, unsupportedMediaType } from './routes/jobs';
 import { downloadKeyRoutes } from './routes/download-keys';
 import { listJobRoutes } from './routes/list';
+import { callbackSecretRoutes } from './routes/callback-secret';
+import { modelRoutes } from './routes/models';
 import { AUDIO_MEDIA_TYPES, jobRecordSchema } from './schemas';
 
 /** Range accepted for volume_threshold: dBFS of the step level (docs/results.md). */
@@ -139,7 +143,8 @@ export async function createServer(opts: ServerOptions = {}): Promise<AurisServe
   const service = new JobService(backends, config, metrics);
   const worker = new JobWorker(backends, analyzer, config, metrics, app.log.child({ component: 'worker' }), download.downloader);
   service.onDeleted = (id) => worker.cancel(id);
-  const dispatcher = new CallbackDispatcher(backends.events, config.callbacks, metrics, app.log.child({ component: 'callbacks' }), download.guard);
+  const secrets = await CallbackSecrets.load({ dataDir: config.dataDir, secretFile: config.callbacks.secretFile, secrets: config.callbacks.secrets });
+  const dispatcher = new CallbackDispatcher(backends.events, config.callbacks, metrics, app.log.child({ component: 'callbacks' }), backends.jobs, secrets, download.guard);
   const sweeper = new RetentionSweeper(backends, service, config.sweepIntervalMs, app.log.child({ component: 'retention' }));
 
   // Recovery: drop orphaned blobs, re-enqueue unfinished jobs the queue does not hold.
@@ -171,6 +176,19 @@ export async function createServer(opts: ServerOptions = {}): Promise<AurisServe
   // Security headers on every response; CSP is set per page by the console (src/http/console.ts).
   await app.register(fastifyHelmet, { contentSecurityPolicy: false, hsts: false, crossOriginResourcePolicy: { policy: 'same-site' } });
 
+  // CORS for browser apps on the configured origins; a preflight (OPTIONS) is answered here,
+  // before the API key check, which it must not need (browsers send no credentials on it).
+  if (config.corsOrigins.length) {
+    await app.register(fastifyCors, {
+      origin: config.corsOrigins.includes('*') ? '*' : config.corsOrigins,
+      methods: ['GET', 'POST', 'DELETE'],
+      allowedHeaders: ['x-api-key', 'content-type', 'idempotency-key'],
+      exposedHeaders: ['location', 'retry-after', 'ratelimit', 'ratelimit-policy', 'x-auris-job-id'],
+      maxAge: 600,
+      strictPreflight: false,
+    });
+  }
+
   app.addSchema(problemSchema);
   app.addSchema(jobRecordSchema);
 
@@ -186,7 +204,7 @@ export async function createServer(opts: ServerOptions = {}): Promise<AurisServe
       },
       servers: [{ url: '/' }],
       components: { securitySchemes: { ApiKey: { type: 'apiKey', in: 'header', name: 'x-api-key' } } },
-      tags: [{ name: 'File processing' }, { name: 'Operations' }],
+      tags: [{ name: 'File processing' }, { name: 'Models' }, { name: 'Operations' }],
     },
     refResolver: { buildLocalReference: (json, _base, _frag, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
     transformObject: (doc) => addAudioBodies((doc as { openapiObject: OpenApiDoc }).openapiObject) as never,
@@ -195,7 +213,7 @@ export async function createServer(opts: ServerOptions = {}): Promise<AurisServe
 
   // Auth and the per-key rate limit on the job endpoints.
   app.addHook('onRequest', async (req, reply) => {
-    if (!req.url.startsWith('/file-processing/')) return;
+    if (!req.url.startsWith('/file-processing/') || req.method === 'OPTIONS') return;
     const raw = req.headers['x-api-key'];
     const key = Array.isArray(raw) ? raw[0] : raw;
     if (!key) throw new ApiError('MISSING_API_KEY', 'The x-api-key header is required.');
@@ -214,6 +232,8 @@ export async function createServer(opts: ServerOptions = {}): Promise<AurisServe
   await app.register(jobRoutes, { config, service, listModels: () => analyzer.listModels(), volumeRange: VOLUME_THRESHOLD_RANGE });
   await app.register(listJobRoutes, { list: () => backends.jobs.list() }); // GET /file-processing/jobs (the project's jobs)
   await app.register(downloadKeyRoutes, { keys: download.keys }); // GET /.well-known/jwks.json, GET /verification-keys
+  await app.register(callbackSecretRoutes, { secrets }); // GET /file-processing/callback-secret
+  await app.register(modelRoutes, { modelsDir: config.modelsDir }); // GET /models
 
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
   await app.register(consolePlugin); // the web console at GET / (web/, src/http/console.ts)

@@ -1,4 +1,4 @@
-import { JOB_STATUSES, type JobRecord, type JobStatus, type JobStore, RevisionConflictError, type StoredJob, type Versioned } from './types';
+import { type CallbackStatus, JOB_STATUSES, type JobRecord, type JobStatus, type JobStore, RevisionConflictError, type StoredJob, type Versioned } from './types';
 
 /**
  * The JSON of a job record, byte for byte the body of GET /file-processing/jobs/{jobId}
@@ -39,8 +39,22 @@ export function serializeJob(record: JobRecord): string {
     results_url: record.results_url,
     results_size_bytes: record.results_size_bytes,
     error: record.error && { code: record.error.code, message: record.error.message },
+    // Records stored by older versions lack the next three fields.
+    metadata: record.metadata ?? null,
+    callback: callbackOf(record),
+    warnings: (record.warnings ?? []).map((w) => ({ code: w.code, message: w.message })),
   };
   return JSON.stringify(ordered);
+}
+
+function callbackOf(record: JobRecord): CallbackStatus | null {
+  const c = record.callback;
+  if (c) return { url: c.url, state: c.state, attempts: c.attempts, last_status: c.last_status, last_error: c.last_error };
+  return record.request.callback ? newCallbackStatus(record.request.callback) : null;
+}
+
+export function newCallbackStatus(url: string): CallbackStatus {
+  return { url, state: 'pending', attempts: 0, last_status: null, last_error: null };
 }
 
 /**

@@ -6,12 +6,18 @@ import { randomUUID } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import type { Config } from '../config';
 import type { JobMetrics } from './metrics';
-import { isTerminal, type Backends, type JobRecord, type JobRequest, type StoredJob } from './types';
+import { newCallbackStatus } from './record';
+import { isTerminal, type Backends, type JobMetadata, type JobRecord, type JobRequest, type StoredJob } from './types';
 
 export interface Owner {
   organization_id: string;
   project_id: string;
   key_id: string;
+}
+
+/** Optional parts of a new job. */
+export interface NewJobExtras {
+  metadata?: JobMetadata | null;
 }
 
 export type NewJobSource =
@@ -39,7 +45,7 @@ export class JobService {
   ) {}
 
   /** Creates and enqueues a job. Throws BlobTooLargeError for an upload over the limit. */
-  async create(owner: Owner, request: JobRequest, source: NewJobSource): Promise<StoredJob> {
+  async create(owner: Owner, request: JobRequest, source: NewJobSource, extras: NewJobExtras = {}): Promise<StoredJob> {
     const jobId = randomUUID();
     let size: number | null = null;
     let uploadBlob: string | null = null;
@@ -66,8 +72,11 @@ export class JobService {
       results_url: null,
       results_size_bytes: null,
       error: null,
+      metadata: extras.metadata ?? null,
+      callback: request.callback ? newCallbackStatus(request.callback) : null,
+      warnings: [],
     };
-    const job: StoredJob = { record, owner, attempts: 0, upload_blob: uploadBlob, results_blob: null, event_id: null };
+    const job: StoredJob = { record, owner, attempts: 0, upload_blob: uploadBlob, results_blob: null, event_id: null, idempotency: null };
     try {
       await this.backends.jobs.create(job);
       await this.backends.queue.enqueue(jobId);

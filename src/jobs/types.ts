@@ -47,6 +47,31 @@ export interface JobError {
   message: string;
 }
 
+/** Something the job got past but the caller should know (e.g. TRUNCATED_AUDIO). */
+export interface JobWarning {
+  code: string;
+  message: string;
+}
+
+export type CallbackState = 'pending' | 'delivered' | 'failed' | 'refused';
+export const CALLBACK_STATES: readonly CallbackState[] = ['pending', 'delivered', 'failed', 'refused'];
+
+/** Where the job-finished callback stands (docs/api.md "Callbacks"). */
+export interface CallbackStatus {
+  url: string;
+  /** pending until the job finished and delivery ended; delivered (2xx), failed (attempts used up or a final status), refused (URL not allowed). */
+  state: CallbackState;
+  /** POSTs made so far. */
+  attempts: number;
+  /** HTTP status of the latest attempt, null when none was received. */
+  last_status: number | null;
+  /** Why the latest attempt did not succeed (timeout, network error, refusal reason), else null. */
+  last_error: string | null;
+}
+
+/** User metadata: a small string-to-string map given at creation and echoed. */
+export type JobMetadata = Record<string, string>;
+
 /**
  * The public job record: the body of GET /file-processing/jobs/{jobId} and of the
  * callback. Field order here is the order of the JSON.
@@ -69,6 +94,12 @@ export interface JobRecord {
   /** Size of the JSON results, bytes, once succeeded. */
   results_size_bytes: number | null;
   error: JobError | null;
+  /** The caller's metadata given at creation, else null. */
+  metadata: JobMetadata | null;
+  /** The callback's delivery state when the job has a callback, else null. */
+  callback: CallbackStatus | null;
+  /** Problems the job got past (empty when none). */
+  warnings: JobWarning[];
 }
 
 /** What is stored: the public record plus the owner and the bookkeeping. */
@@ -83,6 +114,8 @@ export interface StoredJob {
   results_blob: string | null;
   /** The job-finished event id, fixed when the job finishes (every callback attempt carries it). */
   event_id: string | null;
+  /** Idempotency-Key given at creation and the fingerprint of the request it created this job for. */
+  idempotency?: { key: string; fingerprint: string } | null;
 }
 
 export interface Versioned<T> {
@@ -199,6 +232,8 @@ export interface JobFinishedEvent {
   record: JobRecord;
   /** Callback URL, or null when the job has none. */
   callback: string | null;
+  /** The job's project (chooses the signing secret); absent in events published by older versions. */
+  project?: { organization_id: string; project_id: string };
 }
 
 export interface EventDelivery {

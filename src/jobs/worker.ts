@@ -426,6 +426,7 @@ export class JobWorker {
       occurred_at: job.record.finished_at ?? new Date().toISOString(),
       record: job.record,
       callback: job.record.request.callback,
+      project: { organization_id: job.owner.organization_id, project_id: job.owner.project_id },
     };
     await this.backends.events.publish(event);
   }

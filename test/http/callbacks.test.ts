@@ -9,7 +9,7 @@ import { after, before, describe, it } from 'node:test';
 import { ATTEMPT_HEADER, EVENT_ID_HEADER, JOB_ID_HEADER } from '../../src/callbacks/dispatcher';
 import { defaultConfig, loadConfig } from '../../src/config';
 import type { AurisServer } from '../../src/http/server';
-import { api, createJob, FakeAnalyzer, KEY_A, sleep, startReceiver, startServer, tempDir, waitFor, waitForJob, type JobJson } from './helpers';
+import { api, assertCallbackBodyIsRecord, createJob, FakeAnalyzer, KEY_A, sleep, startReceiver, startServer, tempDir, waitFor, waitForJob, type JobJson } from './helpers';
 
 async function jobWithCallback(server: AurisServer, url: string): Promise<JobJson> {
   const res = await createJob(server, KEY_A, { query: `models=speech&output_period=1024&callback=${encodeURIComponent(url)}` });
@@ -57,7 +57,7 @@ describe('callbacks', () => {
       await waitFor(() => rx.received.length === 1, 10_000, 'callback');
       const got = rx.received[0]!;
       const get = await api(server, KEY_A)(`/file-processing/jobs/${job.job_id}`);
-      assert.equal(got.body, await get.text(), 'callback body equals the GET body byte for byte');
+      assertCallbackBodyIsRecord(got.body, await get.text());
       const body = JSON.parse(got.body) as JobJson;
       assert.equal(body.status, 'succeeded');
       assert.equal(got.headers['content-type'], 'application/json');

@@ -2,6 +2,7 @@
  * Shared helpers of the REST tests: a real server on 127.0.0.1:0, a fake analyzer for
  * lifecycle tests, local callback receivers and generated audio.
  */
+import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer as createHttpServer, type IncomingHttpHeaders, type Server } from 'node:http';
@@ -236,4 +237,15 @@ export async function startReceiver(
 export function sox(path: string, rate: number, channels: number, ...effects: string[]): string {
   execFileSync('sox', ['-n', '-r', String(rate), '-c', String(channels), '-b', '16', path, ...effects], { stdio: 'pipe' });
   return path;
+}
+
+/**
+ * A callback body is the job record when the job finished: the same bytes as GET but for
+ * `callback`, the delivery state, which was still pending when it was sent.
+ */
+export function assertCallbackBodyIsRecord(body: string, getText: string): void {
+  const sent = JSON.parse(body) as { callback: { url: string } | null };
+  const now = JSON.parse(getText) as Record<string, unknown>;
+  if (sent.callback) assert.deepEqual(sent.callback, { url: sent.callback.url, state: 'pending', attempts: 0, last_status: null, last_error: null });
+  assert.equal(body, JSON.stringify({ ...now, callback: sent.callback }), 'callback body = GET body but for callback');
 }

@@ -21,7 +21,7 @@ import {
   RevisionConflictError,
   type StoredJob,
 } from '../../src/jobs/types';
-import { api, createJob, FakeAnalyzer, KEY_A, KEY_B, startReceiver, startServer, tempDir, waitFor, waitForJob, type JobJson } from '../http/helpers';
+import { api, assertCallbackBodyIsRecord, createJob, FakeAnalyzer, KEY_A, KEY_B, startReceiver, startServer, tempDir, waitFor, waitForJob, type JobJson } from '../http/helpers';
 
 export interface BackendHarness {
   /**
@@ -58,6 +58,9 @@ export function newJob(overrides: Partial<StoredJob['record']> = {}, owner = { o
       results_url: null,
       results_size_bytes: null,
       error: null,
+      metadata: null,
+      callback: null,
+      warnings: [],
       ...overrides,
     },
     owner,
@@ -403,7 +406,7 @@ export function backendBehaviour(name: string, harness: () => BackendHarness, op
         assert.equal(cb.headers['x-auris-job-id'], job.job_id);
         assert.ok(cb.headers['x-auris-event-id']);
         const now = await api(server, KEY_A)(`/file-processing/jobs/${job.job_id}`);
-        assert.equal(cb.body, await now.text());
+        assertCallbackBodyIsRecord(cb.body, await now.text());
         assert.equal(await api(server, KEY_B)(`/file-processing/jobs/${job.job_id}`).then((r) => r.status), 404);
       } finally {
         await receiver.close();
