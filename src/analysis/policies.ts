@@ -1,6 +1,6 @@
 /**
  * How each model's per-step probabilities become labels and summary fractions.
- * The three built-in models follow SPEC.md's label table; any other model name
+ * The built-in models follow SPEC.md's label table (emotions, added by us, follows arousal's rules); any other model name
  * (added later by a manifest) gets a generic policy: labels = its raw keys + silence.
  * Every decision here is documented in docs/results.md.
  */
@@ -21,6 +21,7 @@ export const BUILTIN_RAW_KEYS: Readonly<Record<string, readonly string[]>> = {
   speech: ['music', 'other', 'speech'],
   arousal: ['high', 'low', 'neutral'],
   gender: ['female', 'male'],
+  emotions: ['happy', 'irritated', 'neutral', 'tired'],
 };
 
 export interface ModelPolicy {
@@ -65,6 +66,15 @@ export function policyFor(
         summaryClasses: ['high', 'low', 'neutral', NO_SPEECH_LABEL, SILENCE_LABEL],
         summaryClassOf: identity,
       };
+    case 'emotions':
+      // Same rules as arousal: a speaker model, gated by the speech model (docs/results.md).
+      return {
+        name,
+        rawKeys,
+        speechGated: true,
+        summaryClasses: ['happy', 'irritated', 'neutral', 'tired', NO_SPEECH_LABEL, SILENCE_LABEL],
+        summaryClassOf: identity,
+      };
     case 'gender':
       return {
         name,
@@ -86,9 +96,12 @@ export function policyFor(
   }
 }
 
+/** The speaker models: their steps are `no_speech` where the speech model hears no speech. */
+const SPEECH_GATED_MODELS: readonly string[] = ['arousal', 'gender', 'emotions'];
+
 /** True when running `name` also requires the speech model (for no_speech gating). */
 export function needsSpeechModel(name: string): boolean {
-  return name === 'arousal' || name === 'gender';
+  return SPEECH_GATED_MODELS.includes(name);
 }
 
 /**

@@ -4,9 +4,9 @@
  *   path,task,label[,start_ms,end_ms]
  *
  * - `path`: audio file, relative to the root folder (default: the CSV's folder) or absolute;
- * - `task`: speech | gender | arousal;
+ * - `task`: speech | gender | arousal | emotions;
  * - `label`: one of that task's labels (speech: speech, music, other; gender: female, male;
- *   arousal: high, low, neutral);
+ *   arousal: high, low, neutral; emotions: happy, irritated, neutral, tired);
  * - `start_ms`, `end_ms` (optional, either may be empty): score only the steps whose
  *   middle lies in [start_ms, end_ms).
  *
@@ -18,14 +18,15 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 
-export type EvalTask = 'speech' | 'gender' | 'arousal';
-export const EVAL_TASKS: readonly EvalTask[] = ['speech', 'gender', 'arousal'];
+export type EvalTask = 'speech' | 'gender' | 'arousal' | 'emotions';
+export const EVAL_TASKS: readonly EvalTask[] = ['speech', 'gender', 'arousal', 'emotions'];
 
 /** Labels per task: the raw class keys of each model (docs/features.md). */
 export const DEFAULT_TASK_LABELS: Readonly<Record<EvalTask, readonly string[]>> = {
   speech: ['music', 'other', 'speech'],
   gender: ['female', 'male'],
   arousal: ['high', 'low', 'neutral'],
+  emotions: ['happy', 'irritated', 'neutral', 'tired'],
 };
 
 export interface EvalRow {

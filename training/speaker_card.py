@@ -1,0 +1,223 @@
+"""MODEL_CARD.md of the speaker models (gender 2.x, arousal 2.x, emotions 1.x), from manifest.json, metrics.json
+and loco.json in the model folder.  `python -m training.speaker_card` re-renders the shipped cards."""
+from __future__ import annotations
+
+import collections
+import json
+import os
+
+from . import data as D
+from . import speaker_data as SD
+from .channels import CODECS
+
+PURPOSE = {
+    "gender": "Per-step perceived voice gender (female / male) of adult speech. Only meaningful on steps the speech model calls speech.",
+    "arousal": "Per-step vocal arousal (high / low / neutral) of speech. Only meaningful on speech steps.",
+    "emotions": "Per-step emotion of the speaker (happy / irritated / neutral / tired). Only meaningful on speech steps.",
+}
+
+LABELS = {
+    "gender": "`gender` column (speaker-level) of every corpus that has one; adult speakers only (BAVED speakers under 18 "
+              "left out); fsdd (6 male speakers, 8 kHz) left out as a bandwidth shortcut; ASED speakers whose label looked "
+              "wrong have none in the csv.",
+    "arousal": "`arousal` column: angry/fearful/happy/surprised -> high, sad/calm -> low, neutral -> neutral (RAVDESS, URDU, "
+               "ASED, nEMO, ETTSDB); BAVED level2/1/0 -> high/neutral/low; RAVDESS disgust (`ambiguous`) left out.",
+    "emotions": "Corpus emotion -> class: happy/happiness -> **happy**; angry/anger/disgust -> **irritated**; neutral/calm -> "
+                "**neutral**; sad/sadness -> **tired**. Fear and surprise are left out: neither is one of the four classes, "
+                "and mapping fear (tense, high arousal) to irritated would teach that any tense voice is irritated. BAVED "
+                "(arousal levels, no emotion categories) and hyke (no emotion) take no part.",
+}
+
+SAMPLING = {
+    "gender": "Balanced by speaker and emotion, not by clip: gender drawn uniformly, then corpus uniformly, then speaker "
+              "uniformly, then one of the speaker's emotions uniformly, then clips of that speaker and emotion. Sad women "
+              "and angry men are therefore as frequent as any other cell.",
+    "arousal": "Class drawn uniformly, then corpus uniformly among those with the class, then speaker uniformly, then clips "
+               "of that speaker and class.",
+    "emotions": "Class drawn uniformly, then corpus uniformly among those with the class, then speaker uniformly, then clips "
+                "of that speaker and class.",
+}
+
+AUGMENT = f"""Each labelled clip is kept in three recordings (`training/bank.py`, features cached under `training/cache/`):
+- `clean`: as in the datasets folder (16 kHz Opus 24 kbit/s: codec artefacts are part of every example);
+- `phone`: a telephone channel with a real codec through ffmpeg - 16 -> 8 kHz, handset band-pass (200-400 to 3200-3600 Hz),
+  one of {', '.join(CODECS)} (spread evenly), 20 ms packet loss at 0-6 %, back to 16 kHz (`training/channels.py`);
+- `noisy`: mixed with music or other sounds of the training split at 5-25 dB SNR, reverb (p=0.3), band-limiting (p=0.2).
+Training examples (64 steps, 4.1 s) are drawn on the fly (`training/speaker_train.py`): a version per example (clean 0.4,
+phone 0.3, noisy 0.3), 1-4 clips of the drawn speaker with short silences, each clip at a jittered level, then a global
+gain of -30..+6 dB floored like the front end, and a frequency mask (p=0.5). Steps more than 30 dB below the clip's
+active level get zero loss weight, so the silences that open and close acted clips teach nothing."""
+
+SPLITS = """Held-out speakers (validation of the shipped model, `training/speaker_data.py` `split()`): RAVDESS actors 21-24,
+the BAVED list of 1.x, URDU even-numbered speakers, nEMO speakers KD0 (f) and SM0 (m), and a fifth of the speakers of
+hyke, ASED and ETTSDB (md5 of the speaker id). Leave-one-corpus-out (`training/loco.py`) trains one model per corpus on
+the training speakers of all the others and scores every clip of the held-out corpus."""
+
+LANGUAGES = {"ravdess": "North-American English, acted", "baved": "Arabic, single words", "urdu": "Urdu, TV talk shows",
+             "hyke": "Indian English, real phone calls", "ased": "Amharic, non-professional", "nemo": "Polish, acted",
+             "ettsdb": "Korean, read/acted"}
+
+EXPERIMENTS = {
+    "gender": [],
+    "arousal": [],
+    "emotions": [],
+}
+
+LIMITS = {
+    "gender": "- Perceived gender of the voice, not the speaker's identity; children and voices in between are often "
+              "`unknown` (below the service's 0.65 threshold).\n"
+              "- Decided from about 3 s of context: the first and last second of a speech segment are less sure.",
+    "arousal": "- Acted corpora dominate; natural (URDU) arousal differs from acted arousal, and corpora disagree on what "
+               "`neutral` sounds like.\n- The label is the clip's intended emotion, not a per-step rating.",
+    "emotions": "- Acted corpora dominate (only URDU is natural speech); `happy` and `irritated` are both high-arousal and "
+                "are confused most.\n- Four classes only: fear, surprise and mixed states fall into the nearest class.",
+}
+
+
+def licences(task, clips):
+    used = [c for c in clips if SD.label(task, c) is not None]
+    lic, spk, cnt = collections.defaultdict(set), collections.defaultdict(set), collections.Counter()
+    for c in used:
+        lic[c.source].add(c.license)
+        spk[(c.source, SD.split(c))].add(c.speaker)
+        cnt[(c.source, SD.split(c))] += 1
+    rows = ["| corpus | licence(s) | train speakers / clips | held-out speakers / clips |", "|---|---|---|---|"]
+    for s in sorted(lic):
+        rows.append(f"| {s} | {'; '.join(sorted(lic[s]))} | {len(spk[(s, 'train')])} / {cnt[(s, 'train')]} | "
+                    f"{len(spk[(s, 'val')])} / {cnt[(s, 'val')]} |")
+    return "\n".join(rows)
+
+
+def _fmt(r, task, classes):
+    if r is None or not r.get("n"):
+        return ["-"] * (3 + len(classes))
+    rec = [f"{r['recall'][k]:.3f}" if k in r["recall"] else "-" for k in classes]
+    return [str(r["n"]), f"{r['accuracy']:.3f}", f"{r['uar']:.3f}", *rec]
+
+
+def table(task, rows: dict, first="subset"):
+    classes = SD.CLASSES[task]
+    head = f"| {first} | clips | accuracy | UAR | " + " | ".join(f"recall {k}" for k in classes) + " |"
+    out = [head, "|" + "---|" * (4 + len(classes))]
+    for name, r in rows.items():
+        out.append(f"| {name} | " + " | ".join(_fmt(r, task, classes)) + " |")
+    return "\n".join(out)
+
+
+def loco_section(task, loco):
+    if loco is None:
+        return "Not run for this version."
+    key = "accuracy" if task == "gender" else "UAR"
+    rows = ["| held-out corpus | speakers | " + f"clean {key} | telephone {key} | recording |", "|---|---|---|---|---|"]
+    for c, f in loco["folds"].items():
+        m = "accuracy" if task == "gender" else "uar"
+        rows.append(f"| {c} | {f['speakers']} | {f['clean'][m]:.3f} | {f['phone'][m]:.3f} | {LANGUAGES.get(c, '')} |")
+    per_class = table(task, {c: f["clean"] for c, f in loco["folds"].items()} | {"**pooled**": loco["pooled_clean"]},
+                      first="held-out corpus (clean)")
+    tel = table(task, {("**all codecs**" if k == "all" else k): r for k, r in loco["telephone"].items()}, first="telephone codec")
+    cells = table(task, loco["cells"], first="cell (clean)")
+    tcells = table(task, loco.get("telephone_cells", {}), first="cell (telephone)")
+    txt = (f"One model per corpus, trained without it ({loco['recipe']['examples']} examples x {loco['recipe']['epochs']} "
+           f"epochs, the shipped recipe), scoring every clip of the held-out corpus: clip decisions from the mean of the "
+           f"per-step probabilities over the clip's voiced steps.\n\n" + "\n".join(rows) +
+           f"\n\nPer class:\n\n{per_class}\n\n### Stress slices\n\nTelephone channel (every held-out clip through a real codec):\n\n{tel}\n\n"
+           f"Cells:\n\n{cells}\n\n{tcells}\n")
+    if loco.get("pitch_moved"):
+        p = loco["pitch_moved"]
+        txt += (f"\nPitch moved towards the other gender, spectral envelope kept (WORLD; women x0.6-0.7, men x1.5-1.8; "
+                f"{p['n']} held-out clips): accuracy **{p['accuracy']:.3f}** (recall female {p['recall'].get('female', 0):.3f}, "
+                f"male {p['recall'].get('male', 0):.3f}).\n")
+    return txt
+
+
+def shipped_section(task, loco):
+    if not loco or not loco.get("shipped"):
+        return ""
+    rows = {}
+    for c, r in loco["shipped"].items():
+        rows[f"{c} ({r['clips']}), clean"] = r["clean"]
+        rows[f"{c} ({r['clips']}), telephone"] = r["phone"]
+    return ("\n### The previous version on the same clips\n\nThe model this one replaces, scored on the same held-out "
+            "clips (for corpora it was trained on, only its held-out speakers):\n\n" + table(task, rows, first="corpus") + "\n")
+
+
+def write_card(task, d, clips):
+    from .streaming import card_line
+    m = json.load(open(os.path.join(d, "manifest.json")))
+    res = json.load(open(os.path.join(d, "metrics.json")))
+    lp = os.path.join(d, "loco.json")
+    loco = json.load(open(lp)) if os.path.exists(lp) else None
+    held = {f"**all held-out speakers**, {v}": r["overall"] for v, r in res.items()}
+    for v, r in res.items():
+        held.update({f"{s}, {v}": x for s, x in r["per_source"].items()})
+    exp = "\n".join(f"- {e}" for e in EXPERIMENTS[task]) or "- (none recorded for this version)"
+    t = m["training"]
+    txt = f"""# auris `{task}` model {m['version']}
+
+{PURPOSE[task]}
+
+- File: `model.onnx` (opset 17), input `features` [B, T=4S, 64] log-mel frames (see `docs/features.md`), output `probs` [B, S, {len(m['raw_keys'])}] softmax per 64 ms step, class order `{m['raw_keys']}`.
+- Architecture: {m['model']['architecture']}; {m['model']['parameters']} parameters, ~{m['model']['macs_per_step']} multiply-adds per step. Fully convolutional with zero padding; the output for step s depends on steps [s-{m['context']['left_steps']}, s+{m['context']['right_steps']}] (receptive field {m['receptive_field_ms']} ms, lookahead {m['lookahead_ms']} ms incl. the 8 ms framer lookahead).
+{card_line(m)}
+- Trained with `{t['reproduce']}` ({t['examples_per_epoch']} examples per epoch drawn afresh, {t['epochs']} epochs, moving average of the weights with decay {t['ema']} exported; no checkpoint selection). Leave-one-corpus-out: `python -m training.loco --task {task}`.
+- `training_data_sha256`: sha256 of the clips.csv rows usable by this task, in file order.
+
+## Training data and licences
+
+Audio from the project's shared datasets folder (16 kHz Opus); music and other clips of the training split serve as backgrounds.
+
+{licences(task, clips)}
+
+Licences include non-commercial (CC BY-NC-SA: RAVDESS, nEMO), research-only (BAVED, URDU, ETTSDB: no commercial use) and unstated (hyke: research data; ASED: "freely available") terms: check them before any commercial use of these weights.
+
+## Labels
+
+{LABELS[task]}
+
+## Sampling
+
+{SAMPLING[task]}
+
+## Augmentation
+
+{AUGMENT}
+
+## Splits
+
+{SPLITS}
+
+## Leave-one-corpus-out (what to expect on a new kind of recording)
+
+{loco_section(task, loco)}
+{shipped_section(task, loco)}
+## Held-out speakers of the shipped model
+
+Speakers of the training corpora that the shipped model never heard (clean as recorded; telephone through the channel above):
+
+{table(task, held)}
+
+## Tried and not kept
+
+{exp}
+
+## Known limits
+
+{LIMITS[task]}
+"""
+    with open(os.path.join(d, "MODEL_CARD.md"), "w") as fh:
+        fh.write(txt)
+
+
+def main():
+    import sys
+    root = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(D.HERE), "models")
+    clips = D.load_clips()
+    for task in SD.TASKS:
+        d = os.path.join(root, task)
+        if os.path.exists(os.path.join(d, "metrics.json")) and os.path.exists(os.path.join(d, "loco.json")):
+            write_card(task, d, clips)
+            print("wrote", os.path.join(d, "MODEL_CARD.md"))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,194 @@
+"""Training and scoring of the speaker models (gender 2.x, arousal 2.x, emotions 1.x) from the feature bank.
+
+    python -m training.speaker_train --task gender                 # trains and exports models/gender/
+    python -m training.speaker_train --task emotions --out training/runs/x
+
+Examples are drawn on the fly from bank.py: a class, then a corpus, then a speaker, then (gender) one of the
+speaker's emotions, then clips of that speaker, so every corpus, speaker and emotion weighs the same whatever
+its clip count; the recording version (clean / telephone / noisy) is drawn per example.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from . import bank as B
+from . import data as D
+from . import speaker_data as SD
+from .features import FRAMES_PER_STEP, logmel_fast
+from .model import Net
+
+STEPS = 64
+VERSION_P = {"clean": 0.4, "phone": 0.3, "noisy": 0.3}
+# model configs (model.py's Net): gain normalisation by the local mean (gender) or the local max (arousal,
+# emotions: how loud a word is against its neighbours carries arousal)
+CONFIGS = {
+    "gender": dict(c1=32, c2=64, dil=(1, 2, 4, 8), norm_k=63),
+    "arousal": dict(c1=32, c2=64, dil=(1, 2, 4, 8), norm_k=63, norm="max", dropout=0.2),
+    "emotions": dict(c1=32, c2=64, dil=(1, 2, 4, 8), norm_k=63, norm="max", dropout=0.2),
+}
+DEFAULTS = dict(examples=16000, epochs=10, lr=3e-3, ema=0.998)
+LN10_DB = np.log(10.0) / 10.0  # natural-log power per dB
+
+
+class Sampler:
+    """Draws training examples [4*STEPS, 64] with per-step labels and voiced weights from the bank."""
+
+    def __init__(self, task, bank: B.Bank, items):
+        self.task, self.bank = task, bank
+        self.n_classes = len(SD.CLASSES[task])
+        # class -> corpus -> speaker -> cell -> [clip]; a cell is an emotion for gender, else the class itself
+        tree: dict = {}
+        for c, y in items:
+            cell = c.emotion if task == "gender" else y
+            tree.setdefault(y, {}).setdefault(c.source, {}).setdefault(c.speaker, {}).setdefault(cell, []).append(c)
+        self.tree = tree
+        rng = np.random.default_rng(0)
+        quiet = (rng.standard_normal(256 * 400) * 10 ** (-85 / 20)).astype(np.float32)
+        self.silence = logmel_fast(quiet)
+
+    def pick_speaker(self, rng):
+        y = int(rng.integers(self.n_classes))
+        while y not in self.tree:
+            y = int(rng.integers(self.n_classes))
+        corpora = self.tree[y]
+        src = sorted(corpora)[rng.integers(len(corpora))]
+        spk = sorted(corpora[src])[rng.integers(len(corpora[src]))]
+        return y, corpora[src][spk]
+
+    def example(self, rng):
+        y, cells = self.pick_speaker(rng)
+        version = rng.choice(list(VERSION_P), p=list(VERSION_P.values()))
+        T = STEPS * FRAMES_PER_STEP
+        s0 = int(rng.integers(0, len(self.silence) - T))
+        X = self.silence[s0:s0 + T].copy()
+        lab = np.full(STEPS, -1, dtype=np.int64)
+        w = np.zeros(STEPS, dtype=np.float32)
+        pos = int(rng.integers(0, 8)) if rng.random() < 0.5 else 0
+        keys = sorted(cells, key=str)
+        while pos < STEPS - 4:
+            cl = cells[keys[rng.integers(len(keys))]]
+            i = self.bank.find(cl[rng.integers(len(cl))], version)
+            f, v = self.bank.features(i), self.bank.voiced_of(i)
+            take = min(v.size, STEPS - pos)
+            if take <= 0:
+                break
+            st = int(rng.integers(0, v.size - take + 1))
+            level = (-20.0 - float(self.bank.active[i]) + rng.uniform(-6, 4)) * LN10_DB
+            X[pos * 4:(pos + take) * 4] = f[st * 4:(st + take) * 4].astype(np.float32) + level
+            lab[pos:pos + take] = y
+            w[pos:pos + take] = v[st:st + take]
+            pos += take + int(rng.integers(1, 10))
+            if rng.random() < 0.25:
+                break
+        X = np.maximum(X + rng.uniform(-30, 6) * LN10_DB, np.log(1e-8))  # whole-example gain, floored like the front end
+        return X, lab, w
+
+    def batch(self, n, rng):
+        xs, ys, ws = zip(*(self.example(rng) for _ in range(n)))
+        return torch.from_numpy(np.stack(xs)), torch.from_numpy(np.stack(ys)), torch.from_numpy(np.stack(ws))
+
+
+def train(task, bank, items, args, log=print):
+    """A model trained on `items` ((clip, y) pairs) with the recipe of `args`; returns the EMA of its weights."""
+    torch.manual_seed(args.seed)
+    rng = np.random.default_rng(args.seed)
+    sampler = Sampler(task, bank, items)
+    model = Net(len(SD.CLASSES[task]), **CONFIGS[task])
+    bs = 64
+    steps_per_epoch = args.examples // bs
+    opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=1e-2)
+    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=args.lr, total_steps=args.epochs * steps_per_epoch, pct_start=0.15)
+    from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
+    ema = AveragedModel(model, multi_avg_fn=get_ema_multi_avg_fn(args.ema), use_buffers=True)
+    for ep in range(args.epochs):
+        model.train()
+        t0, tot, cnt = time.time(), 0.0, 0.0
+        for _ in range(steps_per_epoch):
+            xb, yb, wb = sampler.batch(bs, rng)
+            if rng.random() < 0.5:  # frequency mask
+                f0 = int(rng.integers(0, 56))
+                xb[:, :, f0:f0 + int(rng.integers(1, 8))] = xb.mean()
+            logits = model.logits(xb)
+            wv = wb * (yb >= 0).float()
+            loss = F.cross_entropy(logits, yb.clamp(min=0), reduction="none", label_smoothing=0.05)
+            loss = (loss * wv).sum() / wv.sum().clamp(min=1.0)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            sched.step()
+            ema.update_parameters(model)
+            tot += float(loss.detach()) * float(wv.sum())
+            cnt += float(wv.sum())
+        log(f"[{task}] epoch {ep + 1}/{args.epochs} loss {tot / max(cnt, 1):.4f} ({time.time() - t0:.0f}s)")
+    m = ema.module
+    m.eval()
+    return m
+
+
+@torch.no_grad()
+def predict(model, bank, clips, version="clean"):
+    """Clip-level probabilities: the mean of the per-step probabilities over the clip's voiced steps."""
+    model.eval()
+    out = []
+    for c in clips:
+        i = bank.find(c, version)
+        f, v = bank.features(i), bank.voiced_of(i)
+        if v.size == 0:
+            out.append(None)
+            continue
+        p = model(torch.from_numpy(f.astype(np.float32))[None])[0].numpy()
+        m = v if v.any() else np.ones_like(v)
+        out.append(p[m].mean(0))
+    return out
+
+
+def scores(task, ys, probs):
+    """Accuracy, UAR and per-class recall of clip decisions."""
+    cls = SD.CLASSES[task]
+    keep = [k for k, p in enumerate(probs) if p is not None]
+    y = np.array([ys[k] for k in keep])
+    p = np.array([int(np.argmax(probs[k])) for k in keep])
+    rec = {cls[k]: round(float((p[y == k] == k).mean()), 4) for k in range(len(cls)) if (y == k).any()}
+    return {"n": int(y.size), "accuracy": round(float((y == p).mean()), 4) if y.size else None,
+            "uar": round(float(np.mean(list(rec.values()))), 4) if rec else None, "recall": rec}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--task", required=True, choices=SD.TASKS)
+    ap.add_argument("--out", default=None, help="folder that gets <task>/ (default: models/)")
+    ap.add_argument("--examples", type=int, default=DEFAULTS["examples"])
+    ap.add_argument("--epochs", type=int, default=DEFAULTS["epochs"])
+    ap.add_argument("--lr", type=float, default=DEFAULTS["lr"])
+    ap.add_argument("--ema", type=float, default=DEFAULTS["ema"])
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--threads", type=int, default=2)
+    args = ap.parse_args()
+    torch.set_num_threads(args.threads)
+    clips = D.load_clips()
+    SD.write_validation_csv(args.task, clips, os.path.join(D.HERE, "validation"))
+    bank = B.build(clips, D.AudioStore(clips))
+    items = SD.clips_of(args.task, clips, split_name="train")
+    model = train(args.task, bank, items, args, log=lambda s: print(s, flush=True))
+    val = SD.clips_of(args.task, clips, split_name="val")
+    res = {}
+    for version in ("clean", "phone"):
+        probs = predict(model, bank, [c for c, _ in val], version)
+        res[version] = {"overall": scores(args.task, [y for _, y in val], probs), "per_source": {}}
+        for src in sorted({c.source for c, _ in val}):
+            k = [j for j, (c, _) in enumerate(val) if c.source == src]
+            res[version]["per_source"][src] = scores(args.task, [val[j][1] for j in k], [probs[j] for j in k])
+    print(json.dumps(res, indent=1), flush=True)
+    from .speaker_export import export
+    export(args.task, model, clips, res, args.out or os.path.join(os.path.dirname(D.HERE), "models"), args)
+
+
+if __name__ == "__main__":
+    main()
