@@ -1,6 +1,6 @@
 // The one error type of the native front end. Every failure that can reach JavaScript is an
-// AudioError with a stable code; addon.cc turns it into a JS Error with `.code` set to
-// codeName(code) (the AudioErrorCode union in src/audio/types.ts).
+// AudioError with a stable code; the bindings (binding/common.h) turn it into a JS Error with
+// `.code` set to codeName(code) (the AudioErrorCode union in src/audio/types.ts).
 #pragma once
 
 #include <stdexcept>

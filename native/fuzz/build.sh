@@ -11,7 +11,7 @@ root="$(cd "$(dirname "$0")/../.." && pwd)"
 out="$root/build/fuzz"
 mkdir -p "$out"
 sources=(native/fuzz/fuzz_frontend.cc native/source.cc native/decoder.cc native/resampler.cc
-         native/fft.cc native/framer.cc native/pipeline.cc)
+         native/fft.cc native/framer.cc native/frontend.cc)
 # The decoder links opusfile and calls libopus itself (opus_get_version_string).
 libs=(sndfile soxr libmpg123 opusfile opus)
 if [ "${1:-}" = "--replay" ]; then

@@ -1,5 +1,5 @@
 // libFuzzer harness over the native front end from a memory buffer:
-//   Decoder::open(memorySource) -> FileAnalyzer (decode + resample to 16 kHz + framing/log-mel)
+//   Decoder::open(memorySource) -> FileFrontend (decode + resample to 16 kHz + framing/log-mel)
 // and, on the same bytes, decodeAll() with a small limit. Any AudioError is an accepted
 // outcome (the binding turns it into a coded JS error); anything else -- a sanitizer report,
 // another exception type, a crash, a timeout or an RSS blow-up -- is a finding.
@@ -13,7 +13,7 @@
 
 #include "../decoder.h"
 #include "../errors.h"
-#include "../pipeline.h"
+#include "../frontend.h"
 #include "../source.h"
 
 using namespace auris;
@@ -27,12 +27,12 @@ constexpr int kMaxChunks = 64;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
-    AnalyzerOptions opts;
+    FrontendOptions opts;
     opts.chunkSeconds = kChunkSeconds;
     opts.maxDurationSec = kMaxDurationSec;
     // Odd sizes pick a single channel (exercises INVALID_CHANNEL and per-channel paths).
     if (size & 1) opts.channel = static_cast<int>(size % 3);
-    FileAnalyzer fa(Decoder::open(memorySource(data, size)), opts);
+    FileFrontend fa(Decoder::open(memorySource(data, size)), opts);
     int64_t start = 0;
     for (int i = 0; i < kMaxChunks && fa.next(start); ++i) {
       for (const auto& o : fa.output()) {

@@ -1,5 +1,5 @@
 // The front end assembled: decoder -> per-channel resampler (to 16 kHz) -> per-channel framer.
-// FileAnalyzer (chunked, bounded memory) and StreamFrontend (raw PCM pushed by the caller)
+// FileFrontend (chunked, bounded memory) and StreamFrontend (raw PCM pushed by the caller)
 // use the same ChannelFrontend, so both give identical features for identical samples.
 #pragma once
 
@@ -54,7 +54,7 @@ class ChannelFrontend {
   Framer framer_;
 };
 
-struct AnalyzerOptions {
+struct FrontendOptions {
   int channel = -1;            // -1: every channel
   double chunkSeconds = 30.0;  // audio decoded per next() call
   double maxDurationSec = 0;   // <= 0: no limit; combined over the analysed channels
@@ -70,9 +70,9 @@ struct AnalyzerOptions {
  *  time, so the output does not depend on the threading. Memory: two decode blocks of at
  *  most 2^20 interleaved samples, one mono block per analysed channel, and the features of
  *  the current chunk. */
-class FileAnalyzer {
+class FileFrontend {
  public:
-  FileAnalyzer(std::unique_ptr<Decoder> decoder, const AnalyzerOptions& options);
+  FileFrontend(std::unique_ptr<Decoder> decoder, const FrontendOptions& options);
 
   const DecodedInfo& info() const { return decoder_->info(); }
   const std::vector<int>& channels() const { return channels_; }
@@ -98,7 +98,7 @@ class FileAnalyzer {
   void processAndDecode(const Block& cur, Block& next, size_t nextFrames);
 
   std::unique_ptr<Decoder> decoder_;
-  AnalyzerOptions options_;
+  FrontendOptions options_;
   std::vector<int> channels_;
   std::vector<std::unique_ptr<ChannelFrontend>> frontends_;
   std::vector<std::vector<float>> mono_;

@@ -1,4 +1,4 @@
-#include "pipeline.h"
+#include "frontend.h"
 
 #include <algorithm>
 #include <chrono>
@@ -16,7 +16,7 @@ namespace auris {
 namespace {
 
 constexpr size_t kDecodeBlock = 8192;  // frames per decoder call (streams, decodeAll)
-constexpr size_t kMaxBlockFrames = 131072;     // FileAnalyzer pipeline block, frames
+constexpr size_t kMaxBlockFrames = 131072;     // FileFrontend decode block, frames
 constexpr size_t kBlockSamples = size_t(1) << 20;  // ... and at most this many samples
 constexpr size_t kMinThreadedSamples = 32768;      // smaller blocks are processed inline
 constexpr size_t kDecodeAllMaxSamples = size_t(1) << 27;
@@ -43,7 +43,7 @@ double ChannelFrontend::now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-FileAnalyzer::FileAnalyzer(std::unique_ptr<Decoder> decoder, const AnalyzerOptions& options)
+FileFrontend::FileFrontend(std::unique_ptr<Decoder> decoder, const FrontendOptions& options)
     : decoder_(std::move(decoder)), options_(options) {
   const DecodedInfo& in = decoder_->info();
   if (in.frames == 0) fail(ErrorCode::EmptyAudio, "the audio file contains no samples");
@@ -72,7 +72,7 @@ FileAnalyzer::FileAnalyzer(std::unique_ptr<Decoder> decoder, const AnalyzerOptio
   helpers_ = hw <= 1 ? 0 : static_cast<unsigned>(std::min<size_t>(channels_.size(), std::min(hw, 8u)));
 }
 
-FrontendStats FileAnalyzer::stats() const {
+FrontendStats FileFrontend::stats() const {
   FrontendStats s = stats_;
   for (const auto& c : channelStats_) {
     s.resampleSec += c.resampleSec;
@@ -81,7 +81,7 @@ FrontendStats FileAnalyzer::stats() const {
   return s;
 }
 
-void FileAnalyzer::checkDuration(int64_t frames) const {
+void FileFrontend::checkDuration(int64_t frames) const {
   if (options_.maxDurationSec <= 0) return;
   const DecodedInfo& in = decoder_->info();
   const double seconds = static_cast<double>(frames) / in.sampleRate * static_cast<double>(channels_.size());
@@ -92,7 +92,7 @@ void FileAnalyzer::checkDuration(int64_t frames) const {
              " analysed channel(s), the limit is " + secondsText(options_.maxDurationSec) + " s");
 }
 
-void FileAnalyzer::decodeBlock(Block& b, size_t frames) {
+void FileFrontend::decodeBlock(Block& b, size_t frames) {
   const size_t nch = static_cast<size_t>(decoder_->info().channels);
   frames = std::min(frames, blockFrames_);
   if (b.data.size() < blockFrames_ * nch) b.data.resize(blockFrames_ * nch);
@@ -110,14 +110,14 @@ void FileAnalyzer::decodeBlock(Block& b, size_t frames) {
   checkDuration(decoder_->framesRead());
 }
 
-void FileAnalyzer::processChannel(size_t i, const Block& b) {
+void FileFrontend::processChannel(size_t i, const Block& b) {
   float* m = mono_[i].data();
   deinterleave(b.data.data(), b.frames, decoder_->info().channels, channels_[i], m);
   frontends_[i]->push(m, b.frames, out_[i], &channelStats_[i]);
 }
 
 // Processes `cur` (all channels) on helper threads while this thread decodes `next`.
-void FileAnalyzer::processAndDecode(const Block& cur, Block& next, size_t nextFrames) {
+void FileFrontend::processAndDecode(const Block& cur, Block& next, size_t nextFrames) {
   const size_t nch = channels_.size();
   // Small blocks (tiny chunkSeconds) are not worth a thread start.
   if (helpers_ == 0 || cur.frames * nch < kMinThreadedSamples) {
@@ -160,7 +160,7 @@ void FileAnalyzer::processAndDecode(const Block& cur, Block& next, size_t nextFr
     if (e) std::rethrow_exception(e);
 }
 
-bool FileAnalyzer::next(int64_t& startStep) {
+bool FileFrontend::next(int64_t& startStep) {
   for (auto& o : out_) o.clear();
   startStep = stepsDone_;
   if (finished_) return false;
