@@ -30,5 +30,7 @@ cd "$root"
 "$CXX" -std=c++17 -g -O1 -fno-omit-frame-pointer "${flags[@]}" -fno-sanitize-recover=undefined \
   -ffp-contract=off -D_FILE_OFFSET_BITS=64 \
   $(pkg-config --cflags "${libs[@]}") "${sources[@]}" \
-  $(pkg-config --libs "${libs[@]}") -lpthread -o "$bin"
+  $(pkg-config --libs "${libs[@]}") -lpthread -o "$bin.tmp.$$"
+# Renamed into place: a test run sharing this build folder never executes a half-linked file.
+mv -f "$bin.tmp.$$" "$bin"
 echo "$bin"

@@ -3,9 +3,12 @@
 # build/fuzz/corpus/<format>/. Needs sox, lame and ffmpeg (already used by the audio tests).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
-c="$root/build/fuzz/corpus"
+final="$root/build/fuzz/corpus"
+# Made beside the final folder and renamed into place at the end, so a concurrent reader
+# (native/fuzz/smoke.sh from another test run) never sees a half-made corpus.
+c="$final.tmp.$$"
 rm -rf "$c"; mkdir -p "$c/wav" "$c/flac" "$c/mp3" "$c/opus" "$c/other"
-t="$(mktemp -d)"; trap 'rm -rf "$t"' EXIT
+t="$(mktemp -d)"; trap 'rm -rf "$t" "$c"' EXIT
 # A short tone + noise, mono and stereo, at a few rates.
 for rate in 8000 16000 22050 44100; do
   for ch in 1 2; do
@@ -50,3 +53,4 @@ sox -V1 "$t/s-8000-1.wav" "$c/other/pcm-8k.w64"
 ffmpeg -v error -y -i "$t/s-8000-1.wav" -f caf "$c/other/pcm-8k.caf" 2>/dev/null || true
 find "$c" -type f -size +24k -print -delete >&2 || true
 for d in "$c"/*; do echo "$(basename "$d"): $(ls "$d" | wc -l) files, $(du -sb "$d" | cut -f1) bytes"; done
+rm -rf "$final"; mv "$c" "$final"

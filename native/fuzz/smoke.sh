@@ -18,7 +18,9 @@ if [ ! -x "$bin" ] || [ -n "$(find "$root/native" -newer "$bin" -type f \( -name
 fi
 [ -d "$root/build/fuzz/corpus" ] || "$root/native/fuzz/make-corpus.sh" >/dev/null 2>&1 \
   || { echo "smoke: seed corpus generation failed" >&2; exit 1; }
-mkdir -p "$root/build/fuzz/artifacts" "$root/build/fuzz/logs"
+mkdir -p "$root/build/fuzz/artifacts"
+# Logs per run (test runs may share the build folder); the log of a failure is printed.
+logs="$(mktemp -d)"; trap 'rm -rf "$logs"' EXIT
 export ASAN_OPTIONS="detect_leaks=1:handle_abort=1:allocator_may_return_null=0"
 export LSAN_OPTIONS="suppressions=$root/native/fuzz/lsan.supp:print_suppressions=0"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
@@ -26,7 +28,7 @@ failed=0
 # smoke NAME SECONDS INPUTS...
 smoke() {
   local name="$1" s="$2"; shift 2
-  local log="$root/build/fuzz/logs/smoke-$name.log"
+  local log="$logs/$name.log"
   "$bin" -seconds="$s" -seed="${FUZZ_SEED:-1}" -artifact="$root/build/fuzz/artifacts/smoke-$name.bin" "$@" >"$log" 2>&1
   local rc=$?
   local counts; counts=$(grep -o 'files=[0-9]* mutants=[0-9]*' "$log" | tail -1)
