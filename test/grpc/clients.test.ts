@@ -75,12 +75,22 @@ describe('auris stream (CLI)', () => {
     );
   });
 
-  it('--realtime paces the audio; a bad key exits 1 with the error code', async () => {
+  it('--realtime paces the audio (results in order, the stream lasts at least as long as the audio); a bad key exits 1 with the error code', async () => {
     const short = path.join(tmpDir(), 'short.wav');
-    sh('sox', ['-V1', wav16, short, 'trim', '0', '1.2']);
-    const ok = await runAsync(process.execPath, [CLI, 'stream', short, '--server', ts.address, '--api-key', API_KEY, '--models', 'speech', '--output-period', '64', '--realtime']);
+    const seconds = 2;
+    sh('sox', ['-V1', wav16, short, 'trim', '0', String(seconds)]);
+    const chunkMs = 100;
+    const started = performance.now();
+    const ok = await runAsync(process.execPath, [CLI, 'stream', short, '--server', ts.address, '--api-key', API_KEY, '--models', 'speech', '--output-period', '64', '--chunk-ms', String(chunkMs), '--realtime']);
+    const elapsedMs = performance.now() - started;
     assert.equal(ok.code, 0, ok.stderr);
-    assert.equal(lines(ok.stdout).length, Math.ceil(1.2 / 0.064));
+    const got = lines(ok.stdout);
+    assert.equal(got.length, Math.ceil(seconds / 0.064));
+    got.forEach((l, i) => assert.equal(l.timestamp, i * 64, 'one line per step, in order'));
+    // A lower bound only (never flaky: a busy machine only makes it longer): the last chunk of a
+    // paced stream leaves no earlier than (seconds - one chunk) after the first. An unpaced
+    // client sends 2 s of audio in a few milliseconds.
+    assert.ok(elapsedMs >= seconds * 1000 - chunkMs, `the stream took ${elapsedMs.toFixed(0)} ms for ${seconds} s of audio`);
     const bad = await runAsync(process.execPath, [CLI, 'stream', short, '--server', ts.address, '--api-key', 'wrong-key-0000']);
     assert.equal(bad.code, 1);
     assert.match(bad.stderr, /auris: error \[INVALID_API_KEY\]/);

@@ -5,6 +5,7 @@
  * reflection.
  */
 import { strict as assert } from 'node:assert';
+import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
@@ -252,6 +253,16 @@ describe('same answers as file jobs', () => {
   });
 });
 
+/** The rows of docs/streaming.md's latency table: `| speech | 12 / 12 | 1600 ms | 776 ms | 776 ms |`. */
+function latencyTable(): Record<string, { left: number; right: number; receptiveFieldMs: number; lookaheadMs: number; streamLookaheadMs: number }> {
+  const doc = readFileSync(path.join(packageRoot(), 'docs', 'streaming.md'), 'utf8');
+  const rows: ReturnType<typeof latencyTable> = {};
+  for (const m of doc.matchAll(/^\| (\w+) \| (\d+) \/ (\d+) \| (\d+) ms \| (\d+) ms \| (\d+) ms/gm)) {
+    rows[m[1]!] = { left: +m[2]!, right: +m[3]!, receptiveFieldMs: +m[4]!, lookaheadMs: +m[5]!, streamLookaheadMs: +m[6]! };
+  }
+  return rows;
+}
+
 describe('ListModels, health, reflection', () => {
   it('ListModels: names, labels, raw keys, summary keys, version, receptive field and lookahead', async () => {
     const res = await listModels(ts.client, API_KEY);
@@ -263,13 +274,28 @@ describe('ListModels, health, reflection', () => {
     assert.deepEqual([...by.gender!.labels].sort(), ['female', 'male', 'no_speech', 'silence', 'unknown']);
     assert.deepEqual([...by.arousal!.raw_keys].sort(), ['high', 'low', 'neutral']);
     assert.deepEqual(by.gender!.summary_keys, ['male_fraction', 'female_fraction', 'other_fraction', 'unknown_fraction', 'silence_fraction']);
+    // Checked against sources independent of the registry: the manifest files read as plain JSON,
+    // the documented arithmetic (receptive field = (left + 1 + right) steps of 64 ms; lookahead =
+    // right steps of 64 ms + 8 ms, half the 512-sample window) and the table in docs/streaming.md.
+    const documented = latencyTable();
+    assert.deepEqual(Object.keys(documented).sort(), ['arousal', 'gender', 'speech']);
     for (const m of res.models) {
-      const info = ts.srv.engine.model(m.name);
-      assert.equal(m.version, info.version);
-      assert.equal(m.lookahead_ms, info.lookaheadMs);
-      assert.equal(m.receptive_field_ms, info.receptiveFieldMs);
-      assert.equal(m.right_context_steps, info.context.rightSteps);
-      assert.ok(m.lookahead_ms >= m.right_context_steps * 64);
+      const manifest = JSON.parse(readFileSync(path.join(packageRoot(), 'models', m.name, 'manifest.json'), 'utf8')) as {
+        version: string; receptive_field_ms: number; lookahead_ms: number; context: { left_steps: number; right_steps: number };
+      };
+      assert.equal(m.version, manifest.version);
+      assert.equal(m.left_context_steps, manifest.context.left_steps);
+      assert.equal(m.right_context_steps, manifest.context.right_steps);
+      assert.equal(m.receptive_field_ms, manifest.receptive_field_ms);
+      assert.equal(m.lookahead_ms, manifest.lookahead_ms);
+      assert.equal(m.receptive_field_ms, (m.left_context_steps + 1 + m.right_context_steps) * 64);
+      assert.equal(m.lookahead_ms, m.right_context_steps * 64 + 8);
+      const doc = documented[m.name]!;
+      assert.deepEqual(
+        [m.left_context_steps, m.right_context_steps, m.receptive_field_ms, m.lookahead_ms, m.stream_lookahead_ms],
+        [doc.left, doc.right, doc.receptiveFieldMs, doc.lookaheadMs, doc.streamLookaheadMs],
+        `docs/streaming.md's latency table row for ${m.name}`,
+      );
     }
     assert.deepEqual(by.arousal!.also_runs, ['speech']);
     assert.equal(by.arousal!.stream_lookahead_ms, Math.max(by.arousal!.lookahead_ms, by.speech!.lookahead_ms));

@@ -116,10 +116,11 @@ describe('faults', () => {
     });
   }
 
-  it('SIGTERM during a job: stops accepting, exits 0, and the job is finished after the next start', async () => {
+  it('SIGTERM during a job: stops accepting, hands the running job back, exits 0, and the job is finished after the next start', async () => {
     const data = join(dir.path, 'sigterm');
-    const wav = join(dir.path, 'long.wav');
-    execFileSync('sox', ['-V1', '-n', '-r', '16000', '-c', '1', '-b', '16', wav, 'synth', '60', 'sine', '300', 'vol', '0.3']);
+    // 8 minutes (a small FLAC) through three models: long enough that the signal lands while it runs.
+    const wav = join(dir.path, 'long.flac');
+    execFileSync('sox', ['-V1', '-n', '-r', '16000', '-c', '1', '-b', '16', wav, 'synth', '480', 'sine', '300', 'vol', '0.3']);
     const child = spawn(process.execPath, [CLI, 'serve', '--data-dir', data, '--port', '0', '--grpc-port', '0', '--host', '127.0.0.1', '--concurrency', '1'], {
       env: { ...process.env, API_KEYS: `${KEY_A}:org-a:proj-a`, LOG_LEVEL: 'info' },
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -130,19 +131,31 @@ describe('faults', () => {
     const exited = new Promise<number | null>((res) => child.on('exit', (code) => res(code)));
     try {
       const url = await waitFor(() => /"url":"(http:\/\/[^"]+)"/.exec(out)?.[1], 60_000, 'auris serving');
-      const res = await fetch(`${url}/file-processing/jobs?models=speech&output_period=1024`, { method: 'POST', headers: { 'x-api-key': KEY_A, 'content-type': 'audio/wav' }, body: readFileSync(wav) });
+      const res = await fetch(`${url}/file-processing/jobs?models=speech,arousal,gender&output_period=1024`, { method: 'POST', headers: { 'x-api-key': KEY_A, 'content-type': 'audio/flac' }, body: readFileSync(wav) });
       assert.equal(res.status, 201, await res.clone().text());
       const jobId = ((await res.json()) as { job_id: string }).job_id;
-      await sleep(100);
+      const status = async (): Promise<string> => ((await (await fetch(`${url}/file-processing/jobs/${jobId}`, { headers: { 'x-api-key': KEY_A } })).json()) as { status: string }).status;
+      await waitFor(async () => ((await status()) === 'processing' ? true : undefined), 30_000, 'the job to be processing');
       child.kill('SIGTERM');
       const code = await Promise.race([exited, sleep(60_000).then(() => 'timeout')]);
       assert.equal(code, 0, out.slice(-2000));
       assert.match(out, /shutting down/);
+      // The worker gave the running job back (the signal landed while it ran).
+      assert.match(out, new RegExp(`"job_id":"${jobId}"[^\n]*job interrupted by shutdown`), out.slice(-3000));
       await assert.rejects(fetch(`${url}/healthz`));
-      // The next start finishes the job (or serves it, if it had finished before the signal).
+      // Stored as not finished: on the next start (no worker yet) it is queued again.
+      const idle = await startServer(data, { startWorker: false });
+      try {
+        const job = (await (await api(idle, KEY_A)(`/file-processing/jobs/${jobId}`)).json()) as { status: string; finished_at: string | null };
+        assert.ok(job.status === 'queued' || job.status === 'processing', job.status);
+        assert.equal(job.finished_at, null);
+      } finally {
+        await idle.close();
+      }
+      // The next start with a worker finishes it.
       const server = await startServer(data, { config: { concurrency: 1 } });
       try {
-        const job = await waitForJob(server, KEY_A, jobId, undefined, 60_000);
+        const job = await waitForJob(server, KEY_A, jobId, undefined, 120_000);
         assert.equal(job.status, 'succeeded', JSON.stringify(job.error));
       } finally {
         await server.close();

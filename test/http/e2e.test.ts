@@ -151,14 +151,33 @@ describe('end to end with the real models', { skip }, () => {
     checkToneSilence(ch, 1024);
   });
 
-  it('stereo: every channel, or the one asked for; a missing channel fails with INVALID_CHANNEL', async () => {
-    const stereo = sox(join(dir.path, 'stereo.wav'), 16000, 2, 'synth', '1', 'sine', '440', 'sine', '660');
-    const both = await run({ audio: readFileSync(stereo), query: 'models=speech&output_period=256' });
+  it('stereo: each channel analysed on its own content (speech left, a tone right), or only the one asked for; a missing channel fails with INVALID_CHANNEL', async () => {
+    // Left: espeak-ng speech; right: a 440 Hz tone as long as the speech.
+    const spoken = join(dir.path, 'spoken.wav');
+    execFileSync('espeak-ng', ['-v', 'en-us', '-s', '150', '-w', spoken, 'Good morning, I would like to ask about the delivery of my parcel.'], { timeout: 30_000 });
+    const left = join(dir.path, 'left.wav');
+    execFileSync('sox', [spoken, '-r', '16000', '-c', '1', '-b', '16', left]);
+    const seconds = Number(execFileSync('soxi', ['-D', left], { encoding: 'utf8' }));
+    const right = sox(join(dir.path, 'right.wav'), 16000, 1, 'synth', String(seconds), 'sine', '440', 'vol', '0.5');
+    const stereo = join(dir.path, 'stereo.wav');
+    execFileSync('sox', ['-M', left, right, stereo]);
+
+    const both = await run({ audio: readFileSync(stereo), query: 'models=speech,gender&output_period=512' });
     assert.deepEqual(Object.keys(both.results.result.channels).sort(), ['0', '1']);
     assert.equal(both.job.audio?.processed_channels, 2);
-    const one = await run({ audio: readFileSync(stereo), query: 'models=speech&output_period=256&channel=1' });
+    const labels = (ch: string, m: string): string[] => both.results.result.channels[ch]!.time_series.map((s) => s.results[m]!.result);
+    const share = (xs: string[], x: string): number => xs.filter((y) => y === x).length / xs.length;
+    const voicedLeft = labels('0', 'speech').filter((l) => l !== 'silence');
+    assert.ok(share(voicedLeft, 'speech') >= 0.8, `left: ${voicedLeft.join(' ')}`);
+    assert.equal(share(labels('1', 'speech'), 'speech'), 0, `right (a tone): ${labels('1', 'speech').join(' ')}`);
+    assert.equal(share(labels('1', 'speech'), 'silence'), 0, 'right is never silent');
+    assert.ok(labels('0', 'gender').some((l) => l === 'male' || l === 'female'), 'left has a voice');
+    assert.deepEqual([...new Set(labels('1', 'gender'))], ['no_speech'], 'right has none');
+
+    const one = await run({ audio: readFileSync(stereo), query: 'models=speech,gender&output_period=512&channel=1' });
     assert.deepEqual(Object.keys(one.results.result.channels), ['1']);
     assert.equal(one.job.audio?.processed_channels, 1);
+    assert.deepEqual(one.results.result.channels['1'], both.results.result.channels['1'], 'channel=1 alone gives the same results as in the stereo job');
 
     const res = await createJob(server, KEY_A, { audio: readFileSync(stereo), query: 'models=speech&output_period=256&channel=2' });
     const failed = await waitForJob(server, KEY_A, ((await res.json()) as JobJson).job_id);

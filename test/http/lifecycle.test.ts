@@ -261,7 +261,7 @@ describe('retention and metrics', () => {
   it('purges finished jobs and results after the retention time', async () => {
     const dir = tempDir();
     const analyzer = new FakeAnalyzer();
-    const server = await startServer(dir.path, { analyzer, config: { retentionSec: 1, sweepIntervalMs: 100 } });
+    const server = await startServer(dir.path, { analyzer, config: { retentionSec: 1, sweepIntervalMs: 100, concurrency: 1 } });
     try {
       const job = await created(await createJob(server, KEY_A, {}));
       const done = await waitForJob(server, KEY_A, job.job_id);
@@ -270,13 +270,23 @@ describe('retention and metrics', () => {
       await waitFor(async () => (await api(server, KEY_A)(`/file-processing/jobs/${job.job_id}`)).status === 404, 5000, 'purge');
       assert.equal((await api(server, KEY_A)(`/file-processing/jobs/${job.job_id}/results`)).status, 404);
       await waitFor(async () => (await server.backends.blobs.keys()).length === 0, 5000, 'results blob removed');
-      // A queued job is not purged however old.
+      // Neither a processing nor a queued job is purged however old: with one worker held by a
+      // gated job, the second job really waits in the queue through a dozen sweeps.
       analyzer.gated = true;
+      const running = await created(await createJob(server, KEY_A, {}));
+      await waitForJob(server, KEY_A, running.job_id, (j) => j.status === 'processing');
       const queued = await created(await createJob(server, KEY_A, {}));
       await sleep(1300);
-      assert.equal((await api(server, KEY_A)(`/file-processing/jobs/${queued.job_id}`)).status, 200);
+      const get = async (id: string): Promise<JobJson> => {
+        const res = await api(server, KEY_A)(`/file-processing/jobs/${id}`);
+        assert.equal(res.status, 200, `job ${id} is still there`);
+        return (await res.json()) as JobJson;
+      };
+      assert.equal((await get(running.job_id)).status, 'processing');
+      assert.equal((await get(queued.job_id)).status, 'queued');
       analyzer.gated = false;
       analyzer.release();
+      assert.equal((await waitForJob(server, KEY_A, queued.job_id)).status, 'succeeded');
     } finally {
       await server.close();
       dir.cleanup();
