@@ -33,9 +33,9 @@ export function sox(args: string[]): void {
   run('sox', ['-V1', ...args]);
 }
 
-/** Reference decode: every channel, interleaved float32 at the native rate (ffmpeg). */
-export function ffmpegDecode(file: string): Float32Array {
-  const out = run('ffmpeg', ['-v', 'error', '-i', file, '-f', 'f32le', '-acodec', 'pcm_f32le', '-']);
+/** Reference decode: every channel, interleaved float32 at the native rate (ffmpeg; `decoder` names its decoder, e.g. libopus). */
+export function ffmpegDecode(file: string, decoder?: string): Float32Array {
+  const out = run('ffmpeg', ['-v', 'error', ...(decoder ? ['-c:a', decoder] : []), '-i', file, '-f', 'f32le', '-acodec', 'pcm_f32le', '-']);
   return new Float32Array(out.buffer.slice(out.byteOffset, out.byteOffset + out.byteLength));
 }
 
