@@ -5,8 +5,9 @@
 # (test/fixtures/regressions) and then SECONDS (default 3) of seeded mutants per format.
 # Leak detection is on, with the one upstream libvorbis leak suppressed (lsan.supp).
 # Prints one line per run:  smoke <name> files=N mutants=N rc=N
-# and exits non-zero if the build fails or any run finds something (its log is printed, the
-# input that failed is kept in build/fuzz/artifacts/smoke-<name>.bin).
+# and exits non-zero if the build fails or any run finds something (the start of its log, the
+# sanitizer report, is printed; the input that failed is kept in
+# build/fuzz/artifacts/smoke-<name>.bin).
 # Usage: native/fuzz/smoke.sh [SECONDS] [formats...]   (formats: wav flac mp3 opus other)
 set -uo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -33,7 +34,7 @@ smoke() {
   local rc=$?
   local counts; counts=$(grep -o 'files=[0-9]* mutants=[0-9]*' "$log" | tail -1)
   echo "smoke $name ${counts:-files=? mutants=?} rc=$rc"
-  if [ $rc -ne 0 ]; then failed=1; tail -n 60 "$log" >&2; fi
+  if [ $rc -ne 0 ]; then failed=1; head -n 80 "$log" >&2; fi
 }
 smoke regressions 0 "$root/test/fixtures/regressions"
 for f in "${formats[@]}"; do smoke "$f" "$secs" "$root/build/fuzz/corpus/$f"; done
