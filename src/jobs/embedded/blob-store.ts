@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto';
-import { createReadStream, createWriteStream } from 'node:fs';
+import { createReadStream } from 'node:fs';
 import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
 import { dirname, join, relative, sep } from 'node:path';
 import type { Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
 import { limitedStream } from '../limited-stream';
+import { pipeToFile } from '../file-sink';
 import type { BlobStore } from '../types';
 import { writeAtomic } from './fsutil';
 
@@ -30,11 +30,11 @@ export class EmbeddedBlobStore implements BlobStore {
     const tmp = join(dirname(path), `.tmp-${randomBytes(6).toString('hex')}`);
     const { counter, size, detach } = limitedStream(data, opts.maxBytes);
     try {
-      await pipeline(counter, createWriteStream(tmp));
-      await rename(tmp, path);
-    } catch (err) {
-      await rm(tmp, { force: true });
-      throw err;
+      await pipeToFile(counter, tmp);
+      await rename(tmp, path).catch(async (err: unknown) => {
+        await rm(tmp, { force: true });
+        throw err;
+      });
     } finally {
       detach();
     }

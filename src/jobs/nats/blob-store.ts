@@ -6,13 +6,12 @@
  * marker behind (its metadata subject is purged too).
  */
 import { randomBytes } from 'node:crypto';
-import { createWriteStream } from 'node:fs';
 import { mkdir, readdir, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import { type ObjectStore, StorageType } from 'nats';
+import { pipeToFile } from '../file-sink';
 import { limitedStream } from '../limited-stream';
 import type { BlobStore } from '../types';
 import type { NatsConn, NatsLogger } from './connection';
@@ -82,12 +81,7 @@ export class NatsBlobStore implements BlobStore {
     if (!got) return null;
     await mkdir(this.opts.tmpDir, { recursive: true });
     const path = join(this.opts.tmpDir, `blob-${randomBytes(8).toString('hex')}`);
-    try {
-      await pipeline(got.stream, createWriteStream(path));
-    } catch (err) {
-      await rm(path, { force: true });
-      throw err;
-    }
+    await pipeToFile(got.stream, path);
     return { path, release: () => rm(path, { force: true }) };
   }
 
