@@ -23,6 +23,7 @@ import { JobService } from '../jobs/service';
 import { BackendUnavailableError, isTerminal, type Backends } from '../jobs/types';
 import { JobWorker } from '../jobs/worker';
 import { ApiKeyRegistry, generateDevKey, RateLimiter } from './auth';
+import { problemClientErrorHandler } from './client-errors';
 import { API_ERRORS, ApiError, PROBLEM_CONTENT_TYPE, problemSchema } from './errors';
 import { consolePlugin } from './console';
 import { jobRoutes, unsupportedMediaType } from './routes/jobs';
@@ -118,6 +119,7 @@ export async function createServer(opts: ServerOptions = {}): Promise<AurisServe
       return (reply as unknown as FastifyReply).code(apiErr.status).type(PROBLEM_CONTENT_TYPE).send(JSON.stringify(apiErr.toProblem(req.url.split('?')[0].slice(0, 200))));
     },
     forceCloseConnections: 'idle',
+    clientErrorHandler: problemClientErrorHandler(MAX_HEADER_BYTES),
   });
 
   let devKey: string | null = null;

@@ -51,6 +51,15 @@ async function trickle(s: Socket, stopped: () => boolean, chunk: string, everyMs
   }
 }
 
+/** Checks a raw HTTP answer: problem+json with `status` and `code`. */
+function rawProblem(data: string, status: number, code: string): void {
+  const [head, body] = [data.slice(0, data.indexOf('\r\n\r\n')), data.slice(data.indexOf('\r\n\r\n') + 4)];
+  assert.match(head, /content-type: application\/problem\+json/i, head);
+  const p = JSON.parse(body) as { status: number; code: string; type: string };
+  assert.equal(p.status, status);
+  assert.equal(p.code, code);
+}
+
 async function problem(res: Response, status: number, code?: string): Promise<Record<string, unknown>> {
   const text = await res.text();
   assert.equal(res.status, status, text);
@@ -92,7 +101,10 @@ describe('hostile HTTP clients', () => {
       await trickle(s, stopped, 'X-Slow: a\r\n', 100);
     });
     assert.ok(r.closed);
-    if (r.data) assert.match(r.data, /^HTTP\/1\.1 408/);
+    if (r.data) {
+      assert.match(r.data, /^HTTP\/1\.1 408/);
+      rawProblem(r.data, 408, 'REQUEST_TIMEOUT');
+    }
     assert.equal((await fetch(server.url + '/healthz')).status, 200);
   });
 
@@ -131,11 +143,22 @@ describe('hostile HTTP clients', () => {
     if (r.data) assert.match(r.data, /^HTTP\/1\.1 (408|400)/);
   });
 
-  it('oversized headers: 431', async () => {
+  it('oversized headers: 431 problem+json HEADERS_TOO_LARGE', async () => {
     const r = await rawClient(server.url, async (s) => {
       s.write(`GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: ${'a'.repeat(40 * 1024)}\r\n\r\n`);
     });
     assert.match(r.data, /^HTTP\/1\.1 431/);
+    rawProblem(r.data, 431, 'HEADERS_TOO_LARGE');
+  });
+
+  it('a request Node cannot parse: 400 problem+json MALFORMED_REQUEST', async () => {
+    for (const bad of ['GET /healthz HTTP/1.1\r\nHost 127.0.0.1\r\n\r\n', 'BLAH\x00 / HTTP/1.1\r\n\r\n', 'POST /file-processing/jobs HTTP/1.1\r\nHost: x\r\ncontent-length: 5\r\ncontent-length: 6\r\n\r\n']) {
+      const r = await rawClient(server.url, async (s) => {
+        s.write(bad);
+      });
+      assert.match(r.data, /^HTTP\/1\.1 400/, JSON.stringify(bad));
+      rawProblem(r.data, 400, 'MALFORMED_REQUEST');
+    }
   });
 
   it('oversized JSON body (> 1 MiB): 413 problem+json', async () => {
