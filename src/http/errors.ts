@@ -21,6 +21,7 @@ export const API_ERRORS = {
   REQUEST_TIMEOUT: { status: 408, title: 'Request timeout' },
   RESULTS_NOT_READY: { status: 409, title: 'Results not ready' },
   JOB_FAILED: { status: 409, title: 'Job failed' },
+  IDEMPOTENCY_CONFLICT: { status: 409, title: 'Idempotency-Key reused for another request' },
   PAYLOAD_TOO_LARGE: { status: 413, title: 'Payload too large' },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, title: 'Unsupported media type' },
   RATE_LIMITED: { status: 429, title: 'Too many requests' },

@@ -5,6 +5,7 @@
 import type { Config } from '../config';
 import { JOB_ERROR_CODES } from '../jobs/errors';
 import { PROBLEM_CONTENT_TYPE, problemSchema } from './errors';
+import { metadataSchema } from './metadata';
 
 export const AUDIO_MEDIA_TYPES = [
   'audio/wav',
@@ -63,6 +64,12 @@ export function createJobQuerySchema(config: Config, volumeRange: { min: number;
         maximum: volumeRange.max,
         description: 'Silence gate level (see docs/results.md for unit and default). A higher value makes more of the audio count as silence.',
       },
+      metadata: {
+        type: 'string',
+        maxLength: 8192,
+        description: 'Your own key/value strings as a JSON object (URL-encoded), echoed in the job record and the callback; see the `metadata` body field for the limits. The URL method may give it in the body instead.',
+        example: '{"customer":"c-1042"}',
+      },
       callback: {
         type: 'string',
         format: 'uri',
@@ -80,6 +87,7 @@ export const urlBodySchema = {
   additionalProperties: false,
   properties: {
     url: { type: 'string', format: 'uri', maxLength: 4096, pattern: '^[Hh][Tt][Tt][Pp][Ss]?://', description: 'http(s) address of the audio file' },
+    metadata: metadataSchema,
   },
 } as const;
 
@@ -221,7 +229,7 @@ const STATUS_TEXT: Record<number, string> = {
   400: 'Invalid parameter or body (INVALID_PARAMETER, UNKNOWN_MODEL, INVALID_BODY)',
   401: 'Missing or invalid x-api-key (MISSING_API_KEY, INVALID_API_KEY)',
   404: 'No such job for this project (JOB_NOT_FOUND)',
-  409: 'Results not available (RESULTS_NOT_READY, JOB_FAILED)',
+  409: 'Results not available (RESULTS_NOT_READY, JOB_FAILED); or the Idempotency-Key was used for another request (IDEMPOTENCY_CONFLICT)',
   413: 'Upload larger than the limit (PAYLOAD_TOO_LARGE)',
   415: 'Unsupported Content-Type (UNSUPPORTED_MEDIA_TYPE)',
   429: 'Rate limit or unfinished-job limit reached (RATE_LIMITED, TOO_MANY_ACTIVE_JOBS); see Retry-After',

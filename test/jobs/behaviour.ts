@@ -21,7 +21,7 @@ import {
   RevisionConflictError,
   type StoredJob,
 } from '../../src/jobs/types';
-import { api, assertCallbackBodyIsRecord, createJob, FakeAnalyzer, KEY_A, KEY_B, startReceiver, startServer, tempDir, waitFor, waitForJob, type JobJson } from '../http/helpers';
+import { api, assertCallbackBodyIsRecord, createJob, fakeWav, FakeAnalyzer, KEY_A, KEY_B, startReceiver, startServer, tempDir, waitFor, waitForJob, type JobJson } from '../http/helpers';
 
 export interface BackendHarness {
   /**
@@ -410,6 +410,104 @@ export function backendBehaviour(name: string, harness: () => BackendHarness, op
         assert.equal(await api(server, KEY_B)(`/file-processing/jobs/${job.job_id}`).then((r) => r.status), 404);
       } finally {
         await receiver.close();
+      }
+    });
+
+    it('Idempotency-Key: the same upload again gives the same job (201, Idempotent-Replayed), another body 409, racing requests one job', async () => {
+      const key = `idem-${randomUUID()}`;
+      const post = (audio: Buffer, k = key, query = 'models=speech&output_period=1024') =>
+        api(server, KEY_A)(`/file-processing/jobs?${query}`, { method: 'POST', headers: { 'content-type': 'audio/wav', 'idempotency-key': k }, body: audio });
+      const audio = fakeWav(5000);
+      const first = await post(audio);
+      assert.equal(first.status, 201);
+      assert.equal(first.headers.get('idempotent-replayed'), null);
+      const job = (await first.json()) as JobJson;
+      const again = await post(audio);
+      assert.equal(again.status, 201);
+      assert.equal(again.headers.get('idempotent-replayed'), 'true');
+      assert.equal(((await again.json()) as JobJson).job_id, job.job_id);
+      assert.equal(again.headers.get('location'), `/file-processing/jobs/${job.job_id}`);
+      // Same key, other bytes / other parameters: a conflict naming the job; no job is created.
+      const other = Buffer.from(audio);
+      other[100] = 7;
+      const conflict = await post(other);
+      assert.equal(conflict.status, 409);
+      const problem = (await conflict.json()) as { code: string; job_id: string };
+      assert.equal(problem.code, 'IDEMPOTENCY_CONFLICT');
+      assert.equal(problem.job_id, job.job_id);
+      assert.equal((await post(audio, key, 'models=speech&output_period=512')).status, 409);
+      // The key is per project: another project's same key is another job.
+      const b = await api(server, KEY_B)('/file-processing/jobs?models=speech&output_period=1024', { method: 'POST', headers: { 'content-type': 'audio/wav', 'idempotency-key': key }, body: audio });
+      assert.equal(b.status, 201);
+      assert.notEqual(((await b.json()) as JobJson).job_id, job.job_id);
+      // Five at once with a fresh key: one job, every answer names it.
+      const raceKey = `race-${randomUUID()}`;
+      const answers = await Promise.all([1, 2, 3, 4, 5].map(() => post(audio, raceKey)));
+      assert.deepEqual(answers.map((r) => r.status), [201, 201, 201, 201, 201]);
+      const ids = new Set(await Promise.all(answers.map(async (r) => ((await r.json()) as JobJson).job_id)));
+      assert.equal(ids.size, 1);
+      const stored = (await server.backends.jobs.list()).filter((j) => ids.has(j.record.job_id));
+      assert.equal(stored.length, 1);
+      await waitForJob(server, KEY_A, [...ids][0]!);
+      // Uploads of the losing requests are not left behind.
+      const keys = await server.backends.blobs.keys();
+      assert.equal(keys.filter((k) => k.startsWith(`uploads/${[...ids][0]}`)).length, 0);
+    });
+
+    it('Idempotency-Key on the URL method; an invalid key is a 400', async () => {
+      const key = randomUUID();
+      const post = (url: string) =>
+        api(server, KEY_A)('/file-processing/jobs?models=speech&output_period=1024', {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'idempotency-key': key },
+          body: JSON.stringify({ url }),
+        });
+      const a = (await (await post('http://127.0.0.1:9/a.wav')).json()) as JobJson;
+      const b = await post('http://127.0.0.1:9/a.wav');
+      assert.equal(((await b.json()) as JobJson).job_id, a.job_id);
+      assert.equal((await post('http://127.0.0.1:9/b.wav')).status, 409);
+      const bad = await api(server, KEY_A)('/file-processing/jobs?models=speech&output_period=1024', {
+        method: 'POST',
+        headers: { 'content-type': 'audio/wav', 'idempotency-key': 'x'.repeat(300) },
+        body: fakeWav(),
+      });
+      assert.equal(bad.status, 400);
+      await waitForJob(server, KEY_A, a.job_id);
+    });
+
+    it('metadata is stored, echoed in the record and the callback, and size-limited', async () => {
+      const receiver = await startReceiver();
+      try {
+        const metadata = { customer: 'c-1042', 'episode.no': '17' };
+        const q = `models=speech&output_period=1024&metadata=${encodeURIComponent(JSON.stringify(metadata))}&callback=${encodeURIComponent(receiver.url)}`;
+        const res = await createJob(server, KEY_A, { query: q });
+        assert.equal(res.status, 201);
+        const job = (await res.json()) as JobJson & { metadata: unknown };
+        assert.deepEqual(job.metadata, metadata);
+        const done = (await waitForJob(server, KEY_A, job.job_id)) as JobJson & { metadata: unknown };
+        assert.deepEqual(done.metadata, metadata);
+        await waitFor(() => receiver.received.length >= 1, 10_000, 'callback');
+        assert.deepEqual((JSON.parse(receiver.received[0]!.body) as { metadata: unknown }).metadata, metadata);
+        // In the URL method's body too.
+        const viaBody = await api(server, KEY_A)('/file-processing/jobs?models=speech&output_period=1024', {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ url: 'http://127.0.0.1:9/x.wav', metadata: { k: 'v' } }),
+        });
+        assert.equal(viaBody.status, 201);
+        const viaBodyJob = (await viaBody.json()) as JobJson & { metadata: unknown };
+        assert.deepEqual(viaBodyJob.metadata, { k: 'v' });
+        await waitForJob(server, KEY_A, viaBodyJob.job_id);
+      } finally {
+        await receiver.close();
+      }
+      const tooMany = Object.fromEntries(Array.from({ length: 17 }, (_, i) => [`k${i}`, 'v']));
+      for (const bad of [tooMany, { k: 'x'.repeat(513) }, { 'bad key': 'v' }, { k: 1 }, ['a'], 'text']) {
+        const res = await createJob(server, KEY_A, { query: `models=speech&output_period=1024&metadata=${encodeURIComponent(JSON.stringify(bad))}` });
+        assert.equal(res.status, 400, JSON.stringify(bad));
+        const p = (await res.json()) as { code: string; detail: string };
+        assert.equal(p.code, 'INVALID_PARAMETER');
+        assert.match(p.detail, /^metadata: /);
       }
     });
 

@@ -5,7 +5,9 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Readable } from 'node:stream';
 import type { Config } from '../../config';
 import { serializeJob } from '../../jobs/record';
-import type { JobService, Owner } from '../../jobs/service';
+import { type CreatedJob, IdempotencyConflictError, type JobService, type Owner } from '../../jobs/service';
+import { IDEMPOTENCY_KEY_RE } from '../../jobs/idempotency';
+import { metadataOf } from '../metadata';
 import { BackendUnavailableError, BlobTooLargeError, type JobRequest } from '../../jobs/types';
 import { ApiError } from '../errors';
 import {
@@ -40,6 +42,7 @@ interface CreateQuery {
   include_raw_values?: boolean;
   volume_threshold?: number;
   callback?: string;
+  metadata?: string;
 }
 
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -73,14 +76,28 @@ export async function jobRoutes(app: FastifyInstance, opts: JobRoutesOptions): P
           `Direct upload: the raw bytes with the audio media type (${AUDIO_MEDIA_TYPES.join(', ')}), at most ${config.limits.maxUploadBytes} bytes.`,
         security,
         querystring: createJobQuerySchema(config, opts.volumeRange),
+        headers: {
+          type: 'object',
+          properties: {
+            'idempotency-key': {
+              type: 'string',
+              description:
+                'Makes the creation safe to retry: the same key with the same request (parameters, metadata and body) within 24 h returns the job it created (201, `Idempotent-Replayed: true`); with a different request, 409 IDEMPOTENCY_CONFLICT.',
+              example: '5f8c1a52-7a0e-4b1e-9d0c-3a9f2e1c7b44',
+            },
+          },
+        },
         body: { content: { [JSON_MEDIA_TYPE]: { schema: urlBodySchema } } },
         response: {
           201: {
             description: 'The job was created and queued. Location: the job URL.',
-            headers: { Location: { type: 'string', description: 'Path of the job' } },
+            headers: {
+              Location: { type: 'string', description: 'Path of the job' },
+              'Idempotent-Replayed': { type: 'string', enum: ['true'], description: 'Present when an earlier request with the same Idempotency-Key created the job' },
+            },
             content: { [JSON_MEDIA_TYPE]: { schema: { $ref: 'Job#' } } },
           },
-          ...problemResponses([400, 401, 413, 415, 429, 500, 503]),
+          ...problemResponses([400, 401, 409, 413, 415, 429, 500, 503]),
         },
       },
     },
@@ -128,11 +145,20 @@ export async function jobRoutes(app: FastifyInstance, opts: JobRoutesOptions): P
       }
 
       const type = mediaType(req);
-      let job;
-      if (type === JSON_MEDIA_TYPE) {
-        const body = req.body as { url: string };
-        checkHttpUrl(body.url, 'url', 'INVALID_BODY');
-        job = await service.create(owner, request, { method: 'url', url: body.url });
+      const idempotencyKey = idempotencyKeyOf(req);
+      const urlBody = type === JSON_MEDIA_TYPE ? (req.body as { url: string; metadata?: unknown }) : null;
+      let metadata;
+      try {
+        metadata = metadataOf(q.metadata, urlBody?.metadata);
+      } catch (err) {
+        drain(req);
+        throw err;
+      }
+      const extras = { metadata, idempotencyKey };
+      let created;
+      if (urlBody) {
+        checkHttpUrl(urlBody.url, 'url', 'INVALID_BODY');
+        created = await createOr409(() => service.create(owner, request, { method: 'url', url: urlBody.url }, extras));
       } else if ((AUDIO_MEDIA_TYPES as readonly string[]).includes(type) && req.body) {
         const declared = Number(req.headers['content-length']);
         if (Number.isFinite(declared) && declared > config.limits.maxUploadBytes) {
@@ -140,8 +166,12 @@ export async function jobRoutes(app: FastifyInstance, opts: JobRoutesOptions): P
           throw tooLarge(config);
         }
         try {
-          job = await service.create(owner, request, { method: 'upload', contentType: type, body: req.body as Readable });
+          created = await createOr409(() => service.create(owner, request, { method: 'upload', contentType: type, body: req.body as Readable }, extras));
         } catch (err) {
+          if (err instanceof ApiError) {
+            drain(req);
+            throw err;
+          }
           if (err instanceof BlobTooLargeError) {
             drain(req);
             throw tooLarge(config);
@@ -159,14 +189,17 @@ export async function jobRoutes(app: FastifyInstance, opts: JobRoutesOptions): P
           }
           throw err;
         }
-        if (job.record.source.size_bytes === 0) {
-          await service.delete(owner, job.record.job_id);
+        if (created.job.record.source.size_bytes === 0 && !created.replayed) {
+          await service.delete(owner, created.job.record.job_id);
           throw new ApiError('INVALID_BODY', 'The uploaded audio is empty.');
         }
       } else {
         throw unsupportedMediaType(type);
       }
+      const { job, replayed } = created;
       const location = `/file-processing/jobs/${job.record.job_id}`;
+      // A replay answers as the first request did (201, same job), marked as a replay.
+      if (replayed) void reply.header('idempotent-replayed', 'true');
       return reply.code(201).header('location', location).type(JSON_MEDIA_TYPE).send(serializeJob(job.record));
     },
   );
@@ -254,6 +287,35 @@ export async function jobRoutes(app: FastifyInstance, opts: JobRoutesOptions): P
       return reply.code(204).send();
     },
   );
+}
+
+/** The Idempotency-Key header, if any: 1 to 255 visible ASCII characters. */
+function idempotencyKeyOf(req: FastifyRequest): string | undefined {
+  const raw = req.headers['idempotency-key'];
+  if (raw === undefined) return undefined;
+  const key = Array.isArray(raw) ? raw[0]! : raw;
+  if (!IDEMPOTENCY_KEY_RE.test(key)) {
+    drain(req);
+    throw new ApiError('INVALID_PARAMETER', 'Idempotency-Key must be 1 to 255 visible ASCII characters (a UUID is a good choice).', {
+      errors: [{ parameter: 'Idempotency-Key', message: 'must be 1 to 255 visible ASCII characters' }],
+    });
+  }
+  return key;
+}
+
+async function createOr409(create: () => Promise<CreatedJob>): Promise<CreatedJob> {
+  try {
+    return await create();
+  } catch (err) {
+    if (err instanceof IdempotencyConflictError) {
+      throw new ApiError(
+        'IDEMPOTENCY_CONFLICT',
+        `This Idempotency-Key was used within the last 24 h for a different request (job ${err.jobId}); use a new key for a new request.`,
+        { job_id: err.jobId },
+      );
+    }
+    throw err;
+  }
 }
 
 async function findJob(service: JobService, owner: Owner, id: string) {
