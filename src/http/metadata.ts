@@ -10,11 +10,10 @@ import { ApiError } from './errors';
 export const METADATA_LIMITS = { maxKeys: 16, keyPattern: '^[A-Za-z0-9_.:-]{1,64}$', maxValueChars: 512, maxJsonBytes: 4096 } as const;
 const KEY_RE = new RegExp(METADATA_LIMITS.keyPattern);
 
-/** JSON schema of the metadata object (body and OpenAPI). */
+/** JSON schema of the metadata object (body and OpenAPI; OpenAPI 3.0 has no propertyNames: checkMetadata checks the keys). */
 export const metadataSchema = {
   type: 'object',
   maxProperties: METADATA_LIMITS.maxKeys,
-  propertyNames: { pattern: METADATA_LIMITS.keyPattern },
   additionalProperties: { type: 'string', maxLength: METADATA_LIMITS.maxValueChars },
   description: `Your own key/value strings, echoed in the job record and the callback: at most ${METADATA_LIMITS.maxKeys} keys (letters, digits, _ . : -, up to 64 characters), values up to ${METADATA_LIMITS.maxValueChars} characters, ${METADATA_LIMITS.maxJsonBytes} bytes of JSON in all.`,
   example: { customer: 'c-1042', episode: '17' },

@@ -65,12 +65,12 @@ describe('OpenAPI document', () => {
     const params = doc.paths['/file-processing/jobs']!.post!.parameters!;
     const byName = Object.fromEntries(params.map((p) => [p.name, p]));
     assert.deepEqual(Object.keys(byName).sort(), [
-      'callback', 'channel', 'include_raw_values', 'include_summary', 'include_transitions', 'models', 'output_period', 'volume_threshold',
+      'callback', 'channel', 'idempotency-key', 'include_raw_values', 'include_summary', 'include_transitions', 'metadata', 'models', 'output_period', 'volume_threshold',
     ]);
     assert.equal(byName.models!.required, true);
     assert.equal(byName.output_period!.required, true);
     assert.equal(byName.output_period!.schema!.multipleOf, 64);
-    for (const p of params) assert.equal(p.in, 'query');
+    for (const p of params) assert.equal(p.in, p.name === 'idempotency-key' ? 'header' : 'query');
   });
 
   it('documents both request bodies, the job record, the results and the API key', () => {
