@@ -4,8 +4,10 @@
  * AURIS_TEST_STRICT=1 (set by .ci/run): then it fails with the same reason, so a green CI run
  * means every test really ran. scripts/setup.sh installs everything the strict run needs.
  */
+import { copyFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { TestContext } from 'node:test';
+import { type PlaceholderSpec, writePlaceholderModels } from '../src/inference/placeholder';
 import { modelsIn } from '../src/jobs/analyzer';
 
 export const STRICT = process.env['AURIS_TEST_STRICT'] === '1';
@@ -46,4 +48,15 @@ export function modelsMissing(dir = MODELS_DIR): string | false {
 /** True when the shipped models are there; in strict mode their absence throws (the file fails). */
 export function haveShippedModels(): boolean {
   return envSkip(modelsMissing()) === false;
+}
+
+/**
+ * A models directory with placeholder `speech` and extra models, and `broken`: a model that
+ * passes the load check (one step) and returns too few values on every real call, so a job or
+ * stream using it fails with INFERENCE_FAILED (test/fixtures/broken-model/make.py).
+ */
+export function modelsDirWithBroken(dir: string, extra: PlaceholderSpec[] = []): string {
+  writePlaceholderModels(dir, [{ name: 'speech' }, { name: 'broken', rawKeys: ['a', 'b'], pads: [[1, 1], [1, 1]] }, ...extra]);
+  copyFileSync(join(ROOT, 'test', 'fixtures', 'broken-model', 'broken.onnx'), join(dir, 'broken', 'model.onnx'));
+  return dir;
 }
