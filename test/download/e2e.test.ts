@@ -264,10 +264,16 @@ describe('URL jobs against a verifying file host', () => {
     assert.deepEqual(net.violations, []);
   });
 
-  it('callbacks go through the same guard: a private callback URL is refused without a connection', async () => {
-    const job = await runJob(server, `${host.url}/tone.wav`, `models=speech&output_period=1024&callback=${encodeURIComponent('http://10.0.0.1/hook')}`);
-    assert.equal(job.status, 'succeeded', JSON.stringify(job.error));
-    await waitFor(async () => /auris_callbacks_total\{outcome="failed"\} [1-9]/.test(await (await fetch(`${server.url}/metrics`)).text()), 10_000, 'the refused callback');
+  it('callbacks go through the same guard: a private callback address, or a host name resolving to one, is refused without a connection', async () => {
+    const failed = async (): Promise<number> => Number(/auris_callbacks_total\{outcome="failed"\} (\d+)/.exec(await (await fetch(`${server.url}/metrics`)).text())?.[1] ?? 0);
+    for (const hook of ['http://10.0.0.1/hook', 'http://internal.test/hook']) {
+      const before = await failed();
+      const job = await runJob(server, `${host.url}/tone.wav`, `models=speech&output_period=1024&callback=${encodeURIComponent(hook)}`);
+      assert.equal(job.status, 'succeeded', JSON.stringify(job.error));
+      await waitFor(async () => (await failed()) === before + 1, 10_000, `the refused callback to ${hook}`);
+    }
+    // internal.test resolves to 10.9.8.7 (the injected resolver): refused after resolution, never connected to.
+    assert.ok(net.lookups.includes('internal.test'), 'the callback host name was resolved');
     assert.deepEqual(net.violations, []);
   });
 

@@ -152,6 +152,51 @@ describe('callbacks', () => {
     await waitFor(async () => (await metric(server, /^auris_callback_attempts_total\{outcome="network_error"\}/)) - before === 4, 10_000, '4 failed attempts');
   });
 
+  it('a redirect is not followed: the 3xx is a final answer, the redirect target gets nothing', async () => {
+    const target = await startReceiver(() => 200);
+    const redirecting = await startReceiver(() => 302);
+    redirecting.server.removeAllListeners('request');
+    redirecting.server.on('request', (req, res) => {
+      redirecting.received.push({ headers: req.headers, body: '', at: Date.now() });
+      req.resume();
+      res.writeHead(302, { location: target.url }).end();
+    });
+    const delivered = (): Promise<number> => metricSum(server, /^auris_callbacks_total\{/);
+    const before = await delivered();
+    try {
+      await jobWithCallback(server, redirecting.url);
+      await waitFor(async () => (await delivered()) === before + 1, 10_000, 'the callback to finish');
+      assert.equal(redirecting.received.length, 1, 'not retried');
+      assert.equal(target.received.length, 0, 'the redirect was not followed');
+    } finally {
+      await target.close();
+      await redirecting.close();
+    }
+  });
+
+  it('no callback for a job deleted while it runs', async () => {
+    const rx = await startReceiver(() => 200);
+    const barrier = await startReceiver(() => 200);
+    analyzer.gated = true;
+    try {
+      const job = await jobWithCallback(server, rx.url);
+      await waitForJob(server, KEY_A, job.job_id, (j) => j.status === 'processing');
+      assert.equal((await api(server, KEY_A)(`/file-processing/jobs/${job.job_id}`, { method: 'DELETE' })).status, 204);
+      analyzer.gated = false;
+      analyzer.release();
+      // A later job's callback is the barrier: once it arrived, the deleted job had its chance.
+      await jobWithCallback(server, barrier.url);
+      await waitFor(() => barrier.received.length === 1, 10_000, 'the barrier callback');
+      await sleep(200);
+      assert.equal(rx.received.length, 0, 'the deleted job called back');
+    } finally {
+      analyzer.gated = false;
+      analyzer.release();
+      await rx.close();
+      await barrier.close();
+    }
+  });
+
   it('a job without callback sends nothing: no attempt is counted and no delivery is logged as failed', async () => {
     const attempts = (): Promise<number> => metricSum(server, /^auris_callback_attempts_total\{/);
     const finished = (): Promise<number> => metricSum(server, /^auris_callbacks_total\{/);
