@@ -55,7 +55,7 @@ test('bad rows are all reported with their line numbers', () => {
     ].join('\n'),
   );
   assert.equal(problems.length, 7);
-  assert.match(problems[0], /^line 3: unknown task "speach" \(expected one of: speech, gender, arousal\)/);
+  assert.match(problems[0], /^line 3: unknown task "speach" \(expected one of: speech, gender, arousal, emotions\)/);
   assert.match(problems[1], /^line 4: label "other" is not a gender label \(expected one of: female, male\)/);
   assert.match(problems[2], /^line 5: empty path/);
   assert.match(problems[3], /^line 6: start_ms "-5" is not a non-negative number/);
