@@ -10,6 +10,9 @@ cd "$(dirname "$0")/.."
 # python3-grpcio and python3-grpc-tools: the Python gRPC client example and its test (test/grpc).
 # chromium: the headless browser the web console tests drive with playwright-core (test/console).
 # nats-server (JetStream): distributed-mode tests and benchmark (test/nats, bench/nats).
+# These are what `AURIS_TEST_STRICT=1 npm test` (.ci/run) needs: there a missing one fails the
+# tests that use it instead of skipping them (test/README.md). The disk-full test also mounts a
+# tmpfs, which needs root or passwordless sudo.
 # g++ brings its ASan/UBSan/LSan runtimes (libasan8, libubsan1): the fuzz smoke run
 # (test/hardening/fuzz-smoke.test.ts) needs nothing else; clang is only for long libFuzzer runs.
 DEB_PACKAGES=(pkg-config cmake g++ libsndfile1-dev libsoxr-dev libmpg123-dev libopusfile-dev sox ffmpeg espeak-ng lame python3-grpcio python3-grpc-tools chromium nats-server)
