@@ -63,4 +63,20 @@ export class RateLimiter {
     }
     return Math.max(1, Math.ceil((1 - b.tokens) / this.rate));
   }
+
+  /**
+   * The IETF RateLimit header fields (draft-ietf-httpapi-ratelimit-headers) for the key's
+   * bucket: the policy (quota q = burst over window w = the seconds to refill it) and the
+   * remaining tokens r with t = seconds until the bucket is full again.
+   */
+  headers(key: string, now = Date.now()): { 'ratelimit-policy': string; ratelimit: string } {
+    const b = this.buckets.get(key);
+    const tokens = b ? Math.min(this.burst, b.tokens + ((now - b.at) / 1000) * this.rate) : this.burst;
+    const remaining = Math.floor(tokens);
+    const reset = Math.ceil((this.burst - tokens) / this.rate);
+    return {
+      'ratelimit-policy': `"per-key";q=${this.burst};w=${Math.max(1, Math.ceil(this.burst / this.rate))}`,
+      ratelimit: `"per-key";r=${remaining};t=${reset}`,
+    };
+  }
 }

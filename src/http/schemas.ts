@@ -237,13 +237,19 @@ const STATUS_TEXT: Record<number, string> = {
   503: 'Not ready or shutting down (SERVICE_UNAVAILABLE)',
 };
 
+/** The IETF RateLimit fields on every authenticated answer (docs/api.md "Limits"). */
+export const RATE_LIMIT_HEADERS = {
+  'RateLimit-Policy': { type: 'string', description: 'The per-key policy: `"per-key";q=<burst>;w=<seconds to refill>`', example: '"per-key";q=500;w=10' },
+  RateLimit: { type: 'string', description: 'Left now: `"per-key";r=<requests left>;t=<seconds until full>`', example: '"per-key";r=497;t=1' },
+} as const;
+
 /** Response entries for the given error statuses, each an application/problem+json Problem. */
 export function problemResponses(statuses: number[]): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const s of statuses) {
     out[String(s)] = {
       description: STATUS_TEXT[s] ?? 'Error',
-      ...(s === 429 || s === 503 || s === 409 ? { headers: { 'Retry-After': { type: 'integer', description: 'Seconds to wait' } } } : {}),
+      ...(s === 429 || s === 503 || s === 409 ? { headers: { 'Retry-After': { type: 'integer', description: 'Seconds to wait' }, ...(s === 429 ? RATE_LIMIT_HEADERS : {}) } } : {}),
       content: { [PROBLEM_CONTENT_TYPE]: { schema: { $ref: 'Problem#' } } },
     };
   }

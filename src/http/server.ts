@@ -223,6 +223,7 @@ export async function createServer(opts: ServerOptions = {}): Promise<AurisServe
     if (!owner) throw new ApiError('INVALID_API_KEY', 'The x-api-key is not valid.');
     req.owner = owner;
     const wait = limiter.take(owner.key_id);
+    void reply.headers(limiter.headers(owner.key_id)); // RateLimit-Policy / RateLimit beside Retry-After
     if (wait > 0) {
       void reply.header('retry-after', String(wait));
       throw new ApiError('RATE_LIMITED', `Too many requests for this API key; retry after ${wait} s.`, { retry_after: wait }, wait);

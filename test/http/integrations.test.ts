@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { AurisServer } from '../../src/http/server';
-import { api, createJob, FakeAnalyzer, KEY_A, startServer, tempDir } from './helpers';
+import { api, createJob, FakeAnalyzer, KEY_A, KEY_B, startServer, tempDir } from './helpers';
 
 describe('CORS', () => {
   const dir = tempDir();
@@ -85,5 +85,32 @@ describe('GET /models', () => {
     const gender = body.models.find((m) => m.name === 'gender')!;
     assert.deepEqual(gender.also_runs, ['speech']);
     assert.ok(gender.labels.includes('female') && gender.labels.includes('male'));
+  });
+});
+
+describe('RateLimit headers', () => {
+  it('RateLimit-Policy and RateLimit count down the per-key bucket; the 429 carries them beside Retry-After', async () => {
+    const dir = tempDir();
+    const server = await startServer(dir.path, { analyzer: new FakeAnalyzer(), config: { limits: { rateLimitRps: 0.5, rateLimitBurst: 3 } } });
+    try {
+      const seen: string[] = [];
+      for (let i = 0; i < 3; i++) {
+        const res = await api(server, KEY_A)('/file-processing/jobs');
+        assert.equal(res.status, 200);
+        assert.equal(res.headers.get('ratelimit-policy'), '"per-key";q=3;w=6');
+        seen.push(String(res.headers.get('ratelimit')));
+      }
+      assert.deepEqual(seen.map((h) => /r=(\d+)/.exec(h)![1]), ['2', '1', '0']);
+      const limited = await api(server, KEY_A)('/file-processing/jobs');
+      assert.equal(limited.status, 429);
+      assert.ok(Number(limited.headers.get('retry-after')) >= 1);
+      assert.match(String(limited.headers.get('ratelimit')), /^"per-key";r=0;t=\d+$/);
+      // Another key has its own bucket.
+      const other = await api(server, KEY_B)('/file-processing/jobs');
+      assert.match(String(other.headers.get('ratelimit')), /r=2;/);
+    } finally {
+      await server.close();
+      dir.cleanup();
+    }
   });
 });
