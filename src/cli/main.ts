@@ -41,11 +41,20 @@ function loadCommand(name: string): CommandModule | undefined {
 
 function usage(): string {
   const lines = Object.entries(COMMANDS).map(([n, c]) => `  ${n.padEnd(9)} ${c.summary}`);
-  return ['usage: auris <command> [options]', '', 'commands:', ...lines, '', "run 'auris <command> --help' for a command's options"].join('\n');
+  return ['usage: auris <command> [options]', '       auris --version', '', 'commands:', ...lines, '', "run 'auris <command> --help' for a command's options"].join('\n');
+}
+
+/** The package version (package.json next to dist/). */
+export function version(): string {
+  return (require('../../../package.json') as { version: string }).version;
 }
 
 export async function main(argv: string[]): Promise<number> {
   const [cmd, ...rest] = argv;
+  if (cmd === '--version' || cmd === '-V' || cmd === 'version') {
+    process.stdout.write(`auris ${version()}\n`);
+    return 0;
+  }
   if (cmd === undefined || cmd === '-h' || cmd === '--help' || cmd === 'help') {
     process.stdout.write(usage() + '\n');
     return cmd === undefined ? 2 : 0;

@@ -26,6 +26,7 @@ import { ApiKeyRegistry, generateDevKey, RateLimiter } from './auth';
 import { problemClientErrorHandler } from './client-errors';
 import { API_ERRORS, ApiError, PROBLEM_CONTENT_TYPE, problemSchema } from './errors';
 import { consolePlugin } from './console';
+import { addMethodNotAllowed, trackRouteMethods } from './method-not-allowed';
 import { jobRoutes, unsupportedMediaType } from './routes/jobs';
 import { downloadKeyRoutes } from './routes/download-keys';
 import { listJobRoutes } from './routes/list';
@@ -165,7 +166,7 @@ export async function createServer(opts: ServerOptions = {}): Promise<AurisServe
 
   // Errors: every one as application/problem+json with a stable code.
   app.setErrorHandler((err: FastifyError | ApiError, req, reply) => {
-    const apiErr = toApiError(err);
+    const apiErr = toApiError(err, mediaTypeOf(req.headers['content-type']));
     if (apiErr.status >= 500) req.log.error({ err }, 'request failed');
     if (apiErr.retryAfter !== undefined) void reply.header('retry-after', String(apiErr.retryAfter));
     return reply.code(apiErr.status).type(PROBLEM_CONTENT_TYPE).send(JSON.stringify(apiErr.toProblem(req.url.split('?')[0])));
@@ -232,11 +233,13 @@ export async function createServer(opts: ServerOptions = {}): Promise<AurisServe
 
   let closing = false;
   let listening = false;
+  const routeMethods = trackRouteMethods(app, ['/file-processing/', '/models']);
   await app.register(jobRoutes, { config, service, listModels: () => analyzer.listModels(), volumeRange: VOLUME_THRESHOLD_RANGE });
   await app.register(listJobRoutes, { list: () => backends.jobs.list() }); // GET /file-processing/jobs (the project's jobs)
   await app.register(downloadKeyRoutes, { keys: download.keys }); // GET /.well-known/jwks.json, GET /verification-keys
   await app.register(callbackSecretRoutes, { secrets }); // GET /file-processing/callback-secret
   await app.register(modelRoutes, { modelsDir: config.modelsDir }); // GET /models
+  addMethodNotAllowed(app, routeMethods); // e.g. PUT on a job: 405 with Allow, not 404
 
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
   await app.register(consolePlugin); // the web console at GET / (web/, src/http/console.ts)
@@ -340,11 +343,13 @@ async function dataDirProblem(dir: string): Promise<string | null> {
   }
 }
 
+const mediaTypeOf = (header: string | undefined): string => (header ?? '').split(';')[0]!.trim().toLowerCase();
+
 /** Storage errors of the operating system: the service cannot take work now (no job is half-created). */
 const STORAGE_ERRNOS = new Set(['ENOSPC', 'EDQUOT', 'EROFS', 'EACCES', 'EPERM', 'ENOTDIR', 'EIO']);
 
 /** Maps Fastify's own errors (validation, body parsing) to the catalogue. */
-function toApiError(err: FastifyError | ApiError): ApiError {
+function toApiError(err: FastifyError | ApiError, contentType: string): ApiError {
   if (err instanceof ApiError) return err;
   const errno = (err as NodeJS.ErrnoException).code;
   if (errno && STORAGE_ERRNOS.has(errno) && typeof (err as NodeJS.ErrnoException).syscall === 'string') {
@@ -370,7 +375,7 @@ function toApiError(err: FastifyError | ApiError): ApiError {
   }
   switch (fe.code) {
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-      return unsupportedMediaType('');
+      return unsupportedMediaType(contentType); // names the type sent (e.g. audio/mp4), or asks for a body when none was sent
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
       return new ApiError('PAYLOAD_TOO_LARGE', 'The request body is too large.');
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
@@ -379,7 +384,7 @@ function toApiError(err: FastifyError | ApiError): ApiError {
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
       return new ApiError('INVALID_BODY', 'The Content-Length does not match the body.');
   }
-  if (fe.statusCode === 415) return unsupportedMediaType('');
+  if (fe.statusCode === 415) return unsupportedMediaType(contentType);
   if (fe.statusCode === 413) return new ApiError('PAYLOAD_TOO_LARGE', 'The request body is too large.');
   if (fe.statusCode && fe.statusCode >= 400 && fe.statusCode < 500) {
     if (fe.statusCode === 404) return new ApiError('NOT_FOUND', fe.message);

@@ -67,6 +67,7 @@ export async function jobRoutes(app: FastifyInstance, opts: JobRoutesOptions): P
   app.post<{ Querystring: CreateQuery; Body: unknown }>(
     '/file-processing/jobs',
     {
+      preValidation: plainIntegers(['output_period', 'channel']),
       schema: {
         operationId: 'createJob',
         tags: TAG,
@@ -287,6 +288,22 @@ export async function jobRoutes(app: FastifyInstance, opts: JobRoutesOptions): P
       return reply.code(204).send();
     },
   );
+}
+
+/**
+ * Integer parameters as plain decimal digits only: the schema's type coercion would also take
+ * `0x400`, `1.024e3`, `+64` or ` 64` (JavaScript's Number()), which no one means.
+ */
+function plainIntegers(names: readonly string[]) {
+  return async (req: FastifyRequest): Promise<void> => {
+    const q = req.query as Record<string, unknown>;
+    const bad = names.filter((n) => q[n] !== undefined && !(typeof q[n] === 'string' && /^[0-9]{1,10}$/.test(q[n] as string)));
+    if (bad.length) {
+      drain(req);
+      const errors = bad.map((parameter) => ({ parameter, message: 'must be a plain decimal integer (digits only)' }));
+      throw new ApiError('INVALID_PARAMETER', errors.map((e) => `${e.parameter}: ${e.message}`).join('; '), { errors });
+    }
+  };
 }
 
 /** The Idempotency-Key header, if any: 1 to 255 visible ASCII characters. */

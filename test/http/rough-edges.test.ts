@@ -1,0 +1,72 @@
+/**
+ * Rough edges an integrator hits: the 415 message names the type sent, integer parameters are
+ * plain decimal, a wrong method on a known path is 405 with Allow, `auris --version`.
+ */
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { resolve } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import type { AurisServer } from '../../src/http/server';
+import { api, createJob, fakeWav, FakeAnalyzer, KEY_A, startServer, tempDir, type JobJson } from './helpers';
+
+describe('rough edges', () => {
+  const dir = tempDir();
+  let server: AurisServer;
+  before(async () => {
+    server = await startServer(dir.path, { analyzer: new FakeAnalyzer() });
+  });
+  after(async () => {
+    await server.close();
+    dir.cleanup();
+  });
+
+  for (const type of ['audio/mp4', 'audio/L16;rate=16000', 'text/plain']) {
+    it(`415 for ${type} names the type, not "a body is required"`, async () => {
+      const res = await createJob(server, KEY_A, { contentType: type, audio: fakeWav() });
+      assert.equal(res.status, 415);
+      const p = (await res.json()) as { code: string; detail: string; supported_media_types: string[] };
+      assert.equal(p.code, 'UNSUPPORTED_MEDIA_TYPE');
+      assert.match(p.detail, new RegExp(`Content-Type ${type.split(';')[0]!.replace('/', '\\/')} is not accepted`, 'i'));
+      assert.ok(p.supported_media_types.includes('audio/wav'));
+    });
+  }
+
+  it('output_period and channel accept plain decimal integers only', async () => {
+    for (const q of ['output_period=0x400', 'output_period=1.024e3', 'output_period=%2B64', 'output_period=%2064', 'output_period=1024&channel=0x1', 'output_period=1024&channel=1.0']) {
+      const res = await createJob(server, KEY_A, { query: `models=speech&${q}` });
+      assert.equal(res.status, 400, q);
+      const p = (await res.json()) as { code: string; errors: Array<{ parameter: string }> };
+      assert.equal(p.code, 'INVALID_PARAMETER', q);
+      assert.match(p.errors[0]!.parameter, /^(output_period|channel)$/);
+    }
+    const ok = await createJob(server, KEY_A, { query: 'models=speech&output_period=1024&channel=0' });
+    assert.equal(ok.status, 201);
+    const job = (await ok.json()) as JobJson;
+    assert.equal(job.request.output_period, 1024);
+    assert.equal(job.request.channel, 0);
+  });
+
+  it('a wrong method on a known path is 405 METHOD_NOT_ALLOWED with Allow; an unknown path stays 404', async () => {
+    const job = (await (await createJob(server, KEY_A, {})).json()) as JobJson;
+    const cases: Array<[string, string, string]> = [
+      ['PUT', `/file-processing/jobs/${job.job_id}`, 'GET, DELETE, HEAD'],
+      ['PATCH', `/file-processing/jobs/${job.job_id}`, 'GET, DELETE, HEAD'],
+      ['POST', `/file-processing/jobs/${job.job_id}/results`, 'GET, HEAD'],
+      ['DELETE', '/file-processing/jobs', 'GET, POST, HEAD'],
+      ['POST', '/models', 'GET, HEAD'],
+    ];
+    for (const [method, path, allow] of cases) {
+      const res = await api(server, KEY_A)(path, { method });
+      assert.equal(res.status, 405, `${method} ${path}`);
+      assert.equal(res.headers.get('allow')?.split(', ').sort().join(', '), allow.split(', ').sort().join(', '));
+      assert.equal(((await res.json()) as { code: string }).code, 'METHOD_NOT_ALLOWED');
+    }
+    assert.equal((await api(server, KEY_A)('/file-processing/nothing', { method: 'PUT' })).status, 404);
+  });
+
+  it('auris --version prints the package version', () => {
+    const main = resolve(__dirname, '..', '..', 'src', 'cli', 'main.js');
+    const pkg = require(resolve(__dirname, '..', '..', '..', 'package.json')) as { version: string };
+    assert.equal(execFileSync(process.execPath, [main, '--version'], { encoding: 'utf8' }).trim(), `auris ${pkg.version}`);
+  });
+});
