@@ -14,7 +14,7 @@ estimate what a user with a new kind of recording gets.  Slices, each on its own
 - unseen languages: each held-out corpus is its own language or accent;
 - gender only: pitch moved towards the other gender with the spectral envelope kept (WORLD), which must not
   flip the decision.
-The shipped models in git (HEAD's models/<task>/model.onnx) are scored on the same clips where they never saw
+The previous versions in git (PREVIOUS_REV's models/<task>/model.onnx) are scored on the same clips where they never saw
 the corpus, and on the held-out speakers of the corpora they were trained on.
 Writes training/runs/loco/<task>/<corpus>.npz per fold and models/<task>/loco.json (read by the model card).
 """
@@ -103,11 +103,16 @@ def _scores(task, y, p):
     return ST.scores(task, list(y[ok]), list(p[ok]))
 
 
-def shipped_model_path(task):
-    """HEAD's model.onnx of the task (the shipped 1.x), extracted once; None for a task not yet shipped."""
-    fn = os.path.join(RUNS, f"shipped_{task}.onnx")
+# the last commit that shipped gender 1.2.0 and arousal 1.0.0 (the models 2.0 replaces)
+PREVIOUS_REV = "c22f1e0"
+
+
+def shipped_model_path(task, name="model.onnx"):
+    """The previous version's file of the task (model.onnx or manifest.json), extracted from git once; None for
+    a task without a previous version."""
+    fn = os.path.join(RUNS, f"shipped_{task}.{'onnx' if name == 'model.onnx' else 'manifest.json'}")
     if not os.path.exists(fn):
-        r = subprocess.run(["git", "-C", ROOT, "show", f"HEAD:models/{task}/model.onnx"], capture_output=True)
+        r = subprocess.run(["git", "-C", ROOT, "show", f"{PREVIOUS_REV}:models/{task}/{name}"], capture_output=True)
         if r.returncode != 0:
             return None
         with open(fn, "wb") as fh:
@@ -122,8 +127,7 @@ def shipped_probs(task, bank, clips_v):
         return None
     import onnxruntime as ort
     sess = ort.InferenceSession(fn, providers=["CPUExecutionProvider"])
-    meta = json.loads(subprocess.run(["git", "-C", ROOT, "show", f"HEAD:models/{task}/manifest.json"],
-                                     capture_output=True, check=True).stdout)
+    meta = json.load(open(shipped_model_path(task, "manifest.json")))
     order = [meta["raw_keys"].index(k) for k in SD.CLASSES[task]]
     out = []
     for c, version in clips_v:

@@ -88,3 +88,15 @@ def macs_per_step(model: Net) -> int:
             rate = FRAMES_PER_STEP if mod in (model.conv1, model.conv2) else 1
             tot += per_out * rate
     return tot
+
+
+def fold_lifter(model):
+    """Folds the fixed cepstral lifter into the first convolution, so the exported graph has the plain shape
+    (ensemble fusion and training/streaming.py rely on it). Exact: the lifter is linear, keeps a constant
+    frame constant (so it commutes with the gain normalisation), and conv1(L x) = (W L) x."""
+    if not getattr(model, "lifter", 0):
+        return
+    with torch.no_grad():
+        L = model.lift[:, :, 0]  # [out band, in band]
+        model.conv1.weight.copy_(torch.einsum("oik,ij->ojk", model.conv1.weight, L))
+    model.lifter = 0

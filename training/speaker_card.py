@@ -1,5 +1,6 @@
 """MODEL_CARD.md of the speaker models (gender 2.x, arousal 2.x, emotions 1.x), from manifest.json, metrics.json
-and loco.json in the model folder.  `python -m training.speaker_card` re-renders the shipped cards."""
+and loco.json in the model folder.  `python -m training.speaker_card` refreshes the shipped manifests' metrics and
+re-renders the cards (after `python -m training.loco`)."""
 from __future__ import annotations
 
 import collections
@@ -208,13 +209,32 @@ Speakers of the training corpora that the shipped model never heard (clean as re
         fh.write(txt)
 
 
+def manifest_metrics(task, res, loco_path):
+    """The manifest's metrics: held-out speakers (clean, telephone) and, when present, leave-one-corpus-out."""
+    m = {"validation": "held-out speakers of every corpus (see MODEL_CARD.md); leave_one_corpus_out: one model per "
+                       "held-out corpus, trained without it",
+         "heldout_speakers": {v: r["overall"] for v, r in res.items()}}
+    if os.path.exists(loco_path):
+        loco = json.load(open(loco_path))
+        m["leave_one_corpus_out"] = {c: f["clean"]["accuracy" if task == "gender" else "uar"] for c, f in loco["folds"].items()}
+        m["leave_one_corpus_out_telephone"] = loco["telephone"]["all"]["accuracy" if task == "gender" else "uar"]
+    return m
+
+
 def main():
     import sys
     root = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(D.HERE), "models")
     clips = D.load_clips()
     for task in SD.TASKS:
         d = os.path.join(root, task)
-        if os.path.exists(os.path.join(d, "metrics.json")) and os.path.exists(os.path.join(d, "loco.json")):
+        if os.path.exists(os.path.join(d, "metrics.json")) and os.path.exists(os.path.join(d, "manifest.json")):
+            # the leave-one-corpus-out figures may come after the export: bring the manifest's metrics up to date
+            mp = os.path.join(d, "manifest.json")
+            m = json.load(open(mp))
+            m["metrics"] = manifest_metrics(task, json.load(open(os.path.join(d, "metrics.json"))), os.path.join(d, "loco.json"))
+            with open(mp, "w") as fh:
+                json.dump(m, fh, indent=2)
+                fh.write("\n")
             write_card(task, d, clips)
             print("wrote", os.path.join(d, "MODEL_CARD.md"))
 

@@ -10,7 +10,8 @@ import torch
 
 from . import data as D
 from . import speaker_data as SD
-from .model import context_steps, macs_per_step
+from .model import context_steps, fold_lifter, macs_per_step
+from .speaker_card import manifest_metrics, write_card
 
 VERSIONS = {"gender": "2.0.0", "arousal": "2.0.0", "emotions": "1.0.0"}
 FEATURES = {"kind": "logmel", "sample_rate": 16000, "n_fft": 512, "hop": 256, "n_mels": 64,
@@ -22,6 +23,7 @@ def export_onnx(model, fn: str, n_classes: int) -> float:
     import onnx
     import onnxruntime as ort
     model.eval()
+    fold_lifter(model)  # the cepstral lifter becomes part of conv1: the graph keeps the plain shape streaming.py knows
     torch.onnx.export(model, (torch.randn(1, 64, 64),), fn, input_names=["features"], output_names=["probs"],
                       opset_version=17, dynamic_axes={"features": {0: "B", 1: "T"}, "probs": {0: "B", 1: "S"}},
                       dynamo=False, do_constant_folding=True)
@@ -63,10 +65,11 @@ def export(task, model, clips, res, out_root, args):
         "context": {"left_steps": left, "right_steps": right},
         "receptive_field_ms": (left + right + 1) * 64, "lookahead_ms": right * 64 + 8,
         "training_data_sha256": D.rows_sha256(used),
-        "metrics": summary(task, res, os.path.join(d, "loco.json")),
+        "metrics": manifest_metrics(task, res, os.path.join(d, "loco.json")),
         "model": {"parameters": sum(p.numel() for p in model.parameters()), "macs_per_step": macs_per_step(model),
                   "onnx_opset": 17,
-                  "architecture": f"gain-norm({cfg.get('norm', 'mean')} over {cfg['norm_k']} frames) + 2 frame convs + "
+                  "architecture": (f"cepstral lifter ({cfg['lifter']} coefficients: spectral envelope only, no pitch harmonics) + "
+                                   if cfg.get("lifter") else "") + f"gain-norm({cfg.get('norm', 'mean')} over {cfg['norm_k']} frames) + 2 frame convs + "
                                   f"maxpool4 + dilated residual convs {list(cfg['dil'])}, {cfg['c2']} channels",
                   "onnx_vs_torch_max_abs_diff": diff},
         "training": {"examples_per_epoch": args.examples, "epochs": args.epochs, "seed": args.seed, "lr": args.lr,
@@ -78,18 +81,5 @@ def export(task, model, clips, res, out_root, args):
         with open(os.path.join(d, name), "w") as fh:
             json.dump(obj, fh, indent=2)
             fh.write("\n")
-    from .speaker_card import write_card
     write_card(task, d, clips)
     print(f"[{task}] exported {d} (onnx diff {diff:.1e}, context {left}/{right})", flush=True)
-
-
-def summary(task, res, loco_path):
-    """The manifest's metrics: held-out speakers (clean, telephone) and, when present, leave-one-corpus-out."""
-    m = {"validation": "held-out speakers of every corpus (see MODEL_CARD.md); leave_one_corpus_out: one model per "
-                       "held-out corpus, trained without it",
-         "heldout_speakers": {v: r["overall"] for v, r in res.items()}}
-    if os.path.exists(loco_path):
-        loco = json.load(open(loco_path))
-        m["leave_one_corpus_out"] = {c: f["clean"]["accuracy" if task == "gender" else "uar"] for c, f in loco["folds"].items()}
-        m["leave_one_corpus_out_telephone"] = loco["telephone"]["all"]["accuracy" if task == "gender" else "uar"]
-    return m

@@ -29,11 +29,11 @@ VERSION_P = {"clean": 0.4, "phone": 0.3, "noisy": 0.3}
 # model configs (model.py's Net): gain normalisation by the local mean (gender) or the local max (arousal,
 # emotions: how loud a word is against its neighbours carries arousal)
 CONFIGS = {
-    "gender": dict(c1=32, c2=64, dil=(1, 2, 4, 8), norm_k=63),
+    "gender": dict(c1=32, c2=64, dil=(1, 2, 4, 8), norm_k=63, lifter=12),
     "arousal": dict(c1=32, c2=64, dil=(1, 2, 4, 8), norm_k=63, norm="max", dropout=0.2),
     "emotions": dict(c1=32, c2=64, dil=(1, 2, 4, 8), norm_k=63, norm="max", dropout=0.2),
 }
-DEFAULTS = dict(examples=16000, epochs=10, lr=3e-3, ema=0.998)
+DEFAULTS = dict(examples=12800, epochs=10, lr=3e-3, ema=0.998)
 LN10_DB = np.log(10.0) / 10.0  # natural-log power per dB
 
 
@@ -87,7 +87,7 @@ class Sampler:
             pos += take + int(rng.integers(1, 10))
             if rng.random() < 0.25:
                 break
-        X = np.maximum(X + rng.uniform(-30, 6) * LN10_DB, np.log(1e-8))  # whole-example gain, floored like the front end
+        X = np.maximum(X + np.float32(rng.uniform(-30, 6) * LN10_DB), np.float32(np.log(1e-8)))  # whole-example gain, floored like the front end
         return X, lab, w
 
     def batch(self, n, rng):

@@ -20,7 +20,7 @@ import torch.nn.functional as F
 from . import augment as A
 from . import data as D
 from .features import STEP, logmel_fast, step_levels
-from .model import CONFIGS, Net, context_steps, macs_per_step
+from .model import CONFIGS, Net, context_steps, fold_lifter, macs_per_step
 
 ROOT = os.path.dirname(D.HERE)
 CLASSES = {"speech": D.SPEECH_CLASSES, "gender": D.GENDER_CLASSES, "arousal": D.AROUSAL_CLASSES}
@@ -309,18 +309,6 @@ def export(task, model, clips, res, outdir, args, n_examples, epochs):
     write_model_dir(task, d, manifest, res, clips)
     print(f"[{task}] exported {fn} ({os.path.getsize(fn) / 1024:.0f} KB, {params} params, "
           f"{macs_per_step(model)} MACs/step, context {left}/{right}, onnx diff {maxdiff:.1e})", flush=True)
-
-
-def fold_lifter(model):
-    """Folds the fixed cepstral lifter into the first convolution, so the exported graph has the plain shape
-    (ensemble fusion and training/streaming.py rely on it). Exact: the lifter is linear, keeps a constant
-    frame constant (so it commutes with the gain normalisation), and conv1(L x) = (W L) x."""
-    if not getattr(model, "lifter", 0):
-        return
-    with torch.no_grad():
-        L = model.lift[:, :, 0]  # [out band, in band]
-        model.conv1.weight.copy_(torch.einsum("oik,ij->ojk", model.conv1.weight, L))
-    model.lifter = 0
 
 
 def reproduce_cmd(task, args):
