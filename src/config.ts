@@ -163,7 +163,7 @@ export const OPTIONS: readonly OptionDef[] = [
   { path: 'download.verificationKeyFiles', flag: '--verification-key-files', env: 'VERIFICATION_KEY_FILES', kind: 'list', def: () => [], doc: 'comma-separated PEM keys also published in the JWKS (key rotation)' },
   { path: 'download.tokenTtlSec', flag: '--download-token-ttl', env: 'DOWNLOAD_TOKEN_TTL_SECONDS', kind: 'int', min: 1, def: () => 300, doc: 'lifetime of the signed download token (exp - iat), seconds' },
   { path: 'download.connectTimeoutMs', flag: '--download-connect-timeout-ms', env: 'DOWNLOAD_CONNECT_TIMEOUT_MS', kind: 'int', min: 1, def: () => 10_000, doc: 'URL download connect timeout (TCP + TLS), ms' },
-  { path: 'download.urlAllowlist', flag: '--url-allowlist', env: 'URL_ALLOWLIST', kind: 'list', def: () => [], doc: 'comma-separated hosts / CIDR ranges that downloads and callbacks may reach although private (on-prem)' },
+  { path: 'download.urlAllowlist', flag: '--url-allowlist', env: 'URL_ALLOWLIST', kind: 'list', def: () => [], doc: 'comma-separated hosts / CIDR ranges (hosts and addresses may name a :port) that downloads and callbacks may reach although private (on-prem)' },
   { path: 'corsOrigins', flag: '--cors-origins', env: 'CORS_ORIGINS', kind: 'list', def: () => [], doc: 'comma-separated browser origins allowed to call the API (CORS), * for any; unset: none' },
   { path: 'logLevel', flag: '--log-level', env: 'LOG_LEVEL', kind: 'string', def: () => 'info', doc: 'fatal, error, warn, info, debug, trace or silent' },
 ];

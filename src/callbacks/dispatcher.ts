@@ -31,6 +31,8 @@ export interface AttemptResult {
   error?: string;
   /** The URL was refused by the SSRF guard: final, state `refused`. */
   refused?: boolean;
+  /** The error behind `error`, for the server log only. */
+  detail?: unknown;
 }
 
 /** One POST with a timeout; never throws. */
@@ -59,8 +61,9 @@ export async function postCallback(
   } catch (err) {
     if (timeout.aborted) return { outcome: 'timeout', error: `no answer within ${timeoutMs} ms` };
     const message = (err as Error).message ?? String(err);
-    if (isUrlNotAllowed(err)) return { outcome: 'client_error', refused: true, error: `refused: ${message}` }; // SSRF refusal: final
-    return { outcome: 'network_error', error: `network error: ${(err as { cause?: Error }).cause?.message ?? message}` };
+    // The refusal says "not allowed", never the address; a network error never names the socket error (an oracle of the network behind the allowlist).
+    if (isUrlNotAllowed(err)) return { outcome: 'client_error', refused: true, error: `refused: ${message}`, detail: err };
+    return { outcome: 'network_error', error: 'network error: the receiver could not be reached or did not answer HTTP', detail: err };
   }
 }
 
@@ -135,7 +138,7 @@ export class CallbackDispatcher {
     this.metrics.callbacksDelivered.inc({ outcome: delivered ? 'delivered' : 'failed' });
     (delivered ? this.log.info : this.log.warn).call(
       this.log,
-      { job_id: ev.job_id, event_id: ev.event_id, outcome: last.outcome, status: last.status, error: last.error },
+      { job_id: ev.job_id, event_id: ev.event_id, outcome: last.outcome, status: last.status, error: last.error, detail: describeDetail(last.detail) },
       delivered ? 'callback delivered' : last.refused ? 'callback refused' : 'callback failed',
     );
     await d.ack();
@@ -161,6 +164,13 @@ export class CallbackDispatcher {
       this.log.warn({ job_id: jobId, err: (err as Error).message }, 'could not record the callback outcome on the job');
     }
   }
+}
+
+/** The error and its cause, as text for the log. */
+function describeDetail(err: unknown): string | undefined {
+  if (!(err instanceof Error)) return undefined;
+  const cause = err.cause instanceof Error ? `: ${err.cause.message}` : '';
+  return `${err.message}${cause}`;
 }
 
 function finalState(r: AttemptResult): CallbackState {

@@ -8,8 +8,8 @@
  *  - the duration limit, from the first 64 KiB (duration.ts): a file whose header shows
  *    more than the limit is refused at once, the rest of it is never downloaded.
  *
- * Failures are JobFailure with a stable code: DOWNLOAD_FAILED (upstream HTTP status or
- * network error in the message), DOWNLOAD_TIMEOUT, DOWNLOAD_TOO_LARGE, URL_NOT_ALLOWED,
+ * Failures are JobFailure with a stable code: DOWNLOAD_FAILED (the upstream HTTP status, or
+ * "could not be reached"; the network error itself is the `cause`, for the log), DOWNLOAD_TIMEOUT, DOWNLOAD_TOO_LARGE, URL_NOT_ALLOWED,
  * DURATION_LIMIT_EXCEEDED.
  */
 import { createWriteStream } from 'node:fs';
@@ -65,6 +65,8 @@ export interface DownloadResult {
 
 class TotalTimeout extends Error {}
 
+const UNREACHABLE = 'Downloading the file URL failed: its host could not be reached, did not answer HTTP or failed the TLS check.';
+
 function failed(message: string): JobFailure {
   return new JobFailure('DOWNLOAD_FAILED', message);
 }
@@ -93,9 +95,12 @@ export class Downloader {
       if (req.signal?.aborted) throw req.signal.reason ?? err;
       if (timeout.signal.aborted) throw new JobFailure('DOWNLOAD_TIMEOUT', `Downloading the file URL took longer than ${o.timeoutMs} ms.`);
       if (err instanceof JobFailure) throw err;
-      if (err instanceof ConnectTimeoutError) throw new JobFailure('DOWNLOAD_TIMEOUT', `Downloading the file URL failed: ${err.message}.`);
-      const e = err as NodeJS.ErrnoException;
-      throw failed(`Downloading the file URL failed: ${e.code ? `${e.code} ` : ''}${e.message}.`.replace(/\.\.$/, '.'));
+      // No address, no socket error name (ECONNREFUSED vs a non-HTTP answer would map the network
+      // behind the allowlist): the caller learns the host could not be reached; the cause is logged.
+      if (err instanceof ConnectTimeoutError) {
+        throw new JobFailure('DOWNLOAD_TIMEOUT', `Downloading the file URL failed: connecting to its host took longer than ${o.connectTimeoutMs} ms.`, { cause: err });
+      }
+      throw new JobFailure('DOWNLOAD_FAILED', UNREACHABLE, { cause: err });
     } finally {
       clearTimeout(timer);
     }

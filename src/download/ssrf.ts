@@ -14,7 +14,11 @@
  * On-prem deployments allow named hosts or CIDR ranges (config `URL_ALLOWLIST`): an
  * allowlisted CIDR admits the addresses inside it (metadata addresses only when the range
  * explicitly contains them); an allowlisted host name admits whatever it resolves to except
- * metadata addresses.
+ * metadata addresses; a host or single address may name a port, and then admits only it.
+ *
+ * Refusals and failures say what the caller needs (not allowed; could not be reached) and
+ * never which address a name resolved to or which socket error occurred: the detail is the
+ * error's `cause`, for the server log.
  */
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
@@ -212,51 +216,90 @@ export function classifyAddress(address: string): BlockReason | null {
 // ---------------------------------------------------------------------------------------
 
 export interface AddressPolicy {
-  /** Host names allowed to resolve to private addresses ("files.corp", "*.corp.example"). Lower case. */
-  hosts: string[];
-  /** Address ranges allowed even though they are private. */
-  cidrs: Cidr[];
+  /** Host names allowed to resolve to private addresses ("files.corp", "*.corp.example"), lower case; with a port, only that port. */
+  hosts: Array<{ pattern: string; port: number | null }>;
+  /** Address ranges allowed even though they are private; a single address may name a port. */
+  cidrs: Array<Cidr & { port: number | null }>;
 }
 
 export const EMPTY_POLICY: AddressPolicy = { hosts: [], cidrs: [] };
 
+/** Splits a trailing ":port" off an allowlist entry ("files.corp:8443", "10.0.0.5:9000", "[fd00::5]:443"). */
+function splitPort(entry: string): { base: string; port: number | null } {
+  const m = /^(.*[^:]):(\d{1,5})$/.exec(entry);
+  // A bare IPv6 address ends in ":digits" too; it needs brackets to name a port.
+  if (!m || (parseIp(entry) && !entry.startsWith('['))) return { base: entry, port: null };
+  const port = Number(m[2]);
+  if (port < 1 || port > 65535) throw new Error(`port out of range in ${JSON.stringify(entry)}`);
+  if (m[1]!.includes('/')) throw new Error(`a CIDR range cannot name a port: ${JSON.stringify(entry)}`);
+  return { base: m[1]!, port };
+}
+
 /**
  * Builds the policy from allowlist entries: each a CIDR range or address ("10.1.0.0/16",
- * "127.0.0.1", "[::1]") or a host name ("files.corp", "*.corp.example"). Throws on a bad entry.
+ * "127.0.0.1", "[::1]") or a host name ("files.corp", "*.corp.example"); a host name or a
+ * single address may name a port ("files.corp:8443", "127.0.0.1:9000", "[::1]:8080"), and
+ * then admits that port only. Throws on a bad entry.
  */
 export function parseAllowlist(entries: readonly string[]): AddressPolicy {
   const policy: AddressPolicy = { hosts: [], cidrs: [] };
   for (const raw of entries) {
     const e = raw.trim();
     if (e === '') continue;
-    if (e.includes('/') || parseIp(e)) {
-      policy.cidrs.push(parseCidr(e));
+    const { base, port } = splitPort(e);
+    if (base.includes('/') || parseIp(base)) {
+      policy.cidrs.push({ ...parseCidr(base), port });
       continue;
     }
-    const host = e.toLowerCase().replace(/\.$/, '');
+    const host = base.toLowerCase().replace(/\.$/, '');
     if (!/^(\*\.)?[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?)*$/.test(host)) {
       throw new Error(`not a host name, address or CIDR range: ${JSON.stringify(raw)}`);
     }
-    policy.hosts.push(host);
+    policy.hosts.push({ pattern: host, port });
   }
   return policy;
 }
 
-function hostAllowlisted(policy: AddressPolicy, hostname: string): boolean {
+const portMatches = (entry: { port: number | null }, port: number | undefined): boolean => entry.port === null || entry.port === port;
+
+function hostAllowlisted(policy: AddressPolicy, hostname: string, port: number | undefined): boolean {
   const h = hostname.toLowerCase().replace(/\.$/, '');
-  return policy.hosts.some((p) => (p.startsWith('*.') ? h.endsWith(p.slice(1)) && h.length > p.length - 1 : h === p));
+  return policy.hosts.some(
+    (e) => portMatches(e, port) && (e.pattern.startsWith('*.') ? h.endsWith(e.pattern.slice(1)) && h.length > e.pattern.length - 1 : h === e.pattern),
+  );
 }
 
-/** Why `address` (reached through `hostname`) is refused under `policy`, or null when it is allowed. */
-export function refusal(address: string, hostname: string, policy: AddressPolicy): BlockReason | null {
+/**
+ * Why `address` (reached through `hostname`, on `port`) is refused under `policy`, or null
+ * when it is allowed. Without a port, allowlist entries that name one do not apply.
+ */
+export function refusal(address: string, hostname: string, policy: AddressPolicy, port?: number): BlockReason | null {
   const ip = parseIp(address);
   if (!ip) return 'reserved';
   const reason = classifyIp(ip);
   if (!reason) return null;
   const v4 = embeddedIpv4(ip);
-  if (policy.cidrs.some((c) => inCidr(ip, c) || (v4 !== null && inCidr(v4, c)))) return null;
-  if (reason !== 'metadata' && hostAllowlisted(policy, hostname)) return null;
+  if (policy.cidrs.some((c) => portMatches(c, port) && (inCidr(ip, c) || (v4 !== null && inCidr(v4, c))))) return null;
+  if (reason !== 'metadata' && hostAllowlisted(policy, hostname, port)) return null;
   return reason;
+}
+
+/** The port a URL connects to. */
+export function urlPort(u: URL): number {
+  return u.port ? Number(u.port) : u.protocol === 'https:' ? 443 : 80;
+}
+
+/**
+ * The refusal of a URL whose host is an address literal (or a localhost name), known
+ * without any DNS lookup: callbacks are checked this way when a job is created. Null when
+ * the host is a name (checked when it is used) or allowed.
+ */
+export function literalRefusal(u: URL, policy: AddressPolicy): BlockReason | null {
+  const hostname = u.hostname.replace(/^\[|\]$/g, '');
+  const port = urlPort(u);
+  if (parseIp(hostname)) return refusal(hostname, hostname, policy, port);
+  const lower = hostname.toLowerCase().replace(/\.$/, '');
+  return (lower === 'localhost' || lower.endsWith('.localhost')) && !hostAllowlisted(policy, lower, port) ? 'loopback' : null;
 }
 
 export function notAllowed(message: string): JobFailure {
@@ -284,29 +327,28 @@ export function checkUrlForm(url: string | URL): URL {
  */
 export async function resolveChecked(u: URL, policy: AddressPolicy, resolver: Resolver): Promise<ResolvedAddress[]> {
   const hostname = u.hostname.replace(/^\[|\]$/g, '');
+  const port = urlPort(u);
   const literal = parseIp(hostname);
+  // The caller learns that the host is not allowed, or not reachable; never what a name resolves
+  // to or why an address is refused (an oracle of the internal DNS). The cause keeps it for the log.
+  const refused = (detail: string): JobFailure =>
+    new JobFailure('URL_NOT_ALLOWED', `The host ${u.host} is not allowed (not a public address, and not on the allowlist).`, { cause: new Error(detail) });
   let addresses: ResolvedAddress[];
   if (literal) {
     addresses = [{ address: hostname, family: literal.family }];
   } else {
     const lower = hostname.toLowerCase().replace(/\.$/, '');
-    if ((lower === 'localhost' || lower.endsWith('.localhost')) && !hostAllowlisted(policy, lower)) {
-      throw notAllowed(`The host ${hostname} is not allowed (loopback).`);
-    }
+    if ((lower === 'localhost' || lower.endsWith('.localhost')) && !hostAllowlisted(policy, lower, port)) throw refused(`${hostname}: loopback`);
     try {
       addresses = await resolver(hostname);
     } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
-      throw new JobFailure('DOWNLOAD_FAILED', `The host ${hostname} could not be resolved (${code}).`);
+      throw new JobFailure('DOWNLOAD_FAILED', `The host ${hostname} could not be reached.`, { cause: err });
     }
-    if (addresses.length === 0) throw new JobFailure('DOWNLOAD_FAILED', `The host ${hostname} has no address.`);
+    if (addresses.length === 0) throw new JobFailure('DOWNLOAD_FAILED', `The host ${hostname} could not be reached.`, { cause: new Error(`${hostname} has no address`) });
   }
   for (const a of addresses) {
-    const why = refusal(a.address, hostname, policy);
-    if (why) {
-      const via = literal ? '' : ` (${hostname} resolves to it)`;
-      throw notAllowed(`The address ${a.address}${via} is not allowed: ${why}.`);
-    }
+    const why = refusal(a.address, hostname, policy, port);
+    if (why) throw refused(`${literal ? a.address : `${hostname} resolves to ${a.address}`} (port ${port}): ${why}`);
   }
   return addresses;
 }

@@ -356,6 +356,8 @@ export class JobWorker {
         throw new GiveBack(stage, reason, isTransientStorageError(reason));
       }
       const error = toJobError(reason);
+      // What the caller is not told (a download's network error, a refused address) goes to the log.
+      if (reason instanceof Error && reason.cause) this.log.warn({ job_id: jobId, code: error.code, err: reason.cause }, 'job failed; detail');
       const done = await this.finish(jobId, error, null);
       if (done) this.metrics.processingSeconds.observe((Date.now() - started) / 1000);
       await msg.ack();

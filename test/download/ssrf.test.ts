@@ -93,7 +93,10 @@ describe('address classes', () => {
 describe('allowlist', () => {
   it('parses hosts, addresses and CIDR ranges; rejects junk', () => {
     const p = parseAllowlist(['127.0.0.1', '10.0.0.0/8', 'fd00::/8', '[::1]', 'Files.Corp', '*.internal.example', ' ']);
-    assert.deepEqual(p.hosts, ['files.corp', '*.internal.example']);
+    assert.deepEqual(p.hosts, [
+      { pattern: 'files.corp', port: null },
+      { pattern: '*.internal.example', port: null },
+    ]);
     assert.deepEqual(p.cidrs.map((c) => c.text), ['127.0.0.1', '10.0.0.0/8', 'fd00::/8', '[::1]']);
     assert.throws(() => parseAllowlist(['10.0.0.0/33']));
     assert.throws(() => parseAllowlist(['http://x']));
@@ -109,6 +112,28 @@ describe('allowlist', () => {
     assert.equal(refusal('10.1.200.3', 'x', p), null);
     assert.equal(refusal('10.2.0.1', 'x', p), 'private');
     assert.equal(refusal('169.254.169.254', 'x', p), 'metadata');
+  });
+
+  it('an entry may name a port: host:port, address:port, [v6]:port; then it admits only that port', () => {
+    const p = parseAllowlist(['files.corp:8443', '10.0.0.5:9000', '[fd00::5]:443', 'fd00::1:80']);
+    assert.deepEqual(p.hosts, [{ pattern: 'files.corp', port: 8443 }]);
+    assert.deepEqual(
+      p.cidrs.map((c) => [c.text, c.port]),
+      [
+        ['10.0.0.5', 9000],
+        ['[fd00::5]', 443],
+        ['fd00::1:80', null], // a bare IPv6 address: its last group is not a port
+      ],
+    );
+    assert.equal(refusal('10.1.1.1', 'files.corp', p, 8443), null);
+    assert.equal(refusal('10.1.1.1', 'files.corp', p, 80), 'private');
+    assert.equal(refusal('10.1.1.1', 'files.corp', p), 'private', 'no port given: port entries do not apply');
+    assert.equal(refusal('10.0.0.5', 'x', p, 9000), null);
+    assert.equal(refusal('10.0.0.5', 'x', p, 9001), 'private');
+    assert.equal(refusal('fd00::5', 'x', p, 443), null);
+    assert.throws(() => parseAllowlist(['files.corp:0']));
+    assert.throws(() => parseAllowlist(['files.corp:70000']));
+    assert.throws(() => parseAllowlist(['10.0.0.0/8:443']));
   });
 
   it('a host name admits its private addresses, but never a metadata address', () => {

@@ -4,6 +4,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Readable } from 'node:stream';
 import type { Config } from '../../config';
+import { type AddressPolicy, literalRefusal, parseAllowlist } from '../../download/ssrf';
 import { serializeJob } from '../../jobs/record';
 import { type CreatedJob, IdempotencyConflictError, type JobService, type Owner } from '../../jobs/service';
 import { IDEMPOTENCY_KEY_RE } from '../../jobs/idempotency';
@@ -60,6 +61,7 @@ function mediaType(req: FastifyRequest): string {
 
 export async function jobRoutes(app: FastifyInstance, opts: JobRoutesOptions): Promise<void> {
   const { config, service } = opts;
+  const callbackPolicy = parseAllowlist(config.download.urlAllowlist);
 
   // Audio bodies are not parsed: the handler streams them to the blob store under the size cap.
   app.addContentTypeParser([...AUDIO_MEDIA_TYPES], (_req, payload, done) => done(null, payload));
@@ -132,7 +134,10 @@ export async function jobRoutes(app: FastifyInstance, opts: JobRoutesOptions): P
         volume_threshold: q.volume_threshold ?? null,
         callback: q.callback ?? null,
       };
-      if (request.callback !== null) checkHttpUrl(request.callback, 'callback', 'INVALID_PARAMETER');
+      if (request.callback !== null) {
+        checkHttpUrl(request.callback, 'callback', 'INVALID_PARAMETER');
+        checkCallbackHost(request.callback, callbackPolicy);
+      }
 
       const active = await service.activeJobsOfKey(owner.key_id);
       if (active >= config.limits.maxActiveJobsPerKey) {
@@ -372,6 +377,17 @@ function checkHttpUrl(value: string, parameter: string, code: 'INVALID_PARAMETER
       errors: [{ parameter, message: 'must be an absolute http or https URL' }],
     });
   }
+}
+
+/**
+ * A callback whose host is an address literal that the SSRF guard would refuse (metadata,
+ * loopback, private ... and not allowlisted) is refused at creation, not only when sent.
+ * Host names are checked when the callback is sent (they may resolve differently then).
+ */
+function checkCallbackHost(value: string, policy: AddressPolicy): void {
+  if (!literalRefusal(new URL(value), policy)) return;
+  const message = 'the host is not allowed (not a public address, and not on the allowlist)';
+  throw new ApiError('INVALID_PARAMETER', `callback: ${message}.`, { errors: [{ parameter: 'callback', message }] });
 }
 
 /** Lets an unread upload body flow to nowhere so the client can read the error answer. */
