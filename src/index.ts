@@ -18,3 +18,6 @@ export type { DownloadClaims } from './download/sign';
 /** For callback receivers: verify the Standard Webhooks signature of a job-finished callback (docs/api.md). */
 export { verifyCallback, CallbackVerificationError, MemoryWebhookIdStore } from './callbacks/verify';
 export type { VerifyCallbackOptions, WebhookIdStore, CallbackVerificationErrorCode } from './callbacks/verify';
+/** A typed client of the REST API (create, wait with progress, results, delete, list; errors carry `code`). */
+export { AurisClient, AurisApiError, AurisTimeoutError, contentTypeOf } from './client';
+export type { ClientOptions, JobRecord, JobStatus, JobMetadata, JobParams, JobInput, CreateOptions, ListOptions, JobPage, WaitOptions, ResultsEnvelope, Problem } from './client';

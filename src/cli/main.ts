@@ -23,6 +23,7 @@ const COMMANDS: Record<string, { module: string; summary: string }> = {
   eval: { module: './eval', summary: 'evaluate the models on a labelled data set' },
   serve: { module: './serve', summary: 'run the HTTP service' },
   stream: { module: './stream', summary: 'send an audio file as a live gRPC stream, print each step as a JSON line' },
+  jobs: { module: './jobs', summary: 'submit files or URLs to a running service, list and fetch jobs (REST client)' },
   keys: { module: './keys', summary: 'print the public keys that verify download requests (or generate one)' },
 };
 

@@ -1,0 +1,106 @@
+/**
+ * `auris jobs`: the REST service from the command line, through the package's typed client
+ * (src/client): submit a file or URL and wait for the results, list, get, results, delete.
+ */
+import { AurisApiError, AurisClient, type JobParams } from '../client';
+import { parseCommand, ProgressBar } from './util';
+
+export const summary = 'submit files or URLs to a running service and fetch results (REST client)';
+
+const HELP = `usage: auris jobs submit <file|url> [options]     create a job, wait, print the results JSON
+       auris jobs list [--status S] [--limit N]      the project's jobs, newest first (one JSON line each)
+       auris jobs get|results|delete <job_id>
+
+options:
+  --server <url>            REST base URL (default $AURIS_URL or http://127.0.0.1:8080)
+  --api-key <key>           API key (default $AURIS_API_KEY)
+  --models <a,b>            submit: models (default speech,arousal,gender)
+  --output-period <ms>      submit: output period, a multiple of 64 (default 1024)
+  --summary, --transitions, --raw   submit: include summary / transitions / raw values
+  --metadata <k=v>          submit: metadata entry (repeatable)
+  --idempotency-key <key>   submit: Idempotency-Key (default: a random one, so a retry cannot create two jobs)
+  --no-wait                 submit: print the created job record and exit
+  --status <s>, --limit <n> list: filters
+
+exit status: 0 ok, 1 the service answered an error or the job failed (code on stderr), 2 usage error.`;
+
+const VALUE_OPTIONS = ['--server', '--api-key', '--models', '--output-period', '--metadata', '--idempotency-key', '--status', '--limit'];
+
+export async function run(argv: string[]): Promise<number> {
+  const parsed = parseCommand(
+    'jobs',
+    argv,
+    {
+      server: { type: 'string' },
+      'api-key': { type: 'string' },
+      models: { type: 'string', default: 'speech,arousal,gender' },
+      'output-period': { type: 'string', default: '1024' },
+      summary: { type: 'boolean', default: false },
+      transitions: { type: 'boolean', default: false },
+      raw: { type: 'boolean', default: false },
+      metadata: { type: 'string', multiple: true },
+      'idempotency-key': { type: 'string' },
+      'no-wait': { type: 'boolean', default: false },
+      status: { type: 'string' },
+      limit: { type: 'string' },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+    HELP,
+    VALUE_OPTIONS,
+  );
+  if (typeof parsed === 'number') return parsed;
+  const { values, positionals } = parsed;
+  const [action, target] = positionals;
+  const apiKey = values['api-key'] ?? process.env.AURIS_API_KEY;
+  if (!apiKey || !action || (action !== 'list' && !target)) {
+    process.stderr.write(`auris jobs: ${!apiKey ? 'missing --api-key (or $AURIS_API_KEY)' : 'missing arguments'}\n\n${HELP}\n`);
+    return 2;
+  }
+  const client = new AurisClient({ baseUrl: values.server ?? process.env.AURIS_URL ?? 'http://127.0.0.1:8080', apiKey });
+  const print = (v: unknown): void => void process.stdout.write(JSON.stringify(v) + '\n');
+  try {
+    switch (action) {
+      case 'submit': {
+        const params: JobParams = {
+          models: values.models.split(','),
+          output_period: Number(values['output-period']),
+          include_summary: values.summary,
+          include_transitions: values.transitions,
+          include_raw_values: values.raw,
+        };
+        const metadata = values.metadata ? Object.fromEntries(values.metadata.map((e) => [e.split('=')[0]!, e.split('=').slice(1).join('=')])) : undefined;
+        const input = /^https?:\/\//i.test(target!) ? { url: target! } : { file: target! };
+        const job = await client.createJob(input, params, { metadata, idempotencyKey: values['idempotency-key'] ?? true });
+        if (values['no-wait']) return print(job), 0;
+        const bar = new ProgressBar(job.job_id.slice(0, 8));
+        const done = await client.waitForJob(job.job_id, { onProgress: (j) => bar.update(j.progress), intervalMs: 250 });
+        bar.done();
+        if (done.status === 'failed') {
+          process.stderr.write(`auris jobs: job ${done.job_id} failed [${done.error?.code}]: ${done.error?.message}\n`);
+          return 1;
+        }
+        print(await client.getResults(done.job_id));
+        return 0;
+      }
+      case 'list':
+        for await (const job of client.allJobs({ status: values.status as never, limit: values.limit ? Number(values.limit) : undefined })) print(job);
+        return 0;
+      case 'get':
+        return print(await client.getJob(target!)), 0;
+      case 'results':
+        return print(await client.getResults(target!)), 0;
+      case 'delete':
+        await client.deleteJob(target!);
+        return 0;
+      default:
+        process.stderr.write(`auris jobs: unknown action ${action}\n\n${HELP}\n`);
+        return 2;
+    }
+  } catch (err) {
+    if (err instanceof AurisApiError) {
+      process.stderr.write(`auris jobs: error [${err.code}]: ${err.problem.detail}\n`);
+      return 1;
+    }
+    throw err;
+  }
+}
