@@ -10,6 +10,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { openStreamCount } from '../../src/audio';
+import { MissingEnvironment, STRICT } from '../env';
 import { ApiKeyRegistry } from '../../src/http/auth';
 import { AnalysisGrpcServer, GrpcServerOptions } from '../../src/grpc/server';
 import { AnalysisClient, createClient, openAnalyzeStream } from '../../src/grpc/client';
@@ -146,11 +147,12 @@ export function errorCodeOf(status: grpc.StatusObject): string | undefined {
   return v === undefined ? undefined : String(v);
 }
 
-/** openStreamCount(), or undefined with a skip note when the addon predates it. */
+/** openStreamCount(), or undefined when the addon predates it (strict mode: an error). */
 export function nativeStreams(): number | undefined {
   try {
     return openStreamCount();
   } catch {
+    if (STRICT) throw new MissingEnvironment('the native addon has no openStreamCount(); rebuild it (npm run setup)');
     return undefined;
   }
 }
