@@ -9,6 +9,8 @@
 import assert from 'node:assert/strict';
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { cpSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer as createHttpServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join, resolve } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { skipOrFail } from '../env';
@@ -118,10 +120,22 @@ describe('faults', () => {
 
   it('SIGTERM during a job: stops accepting, hands the running job back, exits 0, and the job is finished after the next start', async () => {
     const data = join(dir.path, 'sigterm');
-    // 8 minutes (a small FLAC) through three models: long enough that the signal lands while it runs.
-    const wav = join(dir.path, 'long.flac');
-    execFileSync('sox', ['-V1', '-n', '-r', '16000', '-c', '1', '-b', '16', wav, 'synth', '480', 'sine', '300', 'vol', '0.3']);
-    const child = spawn(process.execPath, [CLI, 'serve', '--data-dir', data, '--port', '0', '--grpc-port', '0', '--host', '127.0.0.1', '--concurrency', '1'], {
+    const wavPath = join(dir.path, 'tone.wav');
+    execFileSync('sox', ['-V1', '-n', '-r', '16000', '-c', '1', '-b', '16', wavPath, 'synth', '60', 'sine', '300', 'vol', '0.3']);
+    const wav = readFileSync(wavPath);
+    // The job's URL: a host that sends the first 64 KiB and then holds the download open, so the
+    // job is certainly running when the signal lands; after the restart it sends the whole file.
+    let stall = true;
+    let requests = 0;
+    const host = createHttpServer((_req, res) => {
+      requests++;
+      res.writeHead(200, { 'content-type': 'audio/wav', 'content-length': wav.length });
+      if (stall) res.write(wav.subarray(0, 65536));
+      else res.end(wav);
+    });
+    await new Promise<void>((r) => host.listen(0, '127.0.0.1', r));
+    const audioUrl = `http://127.0.0.1:${(host.address() as AddressInfo).port}/tone.wav`;
+    const child = spawn(process.execPath, [CLI, 'serve', '--data-dir', data, '--port', '0', '--grpc-port', '0', '--host', '127.0.0.1', '--concurrency', '1', '--url-allowlist', '127.0.0.1/32'], {
       env: { ...process.env, API_KEYS: `${KEY_A}:org-a:proj-a`, LOG_LEVEL: 'info' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -131,11 +145,11 @@ describe('faults', () => {
     const exited = new Promise<number | null>((res) => child.on('exit', (code) => res(code)));
     try {
       const url = await waitFor(() => /"url":"(http:\/\/[^"]+)"/.exec(out)?.[1], 60_000, 'auris serving');
-      const res = await fetch(`${url}/file-processing/jobs?models=speech,arousal,gender&output_period=1024`, { method: 'POST', headers: { 'x-api-key': KEY_A, 'content-type': 'audio/flac' }, body: readFileSync(wav) });
+      const res = await fetch(`${url}/file-processing/jobs?models=speech,arousal,gender&output_period=1024`, { method: 'POST', headers: { 'x-api-key': KEY_A, 'content-type': 'application/json' }, body: JSON.stringify({ url: audioUrl }) });
       assert.equal(res.status, 201, await res.clone().text());
       const jobId = ((await res.json()) as { job_id: string }).job_id;
       const status = async (): Promise<string> => ((await (await fetch(`${url}/file-processing/jobs/${jobId}`, { headers: { 'x-api-key': KEY_A } })).json()) as { status: string }).status;
-      await waitFor(async () => ((await status()) === 'processing' ? true : undefined), 30_000, 'the job to be processing');
+      await waitFor(async () => requests === 1 && (await status()) === 'processing', 30_000, 'the job to be downloading its audio');
       child.kill('SIGTERM');
       const code = await Promise.race([exited, sleep(60_000).then(() => 'timeout')]);
       assert.equal(code, 0, out.slice(-2000));
@@ -153,15 +167,19 @@ describe('faults', () => {
         await idle.close();
       }
       // The next start with a worker finishes it.
-      const server = await startServer(data, { config: { concurrency: 1 } });
+      stall = false;
+      const server = await startServer(data, { config: { concurrency: 1, download: { urlAllowlist: ['127.0.0.1/32'] } } });
       try {
-        const job = await waitForJob(server, KEY_A, jobId, undefined, 120_000);
+        const job = await waitForJob(server, KEY_A, jobId, undefined, 60_000);
         assert.equal(job.status, 'succeeded', JSON.stringify(job.error));
+        assert.equal(requests, 2, 'downloaded again after the restart');
       } finally {
         await server.close();
       }
     } finally {
       if (child.exitCode === null) child.kill('SIGKILL');
+      host.closeAllConnections();
+      await new Promise<void>((r) => host.close(() => r()));
     }
   });
 });
