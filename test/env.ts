@@ -38,10 +38,10 @@ export function skipOrFail(t: TestContext, reason: string): void {
   t.skip(reason);
 }
 
-/** Why the shipped speech, arousal and gender models cannot be used here, or false. */
+/** Why the shipped speech, arousal, gender and emotions models cannot be used here, or false. */
 export function modelsMissing(dir = MODELS_DIR): string | false {
   const have = modelsIn(dir);
-  const missing = ['speech', 'arousal', 'gender'].filter((m) => !have.includes(m));
+  const missing = ['speech', 'arousal', 'gender', 'emotions'].filter((m) => !have.includes(m));
   return missing.length === 0 ? false : `${dir} has no ${missing.join(', ')} model (they are committed to git: check the clone)`;
 }
 

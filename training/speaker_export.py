@@ -47,7 +47,8 @@ def reproduce_cmd(task, args) -> str:
     for k, v in DEFAULTS.items():
         if getattr(args, k) != v:
             cmd += f" --{k} {getattr(args, k):g}"
-    return cmd + (f" --seed {args.seed}" if args.seed != 1 else "")
+    cmd += f" --seed {args.seed}" if args.seed != 1 else ""
+    return cmd + (f" --cfg '{args.cfg}'" if getattr(args, "cfg", None) else "")
 
 
 def export(task, model, clips, res, out_root, args):

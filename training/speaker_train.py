@@ -170,7 +170,10 @@ def main():
     ap.add_argument("--ema", type=float, default=DEFAULTS["ema"])
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--cfg", default=None, help="JSON overrides of the model config (experiments), e.g. '{\"c2\": 96}'")
     args = ap.parse_args()
+    if args.cfg:
+        CONFIGS[args.task] = {**CONFIGS[args.task], **json.loads(args.cfg)}
     torch.set_num_threads(args.threads)
     clips = D.load_clips()
     SD.write_validation_csv(args.task, clips, os.path.join(D.HERE, "validation"))

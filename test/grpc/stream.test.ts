@@ -18,7 +18,7 @@ import type { StepResultMsg, StreamConfigMsg } from '../../src/grpc/proto';
 import { API_KEY, errorCodeOf, nativeStreams, randomChunks, rng, s16Pcm, startServer, stereoSpeechWav, streamPcm, TestServer } from './helpers';
 
 const DEMO = path.join(packageRoot(), 'test', 'fixtures', 'demo.flac');
-const ALL = ['speech', 'arousal', 'gender'];
+const ALL = ['speech', 'arousal', 'gender', 'emotions'];
 /** Documented tolerance (docs/streaming.md): one unit of the 4th decimal, from float32 rounding of other window lengths. */
 const TOL = 1e-4 + 1e-9;
 
@@ -84,7 +84,7 @@ describe('auth', () => {
 describe('config validation: INVALID_ARGUMENT with a precise message', () => {
   const cases: [string, Partial<StreamConfigMsg>, RegExp, string][] = [
     ['no models', { models: [] }, /models: at least one model name is required/, 'INVALID_ARGUMENT'],
-    ['unknown model', { models: ['speech', 'nope'] }, /unknown model: nope; valid models: arousal, gender, speech/, 'UNKNOWN_MODEL'],
+    ['unknown model', { models: ['speech', 'nope'] }, /unknown model: nope; valid models: arousal, emotions, gender, speech/, 'UNKNOWN_MODEL'],
     ['missing output_period', { output_period: 0 }, /output_period is required/, 'INVALID_ARGUMENT'],
     ['output_period not a multiple of 64', { output_period: 100 }, /output_period must be a positive multiple of 64 ms, got 100/, 'INVALID_ARGUMENT'],
     ['volume_threshold out of range', { volume_threshold: 3 }, /volume_threshold must be a level in dBFS between -120 and 0, got 3/, 'INVALID_ARGUMENT'],
@@ -269,16 +269,19 @@ describe('ListModels, health, reflection', () => {
     assert.equal(res.step_ms, 64);
     assert.equal(res.sample_rate, 16000);
     const by = Object.fromEntries(res.models.map((m) => [m.name, m]));
-    assert.deepEqual(Object.keys(by).sort(), ['arousal', 'gender', 'speech']);
+    assert.deepEqual(Object.keys(by).sort(), ['arousal', 'emotions', 'gender', 'speech']);
     assert.deepEqual([...by.speech!.labels].sort(), ['music', 'other', 'silence', 'speech']);
     assert.deepEqual([...by.gender!.labels].sort(), ['female', 'male', 'no_speech', 'silence', 'unknown']);
     assert.deepEqual([...by.arousal!.raw_keys].sort(), ['high', 'low', 'neutral']);
     assert.deepEqual(by.gender!.summary_keys, ['male_fraction', 'female_fraction', 'other_fraction', 'unknown_fraction', 'silence_fraction']);
+    assert.deepEqual([...by.emotions!.labels].sort(), ['happy', 'irritated', 'neutral', 'no_speech', 'silence', 'tired']);
+    assert.deepEqual(by.emotions!.raw_keys, ['happy', 'irritated', 'neutral', 'tired']);
+    assert.deepEqual(by.emotions!.summary_keys, ['happy_fraction', 'irritated_fraction', 'neutral_fraction', 'tired_fraction', 'no_speech_fraction', 'silence_fraction']);
     // Checked against sources independent of the registry: the manifest files read as plain JSON,
     // the documented arithmetic (receptive field = (left + 1 + right) steps of 64 ms; lookahead =
     // right steps of 64 ms + 8 ms, half the 512-sample window) and the table in docs/streaming.md.
     const documented = latencyTable();
-    assert.deepEqual(Object.keys(documented).sort(), ['arousal', 'gender', 'speech']);
+    assert.deepEqual(Object.keys(documented).sort(), ['arousal', 'emotions', 'gender', 'speech']);
     for (const m of res.models) {
       const manifest = JSON.parse(readFileSync(path.join(packageRoot(), 'models', m.name, 'manifest.json'), 'utf8')) as {
         version: string; receptive_field_ms: number; lookahead_ms: number; context: { left_steps: number; right_steps: number };
@@ -298,6 +301,7 @@ describe('ListModels, health, reflection', () => {
       );
     }
     assert.deepEqual(by.arousal!.also_runs, ['speech']);
+    assert.deepEqual(by.emotions!.also_runs, ['speech']);
     assert.equal(by.arousal!.stream_lookahead_ms, Math.max(by.arousal!.lookahead_ms, by.speech!.lookahead_ms));
   });
 

@@ -84,13 +84,14 @@ describe('end to end with the real models', { skip }, () => {
         assert.notEqual(s.results.arousal!.result, 'silence');
         assert.equal(s.results.arousal!.result, 'no_speech');
         assert.equal(s.results.gender!.result, 'no_speech');
+        if (s.results.emotions) assert.equal(s.results.emotions.result, 'no_speech');
       } else if (t >= 2000) {
-        for (const m of ['speech', 'arousal', 'gender']) {
+        for (const m of Object.keys(s.results)) {
           assert.equal(s.results[m]!.result, 'silence', `${m} at ${t} ms`);
           assert.equal(s.results[m]!.confidence, 1);
         }
       }
-      for (const m of ['speech', 'arousal', 'gender']) {
+      for (const m of Object.keys(s.results)) {
         const c = s.results[m]!.confidence;
         assert.ok(c >= 0 && c <= 1);
       }
@@ -101,7 +102,7 @@ describe('end to end with the real models', { skip }, () => {
     const { job, results } = await run({
       audio: readFileSync(toneSilence),
       contentType: 'audio/wav',
-      query: 'models=speech,arousal,gender&output_period=512&include_summary=true&include_transitions=true&include_raw_values=true',
+      query: 'models=speech,arousal,gender,emotions&output_period=512&include_summary=true&include_transitions=true&include_raw_values=true',
     });
     assert.deepEqual(job.audio, { duration_sec: 4, channels: 1, sample_rate: 16000, format: 'WAV', processed_channels: 1 });
     assert.equal(results.job_id, job.job_id);
@@ -110,7 +111,9 @@ describe('end to end with the real models', { skip }, () => {
     checkToneSilence(ch, 512);
 
     // raw: every class key of each model, probabilities summing to ~1
-    const rawKeys: Record<string, string[]> = { speech: ['music', 'other', 'speech'], arousal: ['high', 'low', 'neutral'], gender: ['female', 'male'] };
+    const rawKeys: Record<string, string[]> = {
+      speech: ['music', 'other', 'speech'], arousal: ['high', 'low', 'neutral'], gender: ['female', 'male'], emotions: ['happy', 'irritated', 'neutral', 'tired'],
+    };
     for (const s of ch.time_series) {
       assert.ok(s.raw, 'raw present');
       for (const [m, keys] of Object.entries(rawKeys)) {
@@ -125,12 +128,13 @@ describe('end to end with the real models', { skip }, () => {
     assert.deepEqual(Object.keys(summary.speech!).sort(), ['music_fraction', 'other_fraction', 'silence_fraction', 'speech_fraction']);
     assert.deepEqual(Object.keys(summary.arousal!).sort(), ['high_fraction', 'low_fraction', 'neutral_fraction', 'no_speech_fraction', 'silence_fraction']);
     assert.deepEqual(Object.keys(summary.gender!).sort(), ['female_fraction', 'male_fraction', 'other_fraction', 'silence_fraction', 'unknown_fraction']);
+    assert.deepEqual(Object.keys(summary.emotions!), ['happy_fraction', 'irritated_fraction', 'neutral_fraction', 'tired_fraction', 'no_speech_fraction', 'silence_fraction']);
     for (const m of Object.values(summary)) assert.ok(Math.abs(Object.values(m).reduce((a, b) => a + b, 0) - 1) < 1e-3);
     assert.ok(Math.abs(summary.speech!.silence_fraction! - 0.5) < 0.1, `silence ~half: ${summary.speech!.silence_fraction}`);
     assert.ok(summary.speech!.speech_fraction! < 0.2);
 
     // transitions: contiguous, the last segment is silence up to the end
-    for (const m of ['speech', 'arousal', 'gender']) {
+    for (const m of ['speech', 'arousal', 'gender', 'emotions']) {
       const segs = ch.transitions![m]!;
       assert.equal(segs[0]!.timestamp_start, 0);
       for (let i = 1; i < segs.length; i++) {

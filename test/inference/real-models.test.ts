@@ -1,7 +1,7 @@
 /**
  * The trained models in models/ (committed by the training side): they load and validate,
  * and windowed runs equal a whole-signal run (this checks each manifest's context claim
- * against the runner). Fails until all three models are committed, by design.
+ * against the runner). Fails until all four models are committed, by design.
  */
 import { strict as assert } from 'node:assert';
 import * as fs from 'node:fs';
@@ -12,8 +12,10 @@ import { seededRandom } from '../../src/inference/placeholder';
 import { StreamRunner } from '../../src/inference/stream-runner';
 
 const MODELS_DIR = path.join(packageRoot(), 'models');
-const NAMES = ['speech', 'arousal', 'gender'];
-const RAW_KEYS: Record<string, string[]> = { speech: ['music', 'other', 'speech'], arousal: ['high', 'low', 'neutral'], gender: ['female', 'male'] };
+const NAMES = ['speech', 'arousal', 'gender', 'emotions'];
+const RAW_KEYS: Record<string, string[]> = {
+  speech: ['music', 'other', 'speech'], arousal: ['high', 'low', 'neutral'], gender: ['female', 'male'], emotions: ['happy', 'irritated', 'neutral', 'tired'],
+};
 
 /** Smooth, log-mel-like random features. */
 function features(steps: number, seed: number): Float32Array {

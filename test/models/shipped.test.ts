@@ -18,11 +18,13 @@ const RAW_KEYS: Record<string, string[]> = {
   speech: ['music', 'other', 'speech'],
   gender: ['female', 'male'],
   arousal: ['high', 'low', 'neutral'],
+  emotions: ['happy', 'irritated', 'neutral', 'tired'],
 };
 const LABELS: Record<string, string[]> = {
   speech: ['speech', 'music', 'other', 'silence'],
   arousal: ['high', 'low', 'neutral', 'no_speech', 'silence'],
   gender: ['male', 'female', 'other', 'unknown', 'no_speech', 'silence'],
+  emotions: ['happy', 'irritated', 'neutral', 'tired', 'no_speech', 'silence'],
 };
 
 let tmp: string;
@@ -39,7 +41,7 @@ function share(ch: ChannelResult, model: string, label: string): number {
 }
 
 async function analyse(file: string): Promise<ChannelResult> {
-  const r = await analyzeFile({ path: file }, { models: ['speech', 'gender', 'arousal'], outputPeriodMs: 256, includeRaw: true });
+  const r = await analyzeFile({ path: file }, { models: ['speech', 'gender', 'arousal', 'emotions'], outputPeriodMs: 256, includeRaw: true });
   const ch = r.channels['0'];
   assert.ok(ch, 'channel 0 present');
   return ch;
@@ -81,7 +83,7 @@ after(async () => {
 describe('shipped models', () => {
   it('load from models/ with the declared raw keys, real (not placeholder)', async () => {
     const reg = await ModelRegistry.load({ verify: true });
-    assert.deepEqual(reg.names().sort(), ['arousal', 'gender', 'speech']);
+    assert.deepEqual(reg.names().sort(), ['arousal', 'emotions', 'gender', 'speech']);
     for (const name of reg.names()) {
       const m = reg.get(name);
       assert.deepEqual(m.rawKeys, RAW_KEYS[name], name);
@@ -127,12 +129,13 @@ describe('shipped models', () => {
     assert.ok(share(ch, 'speech', 'music') > 0.8, `music share ${share(ch, 'speech', 'music')}`);
     assert.ok(share(ch, 'gender', 'no_speech') > 0.8);
     assert.ok(share(ch, 'arousal', 'no_speech') > 0.8);
+    assert.ok(share(ch, 'emotions', 'no_speech') > 0.8);
   });
 
   it('call digital silence silence for every model, confidence 1', async () => {
     const ch = await analyse(path.join(tmp, 'silence.wav'));
     for (const step of ch.time_series) {
-      for (const model of ['speech', 'gender', 'arousal']) {
+      for (const model of ['speech', 'gender', 'arousal', 'emotions']) {
         assert.deepEqual(step.results[model], { result: 'silence', confidence: 1 });
       }
     }
