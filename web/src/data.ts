@@ -115,6 +115,9 @@ const CLASS_COLOURS: Record<string, string> = {
   male: '#5cc2c9',
   female: '#e88bbd',
   unknown: '#c7a27a',
+  happy: '#f2a65a',
+  irritated: '#d9534f',
+  tired: '#8c9bd6',
 };
 
 export function classColour(label: string): string {

@@ -10,7 +10,7 @@ import { channelView, hideTooltip } from './timeline.js';
 const KEY_STORAGE = 'auris.apiKey';
 const JOBS_STORAGE = 'auris.jobs';
 const CURRENT_STORAGE = 'auris.currentJob';
-const DEFAULT_MODELS = ['speech', 'arousal', 'gender'];
+const DEFAULT_MODELS = ['speech', 'arousal', 'gender', 'emotions'];
 const MAX_LOCAL_JOBS = 50;
 
 interface LocalJob {
