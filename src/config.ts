@@ -35,6 +35,10 @@ export interface Limits {
   rateLimitBurst: number;
   /** Per-key cap on unfinished (queued + processing) jobs. */
   maxActiveJobsPerKey: number;
+  /** Requests with a missing or wrong API key per client address and window before it gets 429. */
+  authFailureLimit: number;
+  /** The window of authFailureLimit, seconds. */
+  authFailureWindowSec: number;
 }
 
 export interface CallbackConfig {
@@ -153,6 +157,8 @@ export const OPTIONS: readonly OptionDef[] = [
   { path: 'limits.rateLimitRps', flag: '--rate-limit-rps', env: 'RATE_LIMIT_RPS', kind: 'number', min: 0.001, def: () => 50, doc: 'per-key sustained request rate on the job endpoints, requests/s' },
   { path: 'limits.rateLimitBurst', flag: '--rate-limit-burst', env: 'RATE_LIMIT_BURST', kind: 'int', min: 1, def: () => 500, doc: 'per-key request burst' },
   { path: 'limits.maxActiveJobsPerKey', flag: '--max-active-jobs', env: 'MAX_ACTIVE_JOBS_PER_KEY', kind: 'int', min: 1, def: () => 1000, doc: 'per-key limit of unfinished (queued + processing) jobs' },
+  { path: 'limits.authFailureLimit', flag: '--auth-failure-limit', env: 'AUTH_FAILURE_LIMIT', kind: 'int', min: 1, def: () => 20, doc: 'requests with a missing or wrong API key per client address (IPv6: per /64) and window before 429 TOO_MANY_AUTH_FAILURES' },
+  { path: 'limits.authFailureWindowSec', flag: '--auth-failure-window', env: 'AUTH_FAILURE_WINDOW_SECONDS', kind: 'number', min: 1, def: () => 60, doc: 'the failed-authentication window, seconds (the address is refused until it has passed)' },
   { path: 'callbacks.timeoutMs', flag: '--callback-timeout-ms', env: 'CALLBACK_TIMEOUT_MS', kind: 'int', min: 1, def: () => 10_000, doc: 'callback attempt timeout, ms' },
   { path: 'callbacks.retries', flag: '--callback-retries', env: 'CALLBACK_RETRIES', kind: 'int', min: 0, def: () => 3, doc: 'callback retries after 5xx / timeout / network error' },
   { path: 'callbacks.backoffMs', flag: '--callback-backoff-ms', env: 'CALLBACK_BACKOFF_MS', kind: 'int', min: 0, def: () => 1000, doc: 'first callback retry delay, ms (doubles each retry)' },

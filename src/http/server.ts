@@ -23,6 +23,7 @@ import { JobService } from '../jobs/service';
 import { BackendUnavailableError, isTerminal, type Backends } from '../jobs/types';
 import { JobWorker } from '../jobs/worker';
 import { ApiKeyRegistry, generateDevKey, RateLimiter } from './auth';
+import { AuthFailureThrottle } from './auth-throttle';
 import { problemClientErrorHandler } from './client-errors';
 import { API_ERRORS, ApiError, PROBLEM_CONTENT_TYPE, problemSchema } from './errors';
 import { consolePlugin } from './console';
@@ -136,6 +137,7 @@ export async function createServer(opts: ServerOptions = {}): Promise<AurisServe
   }
   const registry = new ApiKeyRegistry(keys);
   const limiter = new RateLimiter(config.limits.rateLimitRps, config.limits.rateLimitBurst);
+  const authThrottle = new AuthFailureThrottle(config.limits.authFailureLimit, config.limits.authFailureWindowSec * 1000);
 
   const download = await createDownloadService(config, opts.download, app.log.child({ component: 'download' })); // signing keys (generated on first start), SSRF guard
   let backendsRef: Backends | null = null;
@@ -217,11 +219,19 @@ export async function createServer(opts: ServerOptions = {}): Promise<AurisServe
   // Auth and the per-key rate limit on the job endpoints.
   app.addHook('onRequest', async (req, reply) => {
     if (!req.url.startsWith('/file-processing/') || req.method === 'OPTIONS') return;
+    const blocked = authThrottle.blockedFor(req.ip);
+    if (blocked > 0) {
+      void reply.header('retry-after', String(blocked));
+      throw new ApiError('TOO_MANY_AUTH_FAILURES', `Too many requests with a missing or invalid API key from this address; retry after ${blocked} s.`, { retry_after: blocked }, blocked);
+    }
     const raw = req.headers['x-api-key'];
     const key = Array.isArray(raw) ? raw[0] : raw;
-    if (!key) throw new ApiError('MISSING_API_KEY', 'The x-api-key header is required.');
-    const owner = registry.lookup(key);
-    if (!owner) throw new ApiError('INVALID_API_KEY', 'The x-api-key is not valid.');
+    const owner = key ? registry.lookup(key) : null;
+    if (!owner) {
+      if (authThrottle.fail(req.ip)) app.log.warn({ client: req.ip, failures: authThrottle.limit }, 'too many failed authentications: address throttled');
+      if (!key) throw new ApiError('MISSING_API_KEY', 'The x-api-key header is required.');
+      throw new ApiError('INVALID_API_KEY', 'The x-api-key is not valid.');
+    }
     req.owner = owner;
     const wait = limiter.take(owner.key_id);
     void reply.headers(limiter.headers(owner.key_id)); // RateLimit-Policy / RateLimit beside Retry-After
