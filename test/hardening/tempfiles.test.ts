@@ -4,7 +4,7 @@
  * leave no `.tmp-*` file and no job behind.
  */
 import assert from 'node:assert/strict';
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
@@ -43,6 +43,18 @@ describe('temporary files', () => {
       await sleep(100);
       const list = (await (await api(server, KEY_A)('/file-processing/jobs')).json()) as { jobs: unknown[] };
       assert.equal(list.jobs.length, 0);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('a URL download left by a killed process (data/tmp) is removed at the next start', async () => {
+    const data = join(dir.path, 'killed');
+    mkdirSync(join(data, 'tmp'), { recursive: true });
+    writeFileSync(join(data, 'tmp', '3f1c2b9e-0000-4000-8000-000000000000-1a2b3c4d'), Buffer.alloc(4096));
+    const server = await startServer(data, { analyzer: new FakeAnalyzer() });
+    try {
+      assert.deepEqual(existsSync(join(data, 'tmp')) ? readdirSync(join(data, 'tmp')) : [], []);
     } finally {
       await server.close();
     }

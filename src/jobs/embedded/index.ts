@@ -1,3 +1,4 @@
+import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Backends } from '../types';
 import { EmbeddedBlobStore } from './blob-store';
@@ -14,8 +15,11 @@ export { EmbeddedBlobStore, EmbeddedEventBus, EmbeddedJobQueue, EmbeddedJobStore
  *   blobs/uploads/<id>  uploaded audio until the job finishes
  *   blobs/results/<id>.json results
  *   events/<id>.json    job-finished events not yet delivered
+ *   tmp/                URL downloads of running jobs (emptied on open: one process owns the folder)
  */
 export async function openEmbeddedBackends(dataDir: string, log?: (msg: string) => void, opts: { maxDeliveries?: number } = {}): Promise<Backends> {
+  // Downloads of jobs that were running when the process was killed; the jobs download again.
+  await rm(join(dataDir, 'tmp'), { recursive: true, force: true });
   const [jobs, queue, blobs, events] = await Promise.all([
     EmbeddedJobStore.open(join(dataDir, 'jobs'), log),
     EmbeddedJobQueue.open(join(dataDir, 'queue'), { maxDeliveries: opts.maxDeliveries, log }),
