@@ -89,7 +89,8 @@ describe('auris stream (CLI)', () => {
     got.forEach((l, i) => assert.equal(l.timestamp, i * 64, 'one line per step, in order'));
     // A lower bound only (never flaky: a busy machine only makes it longer): the last chunk of a
     // paced stream leaves no earlier than (seconds - one chunk) after the first. An unpaced
-    // client sends 2 s of audio in a few milliseconds.
+    // client sends 2 s of audio in a few milliseconds. (The order of audio and result frames
+    // does not tell them apart: an unpaced client's writes wait for the server's progress too.)
     assert.ok(elapsedMs >= seconds * 1000 - chunkMs, `the stream took ${elapsedMs.toFixed(0)} ms for ${seconds} s of audio`);
     const bad = await runAsync(process.execPath, [CLI, 'stream', short, '--server', ts.address, '--api-key', 'wrong-key-0000']);
     assert.equal(bad.code, 1);
