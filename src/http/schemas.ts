@@ -4,6 +4,7 @@
  */
 import type { Config } from '../config';
 import { JOB_ERROR_CODES } from '../jobs/errors';
+import { CALLBACK_STATES } from '../jobs/types';
 import { PROBLEM_CONTENT_TYPE, problemSchema } from './errors';
 import { metadataSchema } from './metadata';
 
@@ -99,7 +100,7 @@ export const jobRecordSchema = {
   description: 'A file-processing job. Also the body of the job-finished callback.',
   required: [
     'job_id', 'status', 'progress', 'created_at', 'started_at', 'finished_at', 'expires_at',
-    'request', 'source', 'audio', 'results_url', 'results_size_bytes', 'error',
+    'request', 'source', 'audio', 'results_url', 'results_size_bytes', 'error', 'metadata', 'callback', 'warnings',
   ],
   properties: {
     job_id: { type: 'string', format: 'uuid' },
@@ -157,67 +158,123 @@ export const jobRecordSchema = {
         message: { type: 'string' },
       },
     }),
+    metadata: nullable({ ...metadataSchema, description: 'The metadata given at creation, else null' }),
+    callback: nullable({
+      type: 'object',
+      description: 'Delivery state of the job-finished callback; null when the job has none',
+      required: ['url', 'state', 'attempts', 'last_status', 'last_error'],
+      properties: {
+        url: { type: 'string' },
+        state: { type: 'string', enum: [...CALLBACK_STATES], description: 'pending until delivery ended; delivered (2xx), failed (retries used up or a final status), refused (URL not allowed)' },
+        attempts: { type: 'integer', minimum: 0 },
+        last_status: nullable({ type: 'integer', description: 'HTTP status of the latest attempt' }),
+        last_error: nullable({ type: 'string', description: 'Why the latest attempt failed (refusals start with "refused:")' }),
+      },
+    }),
+    warnings: {
+      type: 'array',
+      description: 'Problems the job got past (e.g. TRUNCATED_AUDIO); empty when none',
+      items: { type: 'object', required: ['code', 'message'], properties: { code: { type: 'string', example: 'TRUNCATED_AUDIO' }, message: { type: 'string' } } },
+    },
   },
 } as const;
 
-export const resultsSchema = {
-  type: 'object',
-  description: 'The results envelope (docs/results.md).',
-  required: ['job_id', 'result'],
-  properties: {
-    job_id: { type: 'string' },
-    result: {
-      type: 'object',
-      required: ['channels'],
-      properties: {
-        channels: {
-          type: 'object',
-          description: 'Channel id ("0", "1", ...) -> channel result with time_series and, as requested, summary and transitions',
-          additionalProperties: {
+/** What the installed models can put in the results (GET /models): the results schema's enums. */
+export interface ResultVocabulary {
+  /** Every `result` value. */
+  labels: string[];
+  /** Model names (keys of `results`, `summary`, `transitions`, `raw`). */
+  models: string[];
+  /** Keys of `raw` entries. */
+  rawKeys: string[];
+  /** Keys of `summary` entries. */
+  summaryKeys: string[];
+}
+
+const EXAMPLE_RESULTS = {
+  job_id: '4b0d1c8e-5a0e-4f43-9a43-1f7b1f3f2c11',
+  result: {
+    channels: {
+      '0': {
+        time_series: [
+          { timestamp: 0, results: { speech: { result: 'speech', confidence: 0.97 }, gender: { result: 'female', confidence: 0.91 } } },
+          { timestamp: 1024, results: { speech: { result: 'music', confidence: 0.88 }, gender: { result: 'no_speech', confidence: 0.88 } } },
+        ],
+        summary: { speech: { speech_fraction: 0.5, music_fraction: 0.5, other_fraction: 0, silence_fraction: 0 } },
+        transitions: {
+          speech: [
+            { timestamp_start: 0, timestamp_end: 1024, result: 'speech', confidence: 0.97 },
+            { timestamp_start: 1024, timestamp_end: 2048, result: 'music', confidence: 0.88 },
+          ],
+        },
+      },
+    },
+  },
+};
+
+const enumOf = (values: string[]) => (values.length ? { enum: [...new Set(values)].sort() } : {});
+
+/** The results envelope (docs/results.md), with the installed models' labels as enums. */
+export function resultsSchema(v: ResultVocabulary) {
+  const label = { type: 'string', ...enumOf(v.labels) };
+  const perModel = <T extends object>(value: T) => ({ type: 'object', additionalProperties: value, ...(v.models.length ? { description: `Keys: the requested models (${v.models.join(', ')})` } : {}) });
+  return {
+    type: 'object',
+    description: 'The results envelope (docs/results.md).',
+    required: ['job_id', 'result'],
+    example: EXAMPLE_RESULTS,
+    properties: {
+      job_id: { type: 'string', format: 'uuid' },
+      result: {
+        type: 'object',
+        required: ['channels'],
+        properties: {
+          channels: {
             type: 'object',
-            required: ['time_series'],
-            properties: {
-              time_series: {
-                type: 'array',
-                items: {
-                  type: 'object',
-                  required: ['timestamp', 'results'],
-                  properties: {
-                    timestamp: { type: 'number' },
-                    results: {
-                      type: 'object',
-                      additionalProperties: {
-                        type: 'object',
-                        properties: { result: { type: 'string' }, confidence: { type: 'number' } },
-                      },
-                    },
-                    raw: { type: 'object', additionalProperties: { type: 'object', additionalProperties: { type: 'number' } } },
-                  },
-                },
-              },
-              summary: { type: 'object', additionalProperties: { type: 'object', additionalProperties: { type: 'number' } } },
-              transitions: {
-                type: 'object',
-                additionalProperties: {
+            description: 'Channel id ("0", "1", ...) -> channel result with time_series and, as requested, summary and transitions',
+            additionalProperties: {
+              type: 'object',
+              required: ['time_series'],
+              properties: {
+                time_series: {
                   type: 'array',
                   items: {
                     type: 'object',
+                    required: ['timestamp', 'results'],
                     properties: {
-                      timestamp_start: { type: 'number' },
-                      timestamp_end: { type: 'number' },
-                      result: { type: 'string' },
-                      confidence: { type: 'number' },
+                      timestamp: { type: 'number', description: 'Start of the step, ms from the start of the audio' },
+                      results: perModel({
+                        type: 'object',
+                        required: ['result', 'confidence'],
+                        properties: { result: label, confidence: { type: 'number', minimum: 0, maximum: 1 } },
+                      }),
+                      raw: perModel({ type: 'object', description: `Class probabilities (include_raw_values)${v.rawKeys.length ? `; keys: ${[...new Set(v.rawKeys)].sort().join(', ')}` : ''}`, additionalProperties: { type: 'number' } }),
                     },
                   },
                 },
+                summary: perModel({ type: 'object', description: `Fractions of the steps per class (include_summary)${v.summaryKeys.length ? `; keys: ${[...new Set(v.summaryKeys)].sort().join(', ')}` : ''}`, additionalProperties: { type: 'number' } }),
+                transitions: perModel({
+                  type: 'array',
+                  description: 'Segments of equal result (include_transitions)',
+                  items: {
+                    type: 'object',
+                    required: ['timestamp_start', 'timestamp_end', 'result', 'confidence'],
+                    properties: {
+                      timestamp_start: { type: 'number' },
+                      timestamp_end: { type: 'number' },
+                      result: label,
+                      confidence: { type: 'number', minimum: 0, maximum: 1 },
+                    },
+                  },
+                }),
               },
             },
           },
         },
       },
     },
-  },
-} as const;
+  } as const;
+}
 
 export const jobIdParamsSchema = {
   type: 'object',

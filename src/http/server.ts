@@ -27,6 +27,7 @@ import { AuthFailureThrottle } from './auth-throttle';
 import { problemClientErrorHandler } from './client-errors';
 import { API_ERRORS, ApiError, PROBLEM_CONTENT_TYPE, problemSchema } from './errors';
 import { consolePlugin } from './console';
+import { addCallbackDocs } from './openapi-callbacks';
 import { addMethodNotAllowed, trackRouteMethods } from './method-not-allowed';
 import { jobRoutes, unsupportedMediaType } from './routes/jobs';
 import { downloadKeyRoutes } from './routes/download-keys';
@@ -212,7 +213,7 @@ export async function createServer(opts: ServerOptions = {}): Promise<AurisServe
       tags: [{ name: 'File processing' }, { name: 'Models' }, { name: 'Operations' }],
     },
     refResolver: { buildLocalReference: (json, _base, _frag, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
-    transformObject: (doc) => addAudioBodies((doc as { openapiObject: OpenApiDoc }).openapiObject) as never,
+    transformObject: (doc) => addCallbackDocs(addAudioBodies((doc as { openapiObject: OpenApiDoc }).openapiObject) as never),
   });
   await app.register(fastifySwaggerUi, { routePrefix: '/docs' });
 

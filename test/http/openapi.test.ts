@@ -56,6 +56,9 @@ describe('OpenAPI document', () => {
       'GET /healthz healthz',
       'GET /readyz readyz',
       'GET /metrics metrics',
+      'GET /file-processing/jobs listJobs',
+      'GET /file-processing/callback-secret getCallbackSecret',
+      'GET /models listModels',
     ]) {
       assert.ok(ops.includes(want), `${want} in ${ops.join(', ')}`);
     }
@@ -120,5 +123,30 @@ describe('OpenAPI document', () => {
     const res = await fetch(`${server.url}/docs/`);
     assert.equal(res.status, 200);
     assert.match(await res.text(), /swagger/i);
+  });
+
+  it('documents the callback (body, signature and X-Auris headers), the record\'s callback state, label enums and an example result', () => {
+    const op = doc.paths['/file-processing/jobs']!.post! as unknown as { callbacks: Record<string, Record<string, { post: { parameters: Array<{ name: string; in: string }>; requestBody: { content: Record<string, { schema: { $ref: string } }> } } }>> };
+    const cb = op.callbacks.jobFinished!['{$request.query.callback}']!.post;
+    assert.deepEqual(
+      cb.parameters.map((p) => p.name).sort(),
+      ['webhook-id', 'webhook-signature', 'webhook-timestamp', 'x-auris-attempt', 'x-auris-event-id', 'x-auris-event-type', 'x-auris-job-id'],
+    );
+    assert.ok(cb.parameters.every((p) => p.in === 'header'));
+    assert.equal(cb.requestBody.content['application/json']!.schema.$ref, '#/components/schemas/Job');
+    const job = doc.components.schemas.Job! as { required: string[]; properties: Record<string, { properties?: Record<string, { enum?: string[] }> }> };
+    for (const f of ['metadata', 'callback', 'warnings']) assert.ok(job.required.includes(f), f);
+    assert.deepEqual(job.properties.callback!.properties!.state!.enum, ['pending', 'delivered', 'failed', 'refused']);
+    const results = doc.paths['/file-processing/jobs/{jobId}/results']!.get!.responses['200']!.content!['application/json']!.schema as {
+      example: { result: { channels: Record<string, unknown> } };
+      properties: { result: { properties: { channels: { additionalProperties: { properties: { time_series: { items: { properties: { results: { additionalProperties: { required: string[]; properties: { result: { enum: string[] } } } } } } } } } } } } };
+    };
+    const step = results.properties.result.properties.channels.additionalProperties.properties.time_series.items.properties.results.additionalProperties;
+    assert.deepEqual(step.required, ['result', 'confidence']);
+    for (const l of ['speech', 'music', 'other', 'silence', 'high', 'low', 'neutral', 'female', 'male', 'no_speech', 'unknown']) assert.ok(step.properties.result.enum.includes(l), l);
+    assert.ok(results.example.result.channels['0']);
+    const created = doc.paths['/file-processing/jobs']!.post!.responses['201']!.headers!;
+    assert.ok(created['Idempotent-Replayed']);
+    assert.ok(doc.paths['/file-processing/jobs']!.get!.responses['429']!.headers!['RateLimit']);
   });
 });

@@ -9,6 +9,7 @@ import { serializeJob } from '../../jobs/record';
 import { type CreatedJob, IdempotencyConflictError, type JobService, type Owner } from '../../jobs/service';
 import { IDEMPOTENCY_KEY_RE } from '../../jobs/idempotency';
 import { metadataOf } from '../metadata';
+import { installedVocabulary } from './models';
 import { BackendUnavailableError, BlobTooLargeError, type JobRequest } from '../../jobs/types';
 import { ApiError } from '../errors';
 import {
@@ -244,7 +245,7 @@ export async function jobRoutes(app: FastifyInstance, opts: JobRoutesOptions): P
         security,
         params: jobIdParamsSchema,
         response: {
-          200: { description: 'The results envelope', content: { [JSON_MEDIA_TYPE]: { schema: resultsSchema } } },
+          200: { description: 'The results envelope', content: { [JSON_MEDIA_TYPE]: { schema: resultsSchema(installedVocabulary(config.modelsDir)) } } },
           ...problemResponses([401, 404, 409, 429, 500]),
         },
       },

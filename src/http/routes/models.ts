@@ -6,7 +6,7 @@
 import type { FastifyInstance } from 'fastify';
 import { listModelsResponse } from '../../grpc/server';
 import { ModelRegistry } from '../../inference/registry';
-import { JSON_MEDIA_TYPE, problemResponses } from '../schemas';
+import { JSON_MEDIA_TYPE, problemResponses, type ResultVocabulary } from '../schemas';
 
 export interface ModelRoutesOptions {
   modelsDir: string;
@@ -30,6 +30,22 @@ const modelSchema = {
     placeholder: { type: 'boolean', description: 'A model that honours the contract but means nothing (tests)' },
   },
 } as const;
+
+/** The labels, model names and keys the installed models can produce (empty when none can be read). */
+export function installedVocabulary(modelsDir: string): ResultVocabulary {
+  let models: ReturnType<typeof listModelsResponse>['models'];
+  try {
+    models = listModelsResponse({ registry: ModelRegistry.loadSync({ modelsDir }) }).models;
+  } catch {
+    models = [];
+  }
+  return {
+    labels: models.flatMap((m) => m.labels),
+    models: models.map((m) => m.name),
+    rawKeys: models.flatMap((m) => m.raw_keys),
+    summaryKeys: models.flatMap((m) => m.summary_keys),
+  };
+}
 
 export async function modelRoutes(app: FastifyInstance, opts: ModelRoutesOptions): Promise<void> {
   let registry: ModelRegistry | null = null; // read once: models change only with a restart
