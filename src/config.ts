@@ -131,7 +131,7 @@ const MiB = 1024 * 1024;
 export const OPTIONS: readonly OptionDef[] = [
   { path: 'host', flag: '--host', env: 'HOST', kind: 'string', def: () => '127.0.0.1', doc: 'REST listen address (use 0.0.0.0 to listen on all interfaces, e.g. in a container)' },
   { path: 'port', flag: '--port', env: 'PORT', kind: 'int', min: 0, def: () => 8080, doc: 'REST port' },
-  { path: 'grpcPort', flag: '--grpc-port', env: 'GRPC_PORT', kind: 'int', min: 0, def: () => 50051, doc: 'gRPC streaming port (streaming issue)' },
+  { path: 'grpcPort', flag: '--grpc-port', env: 'GRPC_PORT', kind: 'int', min: 0, def: () => 50051, doc: 'gRPC streaming port (live analysis, docs/streaming.md)' },
   { path: 'dataDir', flag: '--data-dir', env: 'DATA_DIR', kind: 'string', def: () => resolve('data'), doc: 'where jobs, queued work, uploads and results are kept' },
   { path: 'modelsDir', flag: '--models-dir', env: 'MODELS_DIR', kind: 'string', def: () => defaultModelsDir(), doc: 'model directory (<dir>/<name>/manifest.json; default $AURIS_MODELS_DIR or the package models/)' },
   { path: 'apiKeys', flag: '--api-keys', env: 'API_KEYS', kind: 'keys', def: () => [], doc: 'comma-separated key:organization_id:project_id entries' },
@@ -225,14 +225,15 @@ function setPath(target: Record<string, unknown>, path: string, value: unknown):
   obj[parts[parts.length - 1]!] = value;
 }
 
-/** Usage text for `serve --help`. */
+/** Usage text for `serve --help`: one aligned row per option (columns as wide as their longest entry). */
 export function usage(): string {
-  const lines = ['Usage: auris serve [options]', '', 'Options (flag / environment variable, default):'];
-  for (const o of OPTIONS) {
+  const rows = OPTIONS.map((o) => {
     const d = o.def();
-    const shown = d === undefined ? '-' : Array.isArray(d) ? '-' : String(d);
-    lines.push(`  ${o.flag.padEnd(24)} ${o.env.padEnd(28)} ${shown.padEnd(12)} ${o.doc}`);
-  }
+    return [o.flag, o.env, d === undefined || Array.isArray(d) ? '-' : String(d), o.doc] as const;
+  });
+  const width = [0, 1, 2].map((c) => Math.max(...rows.map((r) => r[c]!.length)));
+  const lines = ['Usage: auris serve [options]', '', 'Options (flag / environment variable, default):'];
+  for (const r of rows) lines.push(`  ${r[0].padEnd(width[0]!)}  ${r[1].padEnd(width[1]!)}  ${r[2].padEnd(width[2]!)}  ${r[3]}`);
   return lines.join('\n');
 }
 
