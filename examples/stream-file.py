@@ -23,8 +23,15 @@ import tempfile
 import time
 import wave
 
-import grpc
-from grpc_tools import protoc
+try:
+    import grpc
+    from grpc_tools import protoc
+except ImportError as err:  # e.g. a pyenv or venv python3 without Debian's packages
+    sys.exit(
+        "stream-file.py needs grpcio and grpcio-tools (%s).\n"
+        "Debian: apt install python3-grpcio python3-grpc-tools and run it with /usr/bin/python3;\n"
+        "elsewhere: pip install grpcio grpcio-tools" % err
+    )
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_PROTO_DIR = os.path.join(HERE, "..", "proto")
@@ -93,7 +100,13 @@ def main():
         ap.error("an API key is required: --api-key or $AURIS_API_KEY")
 
     pb2, pb2_grpc = load_stubs(os.path.abspath(args.proto_dir))
-    wav = wave.open(args.file, "rb")
+    try:
+        wav = wave.open(args.file, "rb")
+    except (wave.Error, EOFError) as err:
+        ap.error("%s is not a PCM WAV file (%s); convert it first, e.g. sox in.mp3 -b 16 out.wav, "
+                 "or use `auris stream`, which reads MP3, FLAC, Ogg and WAV" % (args.file, err))
+    except OSError as err:
+        ap.error("cannot open %s: %s" % (args.file, err.strerror or err))
     if wav.getsampwidth() != 2 or wav.getcomptype() != "NONE":
         ap.error("%s: only 16-bit PCM WAV files are supported by this example" % args.file)
     models = [m.strip() for m in args.models.split(",") if m.strip()]

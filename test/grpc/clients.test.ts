@@ -126,6 +126,13 @@ describe('a client in another language', () => {
     const bad = await runAsync(py!, [path.join(ROOT, 'examples', 'stream-file.py'), wav, '--server', ts.address, '--api-key', API_KEY, '--output-period', '100']);
     assert.equal(bad.code, 1);
     assert.match(bad.stderr, /auris: error \[INVALID_ARGUMENT\]: config\.output_period must be a positive multiple of 64/);
+    // Not a WAV (an MP3): a clear usage error, not a wave.Error traceback.
+    const mp3 = path.join(tmpDir(), 'voice.mp3');
+    sh('lame', ['--quiet', wav16, mp3]);
+    const notWav = await runAsync(py!, [path.join(ROOT, 'examples', 'stream-file.py'), mp3, '--server', ts.address, '--api-key', API_KEY]);
+    assert.equal(notWav.code, 2);
+    assert.match(notWav.stderr, /voice\.mp3 is not a PCM WAV file .*auris stream/);
+    assert.doesNotMatch(notWav.stderr, /Traceback/);
   });
 });
 
