@@ -53,6 +53,8 @@ export interface DownloadRequest {
   /** Combined duration limit (seconds) for the early check, and the selected channel (null: all). */
   maxDurationSec?: number;
   channel?: number | null;
+  /** Bytes received of the declared Content-Length, as they arrive (not called without one). */
+  onProgress?: (bytes: number, total: number) => void;
 }
 
 export interface DownloadResult {
@@ -154,6 +156,7 @@ export class Downloader {
     }
 
     let bytes = 0;
+    const total = res.headers['content-length'] !== undefined && Number.isFinite(declared) && declared > 0 ? declared : 0;
     let head: Buffer[] | null = req.maxDurationSec !== undefined ? [] : null;
     let headLen = 0;
     const check = async (buf: Buffer): Promise<void> => {
@@ -172,6 +175,7 @@ export class Downloader {
       transform(chunk: Buffer, _enc, cb) {
         bytes += chunk.length;
         if (bytes > o.maxBytes) return cb(tooLarge(o.maxBytes));
+        if (total) req.onProgress?.(Math.min(bytes, total), total);
         if (!head) return cb(null, chunk);
         head.push(chunk);
         headLen += chunk.length;

@@ -22,6 +22,8 @@ export interface FetchSourceOptions {
   maxDurationSec?: number;
   /** The channel the job analyses (null: all), for the combined duration. */
   channel?: number | null;
+  /** Bytes received so far of `total` (the Content-Length), when the server sends one. */
+  onProgress?: (bytes: number, total: number) => void;
 }
 
 /**
@@ -37,6 +39,7 @@ export async function fetchSource(url: string, destPath: string, opts: FetchSour
     signal: opts.signal,
     maxDurationSec: opts.maxDurationSec,
     channel: opts.channel,
+    onProgress: opts.onProgress,
   });
   return { bytes: got.bytes, contentType: got.contentType };
 }

@@ -21,6 +21,8 @@ export interface WorkerLogger {
   error(obj: object, msg: string): void;
 }
 
+/** Share of a URL job's progress that its download takes (docs/api.md). */
+export const DOWNLOAD_SHARE = 0.2;
 const PROGRESS_WRITE_INTERVAL_MS = 500;
 const HEARTBEAT_MS = 10_000;
 
@@ -208,33 +210,6 @@ export class JobWorker {
       const req = job.record.request;
       this.log.info({ job_id: jobId, attempt: job.attempts }, 'job processing');
 
-      // The audio: the upload, or a download of the URL into a temporary file.
-      let source: AudioSource;
-      if (job.record.source.method === 'upload') {
-        stage = 'reading the upload';
-        const file = job.upload_blob ? await blobs.localFile(job.upload_blob) : null;
-        if (!file) throw new JobFailure('PROCESSING_FAILED', 'The uploaded audio is no longer available.');
-        release = file.release;
-        source = { path: file.path };
-      } else {
-        stage = 'downloading the file URL';
-        const tmpDir = join(this.config.dataDir, 'tmp');
-        await mkdir(tmpDir, { recursive: true });
-        tmpFile = join(tmpDir, `${jobId}-${randomBytes(4).toString('hex')}`);
-        const got = await fetchSource(job.record.source.url ?? '', tmpFile, {
-          downloader: this.downloader,
-          signal: controller.signal,
-          job: { jobId, organizationId: job.owner.organization_id, projectId: job.owner.project_id },
-          maxDurationSec: this.config.limits.maxAudioDurationSec,
-          channel: req.channel,
-        });
-        await mutateJob(jobs, jobId, (j) => {
-          j.record.source.size_bytes = got.bytes;
-          return j;
-        });
-        source = { path: tmpFile };
-      }
-
       // Progress and audio facts go to the store, throttled; a vanished record means the job was deleted.
       let lastWrite = 0;
       let writing: Promise<unknown> = Promise.resolve();
@@ -260,6 +235,50 @@ export class JobWorker {
           })
           .catch(() => undefined);
       };
+      /** Records progress p (0..0.99; it only grows), throttled to one write per interval. */
+      const report = (p: number): void => {
+        latest = Math.max(latest, Math.min(0.99, Math.max(0, p)));
+        const since = Date.now() - lastWrite;
+        if (since >= PROGRESS_WRITE_INTERVAL_MS) writeProgress();
+        else if (!trailing) {
+          // Throttled: write the latest value when the interval is over.
+          trailing = setTimeout(() => {
+            trailing = null;
+            if (!controller.signal.aborted) writeProgress();
+          }, PROGRESS_WRITE_INTERVAL_MS - since);
+        }
+      };
+      // A URL job's download (when its size is known) is the first DOWNLOAD_SHARE of the progress.
+      const analysisStart = job.record.source.method === 'url' ? DOWNLOAD_SHARE : 0;
+
+      // The audio: the upload, or a download of the URL into a temporary file.
+      let source: AudioSource;
+      if (job.record.source.method === 'upload') {
+        stage = 'reading the upload';
+        const file = job.upload_blob ? await blobs.localFile(job.upload_blob) : null;
+        if (!file) throw new JobFailure('PROCESSING_FAILED', 'The uploaded audio is no longer available.');
+        release = file.release;
+        source = { path: file.path };
+      } else {
+        stage = 'downloading the file URL';
+        const tmpDir = join(this.config.dataDir, 'tmp');
+        await mkdir(tmpDir, { recursive: true });
+        tmpFile = join(tmpDir, `${jobId}-${randomBytes(4).toString('hex')}`);
+        const got = await fetchSource(job.record.source.url ?? '', tmpFile, {
+          downloader: this.downloader,
+          signal: controller.signal,
+          job: { jobId, organizationId: job.owner.organization_id, projectId: job.owner.project_id },
+          maxDurationSec: this.config.limits.maxAudioDurationSec,
+          channel: req.channel,
+          onProgress: (bytes, total) => report((bytes / total) * DOWNLOAD_SHARE),
+        });
+        await mutateJob(jobs, jobId, (j) => {
+          j.record.source.size_bytes = got.bytes;
+          return j;
+        });
+        source = { path: tmpFile };
+      }
+
       const options: AnalyzeOptions = {
         models: req.models,
         outputPeriodMs: req.output_period,
@@ -275,18 +294,7 @@ export class JobWorker {
       stage = 'analysing the audio';
       const channels = await this.analyzer.analyze(source, options, {
         signal: controller.signal,
-        onProgress: (p) => {
-          latest = Math.max(latest, Math.min(0.99, Math.max(0, p)));
-          const since = Date.now() - lastWrite;
-          if (since >= PROGRESS_WRITE_INTERVAL_MS) writeProgress();
-          else if (!trailing) {
-            // Throttled: write the latest value when the interval is over.
-            trailing = setTimeout(() => {
-              trailing = null;
-              if (!controller.signal.aborted) writeProgress();
-            }, PROGRESS_WRITE_INTERVAL_MS - since);
-          }
-        },
+        onProgress: (p) => report(analysisStart + p * (1 - analysisStart)),
         onInfo: (info) => {
           const processed = req.channel !== null ? 1 : info.channels;
           audioSeconds = info.durationSec * processed;

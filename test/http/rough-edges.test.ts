@@ -4,10 +4,12 @@
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
+import { createServer as createHttpServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { resolve } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { AurisServer } from '../../src/http/server';
-import { api, createJob, fakeWav, FakeAnalyzer, KEY_A, startServer, tempDir, type JobJson } from './helpers';
+import { api, createJob, fakeWav, FakeAnalyzer, KEY_A, startServer, tempDir, waitForJob, type JobJson } from './helpers';
 
 describe('rough edges', () => {
   const dir = tempDir();
@@ -62,6 +64,32 @@ describe('rough edges', () => {
       assert.equal(((await res.json()) as { code: string }).code, 'METHOD_NOT_ALLOWED');
     }
     assert.equal((await api(server, KEY_A)('/file-processing/nothing', { method: 'PUT' })).status, 404);
+  });
+
+  it('progress grows during a URL download whose size is known (the first 20 %), then through the analysis', async () => {
+    const body = fakeWav(200_000);
+    let finish!: () => void;
+    const held = new Promise<void>((r) => (finish = r));
+    const host = createHttpServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'audio/wav', 'content-length': String(body.length) });
+      res.write(body.subarray(0, 100_000));
+      void held.then(() => res.end(body.subarray(100_000)));
+    });
+    await new Promise<void>((r) => host.listen(0, '127.0.0.1', r));
+    try {
+      const url = `http://127.0.0.1:${(host.address() as AddressInfo).port}/big.wav`;
+      const job = (await (await createJob(server, KEY_A, { url })).json()) as JobJson;
+      const mid = await waitForJob(server, KEY_A, job.job_id, (j) => j.progress > 0, 10_000);
+      assert.equal(mid.status, 'processing');
+      assert.ok(mid.progress > 0.05 && mid.progress <= 0.1 + 1e-9, `half the bytes: ${mid.progress}`);
+      finish();
+      const done = await waitForJob(server, KEY_A, job.job_id);
+      assert.equal(done.status, 'succeeded');
+      assert.equal(done.source.size_bytes, body.length);
+    } finally {
+      finish();
+      host.close();
+    }
   });
 
   it('auris --version prints the package version', () => {
