@@ -90,6 +90,29 @@ describe('poison jobs and malformed storage', () => {
     }
   });
 
+  it('the delivery limit holds across restarts: failed deliveries are kept in the queue entry', async () => {
+    const data = join(dir.path, 'restarted');
+    const job = newJob();
+    const id = job.record.job_id;
+    job.upload_blob = `uploads/${id}`;
+    writeJson(join(data, 'jobs', `${id}.json`), { revision: 1, job });
+    mkdirSync(join(data, 'blobs', 'uploads'), { recursive: true });
+    writeFileSync(join(data, 'blobs', 'uploads', id), 'RIFF....WAVE');
+    // Two deliveries failed in an earlier process life.
+    writeJson(join(data, 'queue', `${id}.json`), { job_id: id, seq: 1, enqueued_at: new Date().toISOString(), failed_deliveries: 2 });
+    const analyzer = new FakeAnalyzer();
+    analyzer.fail = new Error('still broken');
+    const server = await startServer(data, { analyzer, config: { maxJobDeliveries: 3 } });
+    try {
+      const done = await waitForJob(server, KEY_A, id, (j) => j.status === 'failed', 30_000);
+      assert.equal(done.error?.code, 'PROCESSING_FAILED');
+      assert.match(done.error!.message, /3 deliveries/);
+      assert.equal(callsFor(analyzer, id), 1, 'only the one delivery left');
+    } finally {
+      await server.close();
+    }
+  });
+
   it('a transient storage fault (ENOSPC, EIO) while storing results gives the job back: it succeeds later, the faults not counted as deliveries', async () => {
     const data = join(dir.path, 'transient');
     const backends = await openEmbeddedBackends(data, undefined, { maxDeliveries: 2 });

@@ -7,6 +7,8 @@ interface Entry {
   job_id: string;
   seq: number;
   enqueued_at: string;
+  /** Deliveries given back as failed so far (kept in the file, so the limit holds across restarts). */
+  failed_deliveries?: number;
 }
 
 /** Deliveries of a job whose processing keeps failing before the worker gives up on it. */
@@ -30,7 +32,9 @@ async function readEntry(path: string, expectedId: string): Promise<Entry | stri
   }
   if (typeof e.seq !== 'number' || !Number.isFinite(e.seq)) return 'seq is not a number';
   if (typeof e.enqueued_at !== 'string') return 'enqueued_at is not a string';
-  return { job_id: e.job_id, seq: e.seq, enqueued_at: e.enqueued_at };
+  const failed = e.failed_deliveries ?? 0;
+  if (!Number.isInteger(failed) || failed < 0) return 'failed_deliveries is not a count';
+  return { job_id: e.job_id, seq: e.seq, enqueued_at: e.enqueued_at, failed_deliveries: failed };
 }
 
 /**
@@ -42,7 +46,6 @@ async function readEntry(path: string, expectedId: string): Promise<Entry | stri
 export class EmbeddedJobQueue implements JobQueue {
   private readonly ready: Entry[] = [];
   private readonly inFlight = new Set<string>();
-  private readonly deliveries = new Map<string, number>();
   private readonly waiters: Array<() => void> = [];
   /** Given back with a delay: the timer that makes them ready again. */
   private readonly delayed = new Map<string, NodeJS.Timeout>();
@@ -124,8 +127,7 @@ export class EmbeddedJobQueue implements JobQueue {
   private deliver(entry: Entry): QueueMessage {
     const jobId = entry.job_id;
     this.inFlight.add(jobId);
-    const count = (this.deliveries.get(jobId) ?? 0) + 1;
-    this.deliveries.set(jobId, count);
+    const count = (entry.failed_deliveries ?? 0) + 1;
     let settled = false;
     return {
       jobId,
@@ -135,13 +137,16 @@ export class EmbeddedJobQueue implements JobQueue {
         settled = true;
         await rm(this.path(jobId), { force: true });
         this.inFlight.delete(jobId);
-        this.deliveries.delete(jobId);
       },
       nak: async (opts = {}) => {
         if (settled) return;
         settled = true;
+        if (opts.counted !== false) {
+          entry.failed_deliveries = count;
+          // Best effort (the disk may be the problem): at worst a restart forgets this delivery.
+          await writeAtomic(this.path(jobId), JSON.stringify(entry)).catch(() => undefined);
+        }
         this.inFlight.delete(jobId);
-        if (opts.counted === false) this.deliveries.set(jobId, count - 1);
         if (this.closed) return;
         const delayMs = opts.delayMs ?? 0;
         if (delayMs <= 0) {
