@@ -18,6 +18,7 @@ import { randomUUID } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
 import { ReflectionService } from '@grpc/reflection';
 import { HealthImplementation } from 'grpc-health-check';
+import { reflectionPackageDefinition } from './reflection';
 import { AurisError, errorCode } from '../analysis/errors';
 import { STEP_MS } from '../analysis/options';
 import { modelsToRun, policyFor, NO_SPEECH_LABEL, SILENCE_LABEL, UNKNOWN_LABEL } from '../analysis/policies';
@@ -30,7 +31,6 @@ import {
   AnalyzeRequestMsg,
   ListModelsResponseMsg,
   ModelInfoMsg,
-  packageDefinition,
   SERVICE_NAME,
   serviceDefinition,
   StepResultMsg,
@@ -243,7 +243,7 @@ export class AnalysisGrpcServer {
     });
     this.health = new HealthImplementation({ '': 'NOT_SERVING', [SERVICE_NAME]: 'NOT_SERVING' });
     this.health.addToServer(this.server);
-    new ReflectionService(packageDefinition()).addToServer(this.server);
+    new ReflectionService(reflectionPackageDefinition()).addToServer(this.server); // lists the health service too
   }
 
   /** Loads the models (a dedicated engine unless one is given) and builds the server (not listening yet). */
