@@ -70,6 +70,19 @@ export interface DownloadConfig {
   urlAllowlist: string[];
 }
 
+export interface StreamingConfig {
+  /** Concurrent live streams in this process. */
+  maxStreams: number;
+  /** Concurrent live streams per API key. */
+  maxStreamsPerKey: number;
+  /** A gRPC stream must send its config within this, ms. */
+  configTimeoutMs: number;
+  /** A stream that sends no audio for this long ends with IDLE_TIMEOUT, ms (0: never). */
+  idleTimeoutMs: number;
+  /** Lifetime of a stream token (POST /stream-tokens), seconds. */
+  tokenTtlSec: number;
+}
+
 export interface Config {
   host: string;
   port: number;
@@ -103,6 +116,8 @@ export interface Config {
   /** Wait before a failed delivery is retried, ms; doubles with each delivery (at most 5 minutes). */
   jobRetryBackoffMs: number;
   limits: Limits;
+  /** Live streams (gRPC and WebSocket together; docs/streaming.md). */
+  streaming: StreamingConfig;
   callbacks: CallbackConfig;
   download: DownloadConfig;
   /** Browser origins allowed to call the API (CORS); empty: none, `*`: any. */
@@ -159,6 +174,11 @@ export const OPTIONS: readonly OptionDef[] = [
   { path: 'limits.maxActiveJobsPerKey', flag: '--max-active-jobs', env: 'MAX_ACTIVE_JOBS_PER_KEY', kind: 'int', min: 1, def: () => 1000, doc: 'per-key limit of unfinished (queued + processing) jobs' },
   { path: 'limits.authFailureLimit', flag: '--auth-failure-limit', env: 'AUTH_FAILURE_LIMIT', kind: 'int', min: 1, def: () => 20, doc: 'requests with a missing or wrong API key per client address (IPv6: per /64) and window before 429 TOO_MANY_AUTH_FAILURES' },
   { path: 'limits.authFailureWindowSec', flag: '--auth-failure-window', env: 'AUTH_FAILURE_WINDOW_SECONDS', kind: 'number', min: 1, def: () => 60, doc: 'the failed-authentication window, seconds (the address is refused until it has passed)' },
+  { path: 'streaming.maxStreams', flag: '--max-streams', env: 'MAX_STREAMS', kind: 'int', min: 1, def: () => 1000, doc: 'concurrent live streams (gRPC + WebSocket) in this process' },
+  { path: 'streaming.maxStreamsPerKey', flag: '--max-streams-per-key', env: 'MAX_STREAMS_PER_KEY', kind: 'int', min: 1, def: () => 100, doc: 'concurrent live streams per API key (TOO_MANY_STREAMS above)' },
+  { path: 'streaming.configTimeoutMs', flag: '--stream-config-timeout-ms', env: 'STREAM_CONFIG_TIMEOUT_MS', kind: 'int', min: 100, def: () => 10_000, doc: 'a gRPC stream must send its config within this, ms (IDLE_TIMEOUT)' },
+  { path: 'streaming.idleTimeoutMs', flag: '--stream-idle-timeout-ms', env: 'STREAM_IDLE_TIMEOUT_MS', kind: 'int', min: 0, def: () => 30_000, doc: 'a live stream that sends no audio this long ends with IDLE_TIMEOUT, ms (0: never)' },
+  { path: 'streaming.tokenTtlSec', flag: '--stream-token-ttl', env: 'STREAM_TOKEN_TTL_SECONDS', kind: 'int', min: 1, def: () => 60, doc: 'lifetime of a single-use stream token (POST /stream-tokens), seconds' },
   { path: 'callbacks.timeoutMs', flag: '--callback-timeout-ms', env: 'CALLBACK_TIMEOUT_MS', kind: 'int', min: 1, def: () => 10_000, doc: 'callback attempt timeout, ms' },
   { path: 'callbacks.retries', flag: '--callback-retries', env: 'CALLBACK_RETRIES', kind: 'int', min: 0, def: () => 3, doc: 'callback retries after 5xx / timeout / network error' },
   { path: 'callbacks.backoffMs', flag: '--callback-backoff-ms', env: 'CALLBACK_BACKOFF_MS', kind: 'int', min: 0, def: () => 1000, doc: 'first callback retry delay, ms (doubles each retry)' },

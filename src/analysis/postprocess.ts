@@ -367,25 +367,46 @@ export function collapseSegments(
   periodMs: number,
   endMs: number,
 ): Segment[] {
-  const segs: Segment[] = [];
-  let start = 0;
-  for (let k = 1; k <= labels.length; k++) {
-    if (k < labels.length && labels[k] === labels[start]) continue;
-    let wc = 0;
-    let w = 0;
-    for (let j = start; j < k; j++) {
-      wc += spansMs[j]! * confidences[j]!;
-      w += spansMs[j]!;
+  const b = new SegmentBuilder(periodMs);
+  for (let k = 0; k < labels.length; k++) b.add(labels[k]!, confidences[k]!, spansMs[k]!);
+  return b.finish(endMs);
+}
+
+/** collapseSegments step by step (live streams): add each output step's label as it is decided. */
+export class SegmentBuilder {
+  private readonly segments: Segment[] = [];
+  private label: string | undefined;
+  private start = 0;
+  private steps = 0;
+  private weightedConfidence = 0;
+  private weight = 0;
+
+  constructor(private readonly periodMs: number) {}
+
+  add(label: string, confidence: number, spanMs: number): void {
+    if (this.label !== undefined && label !== this.label) this.close(this.steps * this.periodMs);
+    if (this.label === undefined) {
+      this.label = label;
+      this.start = this.steps;
     }
-    segs.push({
-      timestamp_start: start * periodMs,
-      timestamp_end: k < labels.length ? k * periodMs : endMs,
-      result: labels[start]!,
-      confidence: round(w > 0 ? wc / w : 0),
-    });
-    start = k;
+    this.weightedConfidence += spanMs * confidence;
+    this.weight += spanMs;
+    this.steps++;
   }
-  return segs;
+
+  /** The segments, the last one ending at `endMs`. */
+  finish(endMs: number): Segment[] {
+    if (this.label !== undefined) this.close(endMs);
+    return this.segments;
+  }
+
+  private close(endMs: number): void {
+    const w = this.weight;
+    this.segments.push({ timestamp_start: this.start * this.periodMs, timestamp_end: endMs, result: this.label!, confidence: round(w > 0 ? this.weightedConfidence / w : 0) });
+    this.label = undefined;
+    this.weightedConfidence = 0;
+    this.weight = 0;
+  }
 }
 
 /** Wraps channel results into SPEC.md's results envelope; keys are channel indices as strings. */

@@ -9,6 +9,7 @@ import * as path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import { packageRoot } from '../inference/env';
+import type { Segment } from '../analysis/postprocess';
 
 export const PROTO_PACKAGE = 'audioanalysis.v1';
 export const SERVICE_NAME = `${PROTO_PACKAGE}.AudioAnalysis`;
@@ -54,7 +55,7 @@ export function clientConstructor(): grpc.ServiceClientConstructor {
 // Message shapes (as decoded / encoded by proto-loader with LOADER_OPTIONS)
 // ---------------------------------------------------------------------------------------
 
-export type AudioEncodingName = 'AUDIO_ENCODING_UNSPECIFIED' | 'PCM_S16LE' | 'PCM_F32LE';
+export type AudioEncodingName = 'AUDIO_ENCODING_UNSPECIFIED' | 'PCM_S16LE' | 'PCM_F32LE' | 'PCM_MULAW' | 'PCM_ALAW';
 
 export interface StreamConfigMsg {
   models?: string[];
@@ -68,6 +69,7 @@ export interface StreamConfigMsg {
   channel?: number;
   stream_id?: string;
   include_summary?: boolean;
+  include_transitions?: boolean;
 }
 
 export interface AnalyzeRequestMsg {
@@ -87,11 +89,13 @@ export interface StreamSummaryMsg {
   steps: number;
 }
 
+
 export interface StepResultMsg {
   timestamp: number;
   results?: Record<string, ModelResultMsg>;
   raw?: Record<string, { values: Record<string, number> }>;
   summary?: StreamSummaryMsg;
+  transitions?: Record<string, { segments: Segment[] }>;
 }
 
 export interface ModelInfoMsg {

@@ -18,7 +18,7 @@ import { reflectionPackageDefinition } from './reflection';
 import { AurisError } from '../analysis/errors';
 import { STEP_MS } from '../analysis/options';
 import { modelsToRun, policyFor, NO_SPEECH_LABEL, SILENCE_LABEL, UNKNOWN_LABEL } from '../analysis/policies';
-import type { TimeStepResult } from '../analysis/postprocess';
+import type { Segment, TimeStepResult } from '../analysis/postprocess';
 import { InferenceEngine } from '../inference/engine';
 import type { ModelInfo } from '../inference/registry';
 import type { Owner } from '../jobs/service';
@@ -112,10 +112,20 @@ export function stepMessage(step: TimeStepResult): StepResultMsg {
   return msg;
 }
 
+/** The end-of-stream message: the summary and/or the transitions, as asked. */
 export function summaryMessage(s: StreamSummary): StepResultMsg {
-  const models: Record<string, { fractions: Record<string, number> }> = {};
-  for (const [name, fractions] of Object.entries(s.models)) models[name] = { fractions };
-  return { timestamp: s.endTimestampMs, summary: { models, duration_ms: s.durationMs, steps: s.steps } };
+  const msg: StepResultMsg = { timestamp: s.endTimestampMs };
+  if (s.models) {
+    const models: Record<string, { fractions: Record<string, number> }> = {};
+    for (const [name, fractions] of Object.entries(s.models)) models[name] = { fractions };
+    msg.summary = { models, duration_ms: s.durationMs, steps: s.steps };
+  }
+  if (s.transitions) {
+    const transitions: Record<string, { segments: Segment[] }> = {};
+    for (const [name, segments] of Object.entries(s.transitions)) transitions[name] = { segments };
+    msg.transitions = transitions;
+  }
+  return msg;
 }
 
 /** Every label a model's time steps can carry (raw keys plus the rule labels). */

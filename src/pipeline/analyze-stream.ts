@@ -14,15 +14,19 @@
  * models' context plus the steps in flight, and the per-step outputs of one output step.
  */
 import { openStreamCount, StreamFrontend } from '../audio';
+import { g711ToS16, type G711Law } from '../audio/g711';
 import type { FeatureChunk, SampleEncoding } from '../audio/types';
 import { AurisError } from '../analysis/errors';
 import { STEP_MS } from '../analysis/options';
 import { modelsToRun } from '../analysis/policies';
-import { effectiveDurationMs, endTimestampMs, roundFractions, StepDecider, TimeStepResult } from '../analysis/postprocess';
+import { effectiveDurationMs, endTimestampMs, roundFractions, SegmentBuilder, StepDecider, type Segment, type TimeStepResult } from '../analysis/postprocess';
 import type { InferenceEngine } from '../inference/engine';
 import type { ModelInfo } from '../inference/registry';
 import { StepBuffer } from '../inference/step-buffer';
 import { StreamRunner } from '../inference/stream-runner';
+
+/** Sample encodings of a live stream: the front end's PCM, or G.711 (8-bit, expanded to s16le here). */
+export type StreamEncoding = SampleEncoding | G711Law;
 
 export interface StreamSessionOptions {
   /** Requested models (validated names), output order. */
@@ -30,10 +34,12 @@ export interface StreamSessionOptions {
   outputPeriodMs: number;
   includeRaw: boolean;
   includeSummary: boolean;
+  /** Collect transitions (segments of equal labels) for the end (default false). */
+  includeTransitions?: boolean;
   /** dBFS. */
   volumeThreshold: number;
   sampleRate: number;
-  encoding: SampleEncoding;
+  encoding: StreamEncoding;
   channels: number;
   /** The analysed channel (0-based). */
   channel: number;
@@ -44,14 +50,16 @@ export interface StreamSessionOptions {
 }
 
 export interface StreamSummary {
-  /** Per requested model: `<class>_fraction` -> share of the audio (4 decimals, sum exactly 1). */
-  models: Record<string, Record<string, number>>;
+  /** When includeSummary, per requested model: `<class>_fraction` -> share of the audio (4 decimals, sum exactly 1). */
+  models?: Record<string, Record<string, number>>;
   /** frames / sample rate, ms (clamped into the last step like file jobs). */
   durationMs: number;
   /** End of the audio in integer ms (as the last transition end of a file job). */
   endTimestampMs: number;
   /** Output steps sent. */
   steps: number;
+  /** Per requested model, when includeTransitions: the segments of equal labels (as in file jobs). */
+  transitions?: Record<string, Segment[]>;
 }
 
 export interface StreamSessionEvents {
@@ -63,7 +71,7 @@ export interface StreamSessionEvents {
   onProgress?(): void;
 }
 
-const BYTES_PER_SAMPLE: Record<SampleEncoding, number> = { s16le: 2, f32le: 4 };
+const BYTES_PER_SAMPLE: Record<StreamEncoding, number> = { s16le: 2, f32le: 4, mulaw: 1, alaw: 1 };
 
 export class StreamSession {
   readonly options: StreamSessionOptions;
@@ -79,6 +87,8 @@ export class StreamSession {
   private readonly per: number;
   private readonly frameBytes: number;
   private readonly summaryTime: Float64Array[];
+  private readonly segments: SegmentBuilder[] | undefined;
+  private readonly g711: G711Law | undefined;
   private bytes = 0;
   /** Steps produced by the front end. */
   private steps = 0;
@@ -110,11 +120,13 @@ export class StreamSession {
       includeRaw: options.includeRaw,
     });
     this.summaryTime = this.decider.policies.map((p) => new Float64Array(p.summaryClasses.length));
+    if (options.includeTransitions) this.segments = this.decider.policies.map(() => new SegmentBuilder(options.outputPeriodMs));
+    this.g711 = options.encoding === 'mulaw' || options.encoding === 'alaw' ? options.encoding : undefined;
     this.lookaheadSteps = Math.max(...infos.map((m) => m.context.rightSteps));
     this.frontend = new StreamFrontend({
       sampleRate: options.sampleRate,
       channels: options.channels,
-      encoding: options.encoding,
+      encoding: this.g711 ? 's16le' : (options.encoding as SampleEncoding),
       channel: options.channel,
     });
     this.runners = infos.map((m) => {
@@ -174,7 +186,7 @@ export class StreamSession {
     if (this.closed) throw new AurisError('CLOSED', 'stream session is closed');
     if (this.frontendEnded) throw new AurisError('CLOSED', 'push() after end()');
     this.bytes += audio.byteLength;
-    this.feed(this.frontend.push(audio));
+    this.feed(this.frontend.push(this.g711 ? g711ToS16(this.g711, audio) : audio));
   }
 
   /**
@@ -192,7 +204,7 @@ export class StreamSession {
       this.emitReady();
       await done;
     }
-    return this.options.includeSummary ? this.summary() : undefined;
+    return this.options.includeSummary || this.options.includeTransitions ? this.summary() : undefined;
   }
 
   /**
@@ -265,6 +277,7 @@ export class StreamSession {
           this.summaryTime[m]![i]! += agg.spanMs;
         });
       }
+      this.segments?.forEach((b, m) => b.add(decisions[m]!.result, decisions[m]!.confidence, agg.spanMs));
       this.nextOut++;
       this.levels.dropBefore(to);
       for (const store of this.probs.values()) store.dropBefore(to);
@@ -281,14 +294,21 @@ export class StreamSession {
   private summary(): StreamSummary {
     const durationMs = this.durationMs();
     const models: Record<string, Record<string, number>> = {};
-    this.decider.policies.forEach((policy, m) => {
+    if (this.options.includeSummary) this.decider.policies.forEach((policy, m) => {
       const fr = roundFractions(policy.summaryClasses.map((_, i) => this.summaryTime[m]![i]! / durationMs));
       const obj: Record<string, number> = {};
       policy.summaryClasses.forEach((c, i) => (obj[`${c}_fraction`] = fr[i]!));
       models[policy.name] = obj;
     });
     const lastStart = Math.max(0, this.nextOut - 1) * this.options.outputPeriodMs;
-    return { models, durationMs, endTimestampMs: endTimestampMs(durationMs, lastStart), steps: this.nextOut };
+    const end = endTimestampMs(durationMs, lastStart);
+    const out: StreamSummary = { durationMs, endTimestampMs: end, steps: this.nextOut };
+    if (this.options.includeSummary) out.models = models;
+    if (this.segments) {
+      out.transitions = {};
+      this.decider.policies.forEach((policy, m) => (out.transitions![policy.name] = this.segments![m]!.finish(end)));
+    }
+    return out;
   }
 }
 

@@ -90,7 +90,7 @@ describe('config validation: INVALID_ARGUMENT with a precise message', () => {
     ['volume_threshold out of range', { volume_threshold: 3 }, /volume_threshold must be a level in dBFS between -120 and 0, got 3/, 'INVALID_ARGUMENT'],
     ['missing sample_rate', { sample_rate: 0 }, /sample_rate is required/, 'INVALID_ARGUMENT'],
     ['sample_rate out of range', { sample_rate: 4000 }, /sample_rate must be an integer in 8000\.\.384000 Hz, got 4000/, 'INVALID_ARGUMENT'],
-    ['missing encoding', { encoding: 'AUDIO_ENCODING_UNSPECIFIED' }, /encoding is required: PCM_S16LE or PCM_F32LE/, 'INVALID_ARGUMENT'],
+    ['missing encoding', { encoding: 'AUDIO_ENCODING_UNSPECIFIED' }, /encoding is required: PCM_S16LE, PCM_F32LE/, 'INVALID_ARGUMENT'],
     ['unknown encoding value', { encoding: 7 }, /encoding 7 is not supported/, 'INVALID_ARGUMENT'],
     ['too many channels', { channels: 33 }, /channels must be an integer in 1\.\.32, got 33/, 'INVALID_ARGUMENT'],
     ['stereo without channel', { channels: 2 }, /channel is required when config\.channels is 2/, 'INVALID_ARGUMENT'],

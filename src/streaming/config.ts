@@ -1,0 +1,148 @@
+/**
+ * Validation of a live stream's parameters (gRPC's StreamConfig message, the WebSocket's query)
+ * into StreamSession options. Reuses the parameter rules of file jobs (src/analysis/options.ts);
+ * every problem is an AurisError with a precise message naming the parameter as the transport
+ * spells it (`config.sample_rate` for gRPC, `sample_rate` for the WebSocket).
+ */
+import { AurisError } from '../analysis/errors';
+import { parseModelList, parseOutputPeriod, parseVolumeThreshold } from '../analysis/options';
+import type { StreamEncoding, StreamSessionOptions } from '../pipeline/analyze-stream';
+
+/** A stream's parameters, as either transport carries them (snake_case, like the file-job query). */
+export interface StreamParams {
+  models?: readonly string[] | string;
+  output_period?: number;
+  include_raw_values?: boolean;
+  include_summary?: boolean;
+  include_transitions?: boolean;
+  volume_threshold?: number;
+  sample_rate?: number;
+  /** A name of the transport's `encodings` table (gRPC: the enum name, or a number it does not know). */
+  encoding?: string | number;
+  channels?: number;
+  channel?: number;
+  stream_id?: string;
+}
+
+export interface StreamParamRules {
+  /** Prepended to parameter names in messages ('config.' for gRPC). */
+  prefix: string;
+  /** Accepted encoding names (in the order messages list them) -> sample encoding. */
+  encodings: Readonly<Record<string, StreamEncoding>>;
+  /** Encoding when none is given (undefined: required). */
+  defaultEncoding?: StreamEncoding;
+  maxOutputPeriodMs?: number;
+}
+
+export const MIN_SAMPLE_RATE = 8000;
+export const MAX_SAMPLE_RATE = 384000;
+export const MAX_CHANNELS = 32;
+export const MAX_STREAM_ID_LENGTH = 128;
+
+export interface ValidatedStreamConfig extends StreamSessionOptions {
+  /** The client's stream id ('' when none was given). */
+  streamId: string;
+}
+
+function invalid(message: string, details?: Record<string, unknown>): AurisError {
+  return new AurisError('INVALID_ARGUMENT', message, details);
+}
+
+function encodingList(names: readonly string[]): string {
+  return names.length <= 1 ? names.join('') : `${names.slice(0, -1).join(', ')} or ${names[names.length - 1]}`;
+}
+
+export function validateStreamParams(cfg: StreamParams, knownModels: readonly string[], rules: StreamParamRules): ValidatedStreamConfig {
+  const { prefix, maxOutputPeriodMs } = rules;
+  let models: string[];
+  try {
+    models = parseModelList(cfg.models ?? [], knownModels);
+  } catch (e) {
+    if (e instanceof AurisError && e.code === 'INVALID_ARGUMENT') throw invalid(`${prefix}${e.message}`);
+    throw e;
+  }
+
+  if (cfg.output_period === undefined || cfg.output_period === 0) {
+    throw invalid(`${prefix}output_period is required: a positive multiple of 64 (ms of audio per result)`);
+  }
+  let outputPeriodMs: number;
+  try {
+    outputPeriodMs = parseOutputPeriod(cfg.output_period);
+  } catch (e) {
+    throw invalid(`${prefix}${(e as Error).message}`);
+  }
+  if (maxOutputPeriodMs !== undefined && outputPeriodMs > maxOutputPeriodMs) {
+    throw invalid(`${prefix}output_period must be at most ${maxOutputPeriodMs} ms, got ${outputPeriodMs}`);
+  }
+
+  let volumeThreshold: number;
+  try {
+    volumeThreshold = parseVolumeThreshold(cfg.volume_threshold);
+  } catch (e) {
+    throw invalid(`${prefix}${(e as Error).message}`);
+  }
+
+  const rate = cfg.sample_rate;
+  if (rate === undefined || rate === 0) {
+    throw invalid(`${prefix}sample_rate is required: the audio's sample rate in Hz (${MIN_SAMPLE_RATE}..${MAX_SAMPLE_RATE}; 16000 recommended)`);
+  }
+  if (!Number.isInteger(rate) || rate < MIN_SAMPLE_RATE || rate > MAX_SAMPLE_RATE) {
+    throw invalid(`${prefix}sample_rate must be an integer in ${MIN_SAMPLE_RATE}..${MAX_SAMPLE_RATE} Hz, got ${rate}`);
+  }
+
+  const names = Object.keys(rules.encodings);
+  let encoding: StreamEncoding;
+  if (cfg.encoding === undefined || cfg.encoding === '' || cfg.encoding === 0 || cfg.encoding === 'AUDIO_ENCODING_UNSPECIFIED') {
+    if (!rules.defaultEncoding) throw invalid(`${prefix}encoding is required: ${encodingList(names)}`);
+    encoding = rules.defaultEncoding;
+  } else {
+    const e = rules.encodings[String(cfg.encoding)];
+    if (!e) throw invalid(`${prefix}encoding ${JSON.stringify(cfg.encoding)} is not supported: use ${encodingList(names)}`);
+    encoding = e;
+  }
+  if ((encoding === 'mulaw' || encoding === 'alaw') && rate !== 8000) {
+    throw invalid(`${prefix}encoding ${String(cfg.encoding)} (G.711) needs sample_rate 8000, got ${rate}`);
+  }
+
+  const channels = cfg.channels === undefined || cfg.channels === 0 ? 1 : cfg.channels;
+  if (!Number.isInteger(channels) || channels < 1 || channels > MAX_CHANNELS) {
+    throw invalid(`${prefix}channels must be an integer in 1..${MAX_CHANNELS}, got ${channels}`);
+  }
+  let channel: number;
+  if (cfg.channel === undefined) {
+    if (channels > 1) {
+      throw invalid(
+        `${prefix}channel is required when ${prefix}channels is ${channels}: a stream analyses one channel (0..${channels - 1}); open one stream per channel to analyse several`,
+      );
+    }
+    channel = 0;
+  } else {
+    channel = cfg.channel;
+    if (!Number.isInteger(channel) || channel < 0 || channel >= channels) {
+      throw new AurisError(
+        'INVALID_CHANNEL',
+        `${prefix}channel ${channel} does not exist: the stream has ${channels} channel${channels === 1 ? '' : 's'} (valid: 0..${channels - 1})`,
+        { channel, channels },
+      );
+    }
+  }
+
+  const streamId = cfg.stream_id ?? '';
+  if (streamId.length > MAX_STREAM_ID_LENGTH || !/^[\x20-\x7e]*$/.test(streamId)) {
+    throw invalid(`${prefix}stream_id must be at most ${MAX_STREAM_ID_LENGTH} printable ASCII characters`);
+  }
+
+  return {
+    models,
+    outputPeriodMs,
+    includeRaw: cfg.include_raw_values === true,
+    includeSummary: cfg.include_summary === true,
+    includeTransitions: cfg.include_transitions === true,
+    volumeThreshold,
+    sampleRate: rate,
+    encoding,
+    channels,
+    channel,
+    streamId,
+  };
+}
