@@ -3,67 +3,102 @@
  * transports side by side, with one start and one shutdown order.
  *
  *   config, API keys, job backends, downloads, callbacks, job workers -> createServer (src/http)
- *   live-stream engine (inference workers for streams)               -> here
- *   transports: REST (+ WebSocket /stream on the same port), gRPC     -> mounted here
+ *   live streams: stream engine, StreamHub (quotas, idle timeouts),
+ *                 stream tokens                                        -> here
+ *   transports: REST + WebSocket GET /stream + POST /stream-tokens on the REST port,
+ *               gRPC on GRPC_PORT, both over the one StreamHub         -> mounted here
  *
  * Two inference engines per process, on purpose: file jobs run 65 s windows (1024 steps per
  * call) and streams run 64 ms ones; in one FIFO worker queue a long file job's windows would
  * sit in front of every stream's next step. The stream engine loads every model at start.
  *
- * Shutdown: the streaming transports first (open streams send what their audio already gives
- * and end cleanly), then REST (no new jobs; running jobs resume on the next start), then the
- * stream engine.
+ * Shutdown: the live streams first (each sends what its audio already gives and ends with
+ * UNAVAILABLE), then gRPC, then REST (no new jobs; running jobs resume on the next start),
+ * then the stream engine.
  */
-import { AnalysisGrpcServer, type GrpcServerOptions } from './grpc/server';
+import fastifyWebsocket from '@fastify/websocket';
+import { AnalysisGrpcServer } from './grpc/server';
+import { streamTokenRoutes } from './http/routes/stream-tokens';
 import { createServer, type AurisServer, type ServerOptions } from './http/server';
 import { InferenceEngine } from './inference/engine';
+import { StreamHub, type StreamLimits } from './streaming/hub';
+import { StreamTokens } from './streaming/tokens';
+import { websocketStreamRoutes } from './websocket/stream-route';
+
+export interface StreamingOptions extends Partial<StreamLimits> {
+  /** Serve gRPC on config.grpcPort (default true). */
+  grpc?: boolean;
+  /** Worker threads of the stream engine (default: $AURIS_INFERENCE_THREADS or one per core). */
+  inferenceThreads?: number;
+  /** Most windows batched into one model call (default 64). */
+  maxBatch?: number;
+  /** On close(): how long open streams may take to end, ms (default 5000). */
+  shutdownGraceMs?: number;
+}
 
 export interface AppOptions extends ServerOptions {
-  /**
-   * Live streaming (gRPC on config.grpcPort): options of the gRPC server, or false for a node
-   * without streaming (the worker role of a distributed deployment). Default: on.
-   */
-  streaming?: false | Partial<Omit<GrpcServerOptions, 'keys' | 'engine'>>;
+  /** Live streaming options (limits default to config.streaming), or false for a node without streaming (the worker role). */
+  streaming?: false | StreamingOptions;
 }
 
 export interface AurisApp {
   rest: AurisServer;
-  /** The gRPC streaming server (null without streaming). */
+  /** The live-stream hub shared by the transports (null without streaming). */
+  hub: StreamHub | null;
+  tokens: StreamTokens | null;
+  /** The gRPC streaming server (null without it). */
   grpc: AnalysisGrpcServer | null;
-  /** The live-stream inference engine (null without streaming). */
-  streamEngine: InferenceEngine | null;
   /** http://host:port of the REST (and WebSocket) listener. */
   url: string;
-  /** The gRPC port (0 without streaming). */
+  /** The gRPC port (0 without gRPC). */
   grpcPort: number;
   close(): Promise<void>;
 }
 
-/** Builds the service and starts listening (REST, then gRPC); a failure closes what was started. */
+/** Builds the service and starts listening (REST + WebSocket, then gRPC); a failure closes what was started. */
 export async function startApp(opts: AppOptions = {}): Promise<AurisApp> {
   const rest = await createServer(opts);
+  const { config, app } = rest;
   const streaming = opts.streaming === false ? null : opts.streaming ?? {};
-  let streamEngine: InferenceEngine | null = null;
+  let engine: InferenceEngine | null = null;
+  let hub: StreamHub | null = null;
+  let tokens: StreamTokens | null = null;
   let grpc: AnalysisGrpcServer | null = null;
+  const graceMs = streaming?.shutdownGraceMs ?? 5000;
   const closeAll = async (): Promise<void> => {
-    await grpc?.close();
+    await hub?.shutdown(Math.min(1000, graceMs));
+    await grpc?.close(graceMs);
     await rest.close();
-    await streamEngine?.close();
+    hub?.close();
+    await engine?.close();
   };
   try {
     if (streaming) {
-      streamEngine = await InferenceEngine.create({
-        modelsDir: streaming.modelsDir ?? rest.config.modelsDir,
+      engine = await InferenceEngine.create({
+        modelsDir: config.modelsDir,
         preload: 'all',
         maxBatch: streaming.maxBatch ?? 64,
         ...(streaming.inferenceThreads !== undefined ? { size: streaming.inferenceThreads } : {}),
       });
-      grpc = await AnalysisGrpcServer.create({ log: rest.app.log.child({ component: 'grpc' }), ...streaming, keys: rest.keys, engine: streamEngine });
+      const log = app.log.child({ component: 'streaming' });
+      hub = new StreamHub(engine, { ...config.streaming, maxOutputPeriodMs: config.limits.maxOutputPeriodMs, ...streaming }, log);
+      tokens = new StreamTokens(config.streaming.tokenTtlSec);
+      await app.register(fastifyWebsocket, {
+        options: { maxPayload: 4 * 1024 * 1024 },
+        // A client that drops its connection is not a server error.
+        errorHandler: (err, socket) => {
+          log.debug?.({ err }, 'websocket error');
+          socket.terminate();
+        },
+      });
+      await app.register(websocketStreamRoutes, { hub, keys: rest.keys, tokens });
+      await app.register(streamTokenRoutes, { keys: rest.keys, tokens });
+      if (streaming.grpc !== false) grpc = await AnalysisGrpcServer.create({ keys: rest.keys, hub, shutdownGraceMs: graceMs });
     }
     await rest.listen();
     if (grpc) {
-      const port = await grpc.listen(rest.config.host, rest.config.grpcPort);
-      rest.app.log.info({ host: rest.config.host, port, service: 'audioanalysis.v1.AudioAnalysis' }, 'auris gRPC streaming serving');
+      const port = await grpc.listen(config.host, config.grpcPort);
+      app.log.info({ host: config.host, port, service: 'audioanalysis.v1.AudioAnalysis' }, 'auris gRPC streaming serving');
     }
   } catch (e) {
     // e.g. a port is taken: `auris serve` fails as a whole rather than half-started.
@@ -73,8 +108,9 @@ export async function startApp(opts: AppOptions = {}): Promise<AurisApp> {
   let closing: Promise<void> | undefined;
   return {
     rest,
+    hub,
+    tokens,
     grpc,
-    streamEngine,
     url: rest.url,
     grpcPort: grpc?.port ?? 0,
     close: () => (closing ??= closeAll()),

@@ -155,7 +155,7 @@ export class LiveStream {
 
   /** The client went away (cancel, disconnect, deadline): free everything now. */
   cancel(outcome = 'cancelled'): void {
-    this.cleanup(outcome);
+    if (this.state !== 'done') this.cleanup(outcome);
   }
 
   /** Ends the stream with an error (sent to the client where the transport still can). */

@@ -1,0 +1,228 @@
+/**
+ * The WebSocket transport of live analysis, on the REST port (docs/streaming.md):
+ *
+ *   GET /stream?models=...&output_period=...&sample_rate=...[&encoding=s16le|f32le|mulaw|alaw]
+ *     auth: `x-api-key` header (servers) or `token=` from POST /stream-tokens (browsers)
+ *     client -> server: binary frames of audio (any size), then text {"type":"end"} (or close: discard)
+ *     server -> client: {"type":"started","stream_id"}, one time-step result per output step
+ *                       (SPEC shape, no `type`), then {"type":"summary"} / {"type":"transitions"}
+ *                       when asked, then close 1000; errors: {"type":"error","code","message"}
+ *                       then a 4xxx close code (WS_CLOSE_CODES).
+ *
+ * The stream itself (flow control, quotas, idle timeouts) is the transport-free LiveStream;
+ * this file only frames messages. Output backpressure: ws's bufferedAmount above
+ * SEND_HIGH_WATER_BYTES blocks the stream's output until the socket has written it.
+ */
+import { randomUUID } from 'node:crypto';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { WebSocket } from 'ws';
+import '@fastify/websocket'; // the `websocket: true` route option
+import { errorCode } from '../analysis/errors';
+import type { ApiKeyRegistry } from '../http/auth';
+import type { Owner } from '../jobs/service';
+import type { StreamEncoding } from '../pipeline/analyze-stream';
+import { validateStreamParams, type StreamParams } from '../streaming/config';
+import type { StreamHub } from '../streaming/hub';
+import type { LiveStream, StreamError, StreamOutput, StreamSink } from '../streaming/live-stream';
+import type { StreamTokens } from '../streaming/tokens';
+
+/** Close code per error code (4000-4999 are the application's; docs/streaming.md lists them). */
+export const WS_CLOSE_CODES: Readonly<Record<string, number>> = {
+  INVALID_PARAMETER: 4400,
+  INVALID_ARGUMENT: 4400,
+  UNKNOWN_MODEL: 4400,
+  INVALID_CHANNEL: 4400,
+  INVALID_MESSAGE: 4400,
+  EMPTY_AUDIO: 4400,
+  MISSING_API_KEY: 4401,
+  INVALID_API_KEY: 4401,
+  INVALID_STREAM_TOKEN: 4401,
+  IDLE_TIMEOUT: 4408,
+  RESOURCE_EXHAUSTED: 4413,
+  TOO_MANY_STREAMS: 4429,
+  INTERNAL: 4500,
+  UNAVAILABLE: 4503,
+};
+export const WS_CLOSE_NORMAL = 1000;
+
+/** Query encodings. */
+export const WS_ENCODINGS: Readonly<Record<string, StreamEncoding>> = { s16le: 's16le', f32le: 'f32le', mulaw: 'mulaw', alaw: 'alaw' };
+
+/** Unsent bytes in the socket above which the stream's output waits. */
+export const SEND_HIGH_WATER_BYTES = 256 * 1024;
+
+const PARAMS = new Set([
+  'token', 'models', 'output_period', 'volume_threshold', 'include_raw_values', 'include_summary', 'include_transitions',
+  'sample_rate', 'encoding', 'channels', 'channel', 'stream_id',
+]);
+
+export interface StreamRouteOptions {
+  hub: StreamHub;
+  keys: Pick<ApiKeyRegistry, 'lookup'>;
+  tokens: StreamTokens;
+}
+
+/** A refused stream or message, with the code sent to the client. */
+class WsStreamError extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+function wsError(code: string, message: string): WsStreamError {
+  return new WsStreamError(code, message);
+}
+
+/** The stream parameters of the query (strings) in the shared StreamParams shape. */
+export function queryParams(query: Record<string, unknown>): StreamParams {
+  for (const [k, v] of Object.entries(query)) {
+    if (k === 'api_key' || k === 'x-api-key') throw wsError('INVALID_PARAMETER', 'an API key is never accepted in a URL: send the x-api-key header, or a stream token (POST /stream-tokens) as token=');
+    if (!PARAMS.has(k)) throw wsError('INVALID_PARAMETER', `unknown parameter ${k}; valid: ${[...PARAMS].join(', ')}`);
+    if (typeof v !== 'string') throw wsError('INVALID_PARAMETER', `${k} must be given once`);
+  }
+  const q = query as Record<string, string | undefined>;
+  const int = (k: string): number | undefined => {
+    const v = q[k];
+    if (v === undefined || v === '') return undefined;
+    if (!/^\d+$/.test(v)) throw wsError('INVALID_PARAMETER', `${k} must be a non-negative integer, got ${JSON.stringify(v)}`);
+    return Number(v);
+  };
+  const bool = (k: string): boolean => {
+    const v = q[k];
+    if (v === undefined || v === '' || v === 'false' || v === '0') return false;
+    if (v === 'true' || v === '1') return true;
+    throw wsError('INVALID_PARAMETER', `${k} must be true or false, got ${JSON.stringify(v)}`);
+  };
+  const p: StreamParams = {
+    models: q.models ?? '',
+    include_raw_values: bool('include_raw_values'),
+    include_summary: bool('include_summary'),
+    include_transitions: bool('include_transitions'),
+  };
+  const set = <K extends keyof StreamParams>(k: K, v: StreamParams[K] | undefined): void => {
+    if (v !== undefined) p[k] = v;
+  };
+  set('output_period', int('output_period'));
+  set('sample_rate', int('sample_rate'));
+  set('channels', int('channels'));
+  set('channel', int('channel'));
+  set('encoding', q.encoding);
+  set('stream_id', q.stream_id);
+  if (q.volume_threshold !== undefined && q.volume_threshold !== '') {
+    const v = Number(q.volume_threshold);
+    if (!Number.isFinite(v)) throw wsError('INVALID_PARAMETER', `volume_threshold must be a number (dBFS), got ${JSON.stringify(q.volume_threshold)}`);
+    p.volume_threshold = v;
+  }
+  return p;
+}
+
+/** The WebSocket side of a LiveStream. */
+class WsSink implements StreamSink {
+  stream: LiveStream | undefined;
+  private blocked = false;
+  constructor(private readonly ws: WebSocket) {}
+
+  send(out: StreamOutput): boolean {
+    if (this.ws.readyState !== this.ws.OPEN) return true; // closing: the stream is being cancelled
+    for (const msg of outputMessages(out)) this.ws.send(JSON.stringify(msg), this.sent);
+    this.blocked = this.ws.bufferedAmount >= SEND_HIGH_WATER_BYTES;
+    return !this.blocked;
+  }
+  /** A message reached the kernel (callbacks come in order): below half the high water, the output resumes. */
+  private readonly sent = (err?: Error): void => {
+    if (!this.blocked || err || this.ws.bufferedAmount >= SEND_HIGH_WATER_BYTES / 2) return;
+    this.blocked = false;
+    this.stream?.drained();
+  };
+  started(streamId: string): void {
+    this.ws.send(JSON.stringify({ type: 'started', stream_id: streamId }));
+  }
+  pauseInput(): void {
+    this.ws.pause();
+  }
+  resumeInput(): void {
+    this.ws.resume();
+  }
+  end(): void {
+    this.ws.close(WS_CLOSE_NORMAL, 'done');
+  }
+  fail(e: StreamError): void {
+    closeWithError(this.ws, e);
+  }
+}
+
+/** The JSON messages of one output: a step is the SPEC time-step result itself. */
+function outputMessages(out: StreamOutput): object[] {
+  if (out.type === 'step') return [out.step];
+  const s = out.summary;
+  const msgs: object[] = [];
+  if (s.models) msgs.push({ type: 'summary', summary: s.models, duration_ms: s.durationMs, steps: s.steps });
+  if (s.transitions) msgs.push({ type: 'transitions', transitions: s.transitions });
+  return msgs;
+}
+
+function closeWithError(ws: WebSocket, e: StreamError): void {
+  if (ws.readyState !== ws.OPEN) return;
+  ws.send(JSON.stringify({ type: 'error', code: e.code, message: e.message }));
+  ws.close(WS_CLOSE_CODES[e.code] ?? WS_CLOSE_CODES.INTERNAL!, e.code.slice(0, 120));
+}
+
+/** The owner of the request's credentials: x-api-key header, else a single-use stream token. */
+function authenticate(req: FastifyRequest, opts: StreamRouteOptions): Owner {
+  const header = req.headers['x-api-key'];
+  const key = Array.isArray(header) ? header[0] : header;
+  if (key) {
+    const owner = opts.keys.lookup(key);
+    if (!owner) throw wsError('INVALID_API_KEY', 'the x-api-key is not valid');
+    return owner;
+  }
+  const token = (req.query as Record<string, unknown>).token;
+  if (typeof token !== 'string' || token === '') {
+    throw wsError('MISSING_API_KEY', 'credentials are required: the x-api-key header, or token= from POST /stream-tokens');
+  }
+  const owner = opts.tokens.redeem(token);
+  if (!owner) throw wsError('INVALID_STREAM_TOKEN', 'the stream token is not valid: unknown, expired or already used');
+  return owner;
+}
+
+/** GET /stream (WebSocket). */
+export async function websocketStreamRoutes(app: FastifyInstance, opts: StreamRouteOptions): Promise<void> {
+  app.get('/stream', { websocket: true }, (ws: WebSocket, req: FastifyRequest) => {
+    const sink = new WsSink(ws);
+    let stream: LiveStream | undefined;
+    ws.on('message', (data: Buffer, isBinary: boolean) => {
+      if (!stream || stream.isDone) return;
+      if (isBinary) return stream.audio(data);
+      let msg: { type?: unknown } | undefined;
+      try {
+        msg = JSON.parse(data.toString('utf8')) as { type?: unknown };
+      } catch {
+        msg = undefined;
+      }
+      if (msg && msg.type === 'end') stream.endInput();
+      else stream.fail(wsError('INVALID_MESSAGE', 'text frames must be {"type":"end"}; audio goes in binary frames'));
+    });
+    ws.on('close', () => stream?.cancel('disconnected'));
+    try {
+      const owner = authenticate(req, opts);
+      const params = validateStreamParams(queryParams(req.query as Record<string, unknown>), opts.hub.engine.models(), {
+        prefix: '',
+        encodings: WS_ENCODINGS,
+        defaultEncoding: 's16le',
+        maxOutputPeriodMs: opts.hub.limits.maxOutputPeriodMs,
+      });
+      const opened = opts.hub.open(owner, sink, 'websocket');
+      if (!('configure' in opened)) return sink.fail(opened);
+      stream = opened;
+      sink.stream = stream;
+      stream.configure(params, params.streamId || `s-${randomUUID()}`);
+    } catch (e) {
+      const code = errorCode(e) ?? 'INTERNAL';
+      if (code === 'INTERNAL') req.log.error({ err: e }, 'websocket stream failed to start');
+      closeWithError(ws, { code: code === 'INVALID_ARGUMENT' ? 'INVALID_PARAMETER' : code, message: e instanceof Error ? e.message : String(e) });
+    }
+  });
+}
