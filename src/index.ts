@@ -4,6 +4,8 @@
  *   analyzeFile(source, options, hooks)  -> per-channel results (src/pipeline)
  *   buildEnvelope(jobId, channels)       -> SPEC results envelope (src/analysis)
  *   InferenceEngine / sharedEngine       -> model registry + worker pool (src/inference)
+ *   openStream(target, options)          -> live analysis over WebSocket or gRPC (src/client)
+ *   startApp(options)                    -> the whole service in this process (src/app.ts)
  */
 export * from './analysis';
 export * from './inference';
@@ -21,3 +23,8 @@ export type { VerifyCallbackOptions, WebhookIdStore, CallbackVerificationErrorCo
 /** A typed client of the REST API (create, wait with progress, results, delete, list; errors carry `code`). */
 export { AurisClient, AurisApiError, AurisTimeoutError, contentTypeOf } from './client';
 export type { ClientOptions, JobRecord, JobStatus, JobMetadata, JobParams, JobInput, CreateOptions, ListOptions, JobPage, WaitOptions, ResultsEnvelope, Problem } from './client';
+/** Live analysis client for both transports (docs/streaming.md). */
+export { openStream, pipeAudio, streamQuery, grpcConfig, StreamClientError } from './client/stream';
+export type { AudioStream, StreamClientOptions, StreamMessage, StreamTarget } from './client/stream';
+export { startApp } from './app';
+export type { AppOptions, AurisApp, StreamingOptions } from './app';

@@ -1,0 +1,228 @@
+/**
+ * The typed live-analysis client, one API for both transports (docs/streaming.md):
+ *
+ *   const stream = openStream({ transport: 'ws', url: 'http://127.0.0.1:8080', apiKey }, { models: ['speech'], outputPeriodMs: 1024, sampleRate: 16000 });
+ *   void pipeAudio(stream, someReadable);          // or stream.write(chunk) ... stream.end()
+ *   for await (const m of stream) if (m.type === 'step') console.log(m.step);
+ *
+ * Messages come in order: steps, then the summary and the transitions when asked. A stream
+ * that the server ends with an error makes the iteration throw a StreamClientError carrying
+ * the service's stable code (INVALID_PARAMETER, TOO_MANY_STREAMS, IDLE_TIMEOUT, ...).
+ */
+import * as grpc from '@grpc/grpc-js';
+import WebSocket from 'ws';
+import type { Segment, TimeStepResult } from '../analysis/postprocess';
+import { createClient, openAnalyzeStream, stepJson, type AnalysisClient } from '../grpc/client';
+import type { AudioEncodingName, StepResultMsg, StreamConfigMsg } from '../grpc/proto';
+
+export type StreamTarget =
+  /** WebSocket GET /stream on the REST port: the x-api-key header (servers) or a stream token (POST /stream-tokens). */
+  | { transport: 'ws'; url: string; apiKey?: string; token?: string }
+  /** gRPC Analyze on `host:port`; pass `client` to share one channel between streams. */
+  | { transport: 'grpc'; address: string; apiKey: string; client?: AnalysisClient };
+
+export interface StreamClientOptions {
+  models: readonly string[];
+  outputPeriodMs: number;
+  sampleRate: number;
+  /** Default s16le. mulaw / alaw: G.711 at 8000 Hz. */
+  encoding?: 's16le' | 'f32le' | 'mulaw' | 'alaw';
+  channels?: number;
+  channel?: number;
+  includeSummary?: boolean;
+  includeTransitions?: boolean;
+  includeRaw?: boolean;
+  volumeThreshold?: number;
+  streamId?: string;
+}
+
+export type StreamMessage =
+  | { type: 'step'; step: TimeStepResult }
+  | { type: 'summary'; summary: Record<string, Record<string, number>>; durationMs: number; steps: number }
+  | { type: 'transitions'; transitions: Record<string, Segment[]> };
+
+/** A stream ended by the server with an error (code: the service's stable code). */
+export class StreamClientError extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+    /** WebSocket close code or gRPC status. */
+    readonly status?: number,
+  ) {
+    super(message);
+    this.name = 'StreamClientError';
+  }
+}
+
+export interface AudioStream extends AsyncIterable<StreamMessage> {
+  /** The stream id (the server's, or the one given); rejects if the stream failed to start. */
+  readonly streamId: Promise<string>;
+  /** Sends audio bytes (any size); resolves when the transport takes more (backpressure). */
+  write(audio: Uint8Array): Promise<void>;
+  /** End of audio: the server flushes the last steps, the summary and transitions, then ends. */
+  end(): void;
+  /** Abandons the stream (no more results). */
+  close(): void;
+}
+
+/** Messages in arrival order for one consumer; the end or an error after them. */
+class MessageQueue implements AsyncIterable<StreamMessage> {
+  private readonly items: StreamMessage[] = [];
+  private done = false;
+  private error: Error | undefined;
+  private wake: (() => void) | undefined;
+
+  push(m: StreamMessage): void {
+    this.items.push(m);
+    this.notify();
+  }
+  finish(error?: Error): void {
+    if (this.done) return;
+    this.done = true;
+    this.error = error;
+    this.notify();
+  }
+  private notify(): void {
+    const w = this.wake;
+    this.wake = undefined;
+    w?.();
+  }
+  async *[Symbol.asyncIterator](): AsyncIterator<StreamMessage> {
+    for (;;) {
+      if (this.items.length > 0) {
+        yield this.items.shift()!;
+        continue;
+      }
+      if (this.done) {
+        if (this.error) throw this.error;
+        return;
+      }
+      await new Promise<void>((r) => (this.wake = r));
+    }
+  }
+}
+
+/** Opens a live stream on either transport. */
+export function openStream(target: StreamTarget, options: StreamClientOptions): AudioStream {
+  return target.transport === 'ws' ? openWebSocketStream(target, options) : openGrpcStream(target, options);
+}
+
+/** Sends every chunk of `audio` (a Node Readable or any async iterable of bytes), then end(). */
+export async function pipeAudio(stream: AudioStream, audio: AsyncIterable<Uint8Array>): Promise<void> {
+  for await (const chunk of audio) await stream.write(chunk);
+  stream.end();
+}
+
+/** The query of GET /stream for these options (without credentials). */
+export function streamQuery(o: StreamClientOptions): URLSearchParams {
+  const q = new URLSearchParams({ models: o.models.join(','), output_period: String(o.outputPeriodMs), sample_rate: String(o.sampleRate), encoding: o.encoding ?? 's16le' });
+  if (o.channels !== undefined) q.set('channels', String(o.channels));
+  if (o.channel !== undefined) q.set('channel', String(o.channel));
+  if (o.includeSummary) q.set('include_summary', 'true');
+  if (o.includeTransitions) q.set('include_transitions', 'true');
+  if (o.includeRaw) q.set('include_raw_values', 'true');
+  if (o.volumeThreshold !== undefined) q.set('volume_threshold', String(o.volumeThreshold));
+  if (o.streamId !== undefined) q.set('stream_id', o.streamId);
+  return q;
+}
+
+function openWebSocketStream(target: Extract<StreamTarget, { transport: 'ws' }>, options: StreamClientOptions): AudioStream {
+  const q = streamQuery(options);
+  if (target.token) q.set('token', target.token);
+  const url = `${target.url.replace(/^http/, 'ws').replace(/\/$/, '')}/stream?${q}`;
+  const ws = new WebSocket(url, { headers: target.apiKey ? { 'x-api-key': target.apiKey } : {} });
+  const queue = new MessageQueue();
+  let failure: StreamClientError | undefined;
+  let started!: (id: string) => void;
+  let notStarted!: (e: Error) => void;
+  const streamId = new Promise<string>((resolve, reject) => ((started = resolve), (notStarted = reject)));
+  streamId.catch(() => undefined);
+  const opened = new Promise<void>((resolve) => ws.once('open', () => resolve()));
+  ws.on('message', (data: Buffer) => {
+    const m = JSON.parse(data.toString('utf8')) as Record<string, unknown>;
+    if (m.type === undefined) queue.push({ type: 'step', step: m as unknown as TimeStepResult });
+    else if (m.type === 'started') started(String(m.stream_id));
+    else if (m.type === 'summary') queue.push({ type: 'summary', summary: m.summary as Record<string, Record<string, number>>, durationMs: Number(m.duration_ms), steps: Number(m.steps) });
+    else if (m.type === 'transitions') queue.push({ type: 'transitions', transitions: m.transitions as Record<string, Segment[]> });
+    else if (m.type === 'error') failure = new StreamClientError(String(m.code), String(m.message));
+  });
+  ws.on('error', (e) => (failure ??= new StreamClientError('CONNECTION_FAILED', e.message)));
+  ws.on('close', (code, reason) => {
+    if (failure) failure = new StreamClientError(failure.code, failure.message, code);
+    else if (code !== 1000) failure = new StreamClientError('CONNECTION_CLOSED', `the connection closed with ${code} ${reason.toString()}`.trim(), code);
+    notStarted(failure ?? new StreamClientError('CONNECTION_CLOSED', 'the stream ended before it started'));
+    queue.finish(failure);
+  });
+  return {
+    streamId,
+    [Symbol.asyncIterator]: () => queue[Symbol.asyncIterator](),
+    async write(audio) {
+      await opened;
+      if (ws.readyState !== WebSocket.OPEN) return;
+      // Resolves once handed to the kernel: a client cannot outrun its socket.
+      await new Promise<void>((resolve) => ws.send(audio, { binary: true }, () => resolve()));
+    },
+    end() {
+      void opened.then(() => ws.readyState === WebSocket.OPEN && ws.send(JSON.stringify({ type: 'end' })));
+    },
+    close() {
+      ws.terminate();
+    },
+  };
+}
+
+const GRPC_ENCODING: Record<NonNullable<StreamClientOptions['encoding']>, AudioEncodingName> = { s16le: 'PCM_S16LE', f32le: 'PCM_F32LE', mulaw: 'PCM_MULAW', alaw: 'PCM_ALAW' };
+
+/** The StreamConfig message for these options. */
+export function grpcConfig(o: StreamClientOptions): StreamConfigMsg {
+  const cfg: StreamConfigMsg = {
+    models: [...o.models],
+    output_period: o.outputPeriodMs,
+    sample_rate: o.sampleRate,
+    encoding: GRPC_ENCODING[o.encoding ?? 's16le'],
+    include_summary: o.includeSummary === true,
+    include_transitions: o.includeTransitions === true,
+    include_raw_values: o.includeRaw === true,
+  };
+  if (o.channels !== undefined) cfg.channels = o.channels;
+  if (o.channel !== undefined) cfg.channel = o.channel;
+  if (o.volumeThreshold !== undefined) cfg.volume_threshold = o.volumeThreshold;
+  if (o.streamId !== undefined) cfg.stream_id = o.streamId;
+  return cfg;
+}
+
+function openGrpcStream(target: Extract<StreamTarget, { transport: 'grpc' }>, options: StreamClientOptions): AudioStream {
+  const client = target.client ?? createClient(target.address);
+  const h = openAnalyzeStream(client, target.apiKey, grpcConfig(options));
+  const queue = new MessageQueue();
+  h.call.on('data', (msg: StepResultMsg) => {
+    const hasTransitions = msg.transitions !== undefined && Object.keys(msg.transitions).length > 0;
+    if (!msg.summary && !hasTransitions) return queue.push({ type: 'step', step: stepJson(msg, options.models) });
+    if (msg.summary) queue.push({ type: 'summary', summary: Object.fromEntries(Object.entries(msg.summary.models).map(([m, f]) => [m, f.fractions])), durationMs: msg.summary.duration_ms, steps: Number(msg.summary.steps) });
+    if (hasTransitions) {
+      queue.push({ type: 'transitions', transitions: Object.fromEntries(Object.entries(msg.transitions!).map(([m, s]) => [m, (s.segments ?? []).map(segmentJson)])) });
+    }
+  });
+  void h.status.then((status) => {
+    if (!target.client) client.close();
+    if (status.code === grpc.status.OK) return queue.finish();
+    const code = status.metadata?.get('auris-error-code')[0];
+    queue.finish(new StreamClientError(code === undefined ? grpc.status[status.code] ?? 'UNKNOWN' : String(code), status.details, status.code));
+  });
+  const streamId = Promise.race([
+    h.metadata.then((md) => String(md.get('auris-stream-id')[0] ?? '')),
+    h.status.then((s) => (s.code === grpc.status.OK ? '' : Promise.reject(new StreamClientError(String(s.metadata?.get('auris-error-code')[0] ?? 'UNKNOWN'), s.details, s.code)))),
+  ]);
+  streamId.catch(() => undefined);
+  return {
+    streamId,
+    [Symbol.asyncIterator]: () => queue[Symbol.asyncIterator](),
+    write: (audio) => h.send(audio),
+    end: () => h.end(),
+    close: () => h.call.cancel(),
+  };
+}
+
+function segmentJson(s: Segment): Segment {
+  return { timestamp_start: Number(s.timestamp_start), timestamp_end: Number(s.timestamp_end), result: s.result, confidence: s.confidence ?? 0 };
+}
