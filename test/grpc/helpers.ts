@@ -15,6 +15,7 @@ import { ApiKeyRegistry } from '../../src/http/auth';
 import { AnalysisGrpcServer, GrpcServerOptions } from '../../src/grpc/server';
 import { AnalysisClient, createClient, openAnalyzeStream } from '../../src/grpc/client';
 import type { StepResultMsg, StreamConfigMsg } from '../../src/grpc/proto';
+import type { TimeStepResult } from '../../src/analysis/postprocess';
 
 export const API_KEY = 'grpc-test-key-0001';
 
@@ -163,5 +164,29 @@ export async function waitFor(cond: () => boolean, ms = 10_000, what = 'conditio
   while (!cond()) {
     if (Date.now() > end) assert.fail(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+/** Documented tolerance (docs/streaming.md): one unit of the 4th decimal, from float32 rounding of other window lengths. */
+export const TOL = 1e-4 + 1e-9;
+
+/** Compares streamed steps (SPEC JSON) with a file job's time series: same timestamps and labels, confidences and raw within TOL. */
+export function assertSameAsFile(steps: readonly TimeStepResult[], series: readonly TimeStepResult[], models: string[]): void {
+  assert.equal(steps.length, series.length, 'one streamed step per output step of the file job');
+  for (let i = 0; i < series.length; i++) {
+    const s = steps[i]!;
+    const f = series[i]!;
+    assert.equal(s.timestamp, f.timestamp, `timestamp of step ${i}`);
+    assert.deepEqual(Object.keys(s.results), models);
+    for (const m of models) {
+      assert.equal(s.results[m]!.result, f.results[m]!.result, `label of ${m} at ${f.timestamp} ms`);
+      const d = Math.abs(s.results[m]!.confidence - f.results[m]!.confidence);
+      assert.ok(d <= TOL, `confidence of ${m} at ${f.timestamp} ms: ${s.results[m]!.confidence} vs ${f.results[m]!.confidence}`);
+      if (f.raw) {
+        for (const [k, v] of Object.entries(f.raw[m]!)) {
+          assert.ok(Math.abs(s.raw![m]![k]! - v) <= TOL, `raw ${m}.${k} at ${f.timestamp} ms`);
+        }
+      }
+    }
   }
 }

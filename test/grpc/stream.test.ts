@@ -14,14 +14,11 @@ import { decodeAll } from '../../src/audio';
 import { packageRoot } from '../../src/inference';
 import { analyzeFile } from '../../src/pipeline';
 import { listModels, openAnalyzeStream, stepJson } from '../../src/grpc/client';
-import type { StepResultMsg, StreamConfigMsg } from '../../src/grpc/proto';
-import { API_KEY, errorCodeOf, nativeStreams, randomChunks, rng, s16Pcm, startServer, stereoSpeechWav, streamPcm, TestServer } from './helpers';
+import type { StreamConfigMsg } from '../../src/grpc/proto';
+import { API_KEY, assertSameAsFile, errorCodeOf, nativeStreams, randomChunks, rng, s16Pcm, startServer, stereoSpeechWav, streamPcm, TestServer } from './helpers';
 
 const DEMO = path.join(packageRoot(), 'test', 'fixtures', 'demo.flac');
 const ALL = ['speech', 'arousal', 'gender', 'emotions'];
-/** Documented tolerance (docs/streaming.md): one unit of the 4th decimal, from float32 rounding of other window lengths. */
-const TOL = 1e-4 + 1e-9;
-
 let ts: TestServer;
 
 before(async () => {
@@ -33,29 +30,6 @@ after(async () => {
 
 function baseConfig(over: Partial<StreamConfigMsg> = {}): StreamConfigMsg {
   return { models: ['speech'], output_period: 64, sample_rate: 16000, encoding: 'PCM_S16LE', ...over };
-}
-
-/** Compares streamed steps with a file job's time series: same timestamps and labels, confidences and raw within TOL. */
-function assertSameAsFile(steps: StepResultMsg[], series: { timestamp: number; results: Record<string, { result: string; confidence: number }>; raw?: Record<string, Record<string, number>> }[], models: string[]): void {
-  assert.equal(steps.length, series.length, 'one StepResult per output step of the file job');
-  let maxDiff = 0;
-  for (let i = 0; i < series.length; i++) {
-    const s = stepJson(steps[i]!, models);
-    const f = series[i]!;
-    assert.equal(s.timestamp, f.timestamp, `timestamp of step ${i}`);
-    assert.deepEqual(Object.keys(s.results), models);
-    for (const m of models) {
-      assert.equal(s.results[m]!.result, f.results[m]!.result, `label of ${m} at ${f.timestamp} ms`);
-      const d = Math.abs(s.results[m]!.confidence - f.results[m]!.confidence);
-      maxDiff = Math.max(maxDiff, d);
-      assert.ok(d <= TOL, `confidence of ${m} at ${f.timestamp} ms: ${s.results[m]!.confidence} vs ${f.results[m]!.confidence}`);
-      if (f.raw) {
-        for (const [k, v] of Object.entries(f.raw[m]!)) {
-          assert.ok(Math.abs(s.raw![m]![k]! - v) <= TOL, `raw ${m}.${k} at ${f.timestamp} ms`);
-        }
-      }
-    }
-  }
 }
 
 describe('auth', () => {
@@ -199,7 +173,7 @@ describe('same answers as file jobs', () => {
     const out = await streamPcm(ts.client, cfg, pcm, chunks);
     assert.equal(out.status.code, grpc.status.OK, out.status.details);
     const ch = file.channels['0']!;
-    assertSameAsFile(out.steps, ch.time_series, ALL);
+    assertSameAsFile(out.steps.map((x) => stepJson(x, ALL)), ch.time_series, ALL);
     // End-of-stream flush: the last partial step (24.196 s = 378.06 steps) is there.
     assert.equal(out.steps.at(-1)!.timestamp, 378 * 64);
     assert.ok(out.summary, 'summary message at the end');
@@ -229,7 +203,7 @@ describe('same answers as file jobs', () => {
     const out = await streamPcm(ts.client, cfg, pcm, chunks);
     assert.equal(out.status.code, grpc.status.OK, out.status.details);
     const ch = file.channels['1']!;
-    assertSameAsFile(out.steps, ch.time_series, models);
+    assertSameAsFile(out.steps.map((x) => stepJson(x, models)), ch.time_series, models);
     assert.deepEqual(Object.fromEntries(models.map((m) => [m, out.summary!.summary!.models[m]!.fractions])), ch.summary);
     const labels = new Set(ch.time_series.map((s) => s.results['speech']!.result));
     assert.ok(labels.has('speech') && labels.has('silence'), `the test audio has speech and silence (${[...labels].join(', ')})`);
@@ -246,7 +220,7 @@ describe('same answers as file jobs', () => {
       const file = await analyzeFile({ path: DEMO }, { models: ALL, outputPeriodMs: 192, includeSummary: true }, { engine: ts.srv.engine });
       const out = await streamPcm(windowed.client, cfg, pcm, chunks);
       assert.equal(out.status.code, grpc.status.OK, out.status.details);
-      assertSameAsFile(out.steps, file.channels['0']!.time_series, ALL);
+      assertSameAsFile(out.steps.map((x) => stepJson(x, ALL)), file.channels['0']!.time_series, ALL);
     } finally {
       await windowed.close();
     }
