@@ -123,7 +123,7 @@ export class StreamHub {
   open(owner: Owner, sink: StreamSink, transport: Transport): LiveStream | StreamError {
     if (this.closing) return { code: 'UNAVAILABLE', message: 'the server is shutting down' };
     if (this.streams.size >= this.limits.maxStreams) {
-      return { code: 'TOO_MANY_STREAMS', message: `too many concurrent streams on this server (limit ${this.limits.maxStreams})` };
+      return { code: 'TOO_MANY_STREAMS', message: `too many concurrent streams (limit ${this.limits.maxStreams})` };
     }
     const mine = this.perKey.get(owner.key_id) ?? 0;
     if (mine >= this.limits.maxStreamsPerKey) {
