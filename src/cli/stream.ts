@@ -1,36 +1,41 @@
 /**
- * `auris stream <file> [--realtime]`: sends an audio file to the gRPC streaming service as a
- * live stream (raw PCM in chunks) and prints each time step as one JSON line as it arrives.
+ * `auris stream <file> [--realtime] [--transport ws|grpc]`: sends an audio file to the
+ * streaming service as a live stream (raw PCM in chunks, through the typed client of
+ * src/client/stream.ts) and prints each time step as one JSON line as it arrives.
  */
 import * as path from 'node:path';
-import * as grpc from '@grpc/grpc-js';
 import { decodeAll } from '../audio';
 import type { AudioSource } from '../audio/types';
 import { AurisError } from '../analysis/errors';
 import { DEFAULT_VOLUME_THRESHOLD_DB, parseChannel, parseModelList, parseOutputPeriod, parseVolumeThreshold } from '../analysis/options';
-import { createClient, listModels, openAnalyzeStream, stepJson } from '../grpc/client';
-import type { StreamConfigMsg } from '../grpc/proto';
+import { openStream, StreamClientError, type StreamClientOptions, type StreamTarget } from '../client/stream';
+import { createClient, listModels } from '../grpc/client';
 import { formatError, parseCommand } from './util';
 
-export const summary = 'send an audio file as a live gRPC stream, print each step as a JSON line';
+export const summary = 'send an audio file as a live stream (gRPC or WebSocket), print each step as a JSON line';
 
 export const DEFAULT_GRPC_ADDRESS = '127.0.0.1:50051';
+export const DEFAULT_URL = 'http://127.0.0.1:8080';
 
 const HELP = `usage: auris stream <file|-> [options]
 
-Sends an audio file (WAV, FLAC, MP3, up to 10 minutes; '-' reads stdin) to the auris gRPC
-streaming service (auris serve) as a live stream, and prints each time step as one JSON line
-(timestamp, results, raw) as soon as it arrives. With --summary, the last line is
-{"summary": {...}}. The samples are sent at the file's own rate and channel count.
+Sends an audio file (WAV, FLAC, MP3, up to 10 minutes; '-' reads stdin) to the auris
+streaming service (auris serve) as a live stream, over gRPC or the WebSocket, and prints each
+time step as one JSON line (timestamp, results, raw) as soon as it arrives. With --summary,
+a line {"summary": {...}}; with --transitions, a line {"transitions": {...}}. The samples are
+sent at the file's own rate and channel count.
 
 options:
+  --transport <grpc|ws>     gRPC Analyze (default) or the WebSocket GET /stream
   --server <host:port>      gRPC address (default $AURIS_GRPC_ADDRESS or ${DEFAULT_GRPC_ADDRESS})
+  --url <http://host:port>  REST/WebSocket base URL (default $AURIS_URL or ${DEFAULT_URL})
   --api-key <key>           API key, sent as x-api-key (default $AURIS_API_KEY)
   --models <list>           comma-separated model names (default: every model the server has)
   --output-period <ms>      time-step length, a positive multiple of 64 (default 1024)
   --channel <n>             channel to analyse (0-based, default 0)
   --raw                     add raw class probabilities (include_raw_values)
   --summary                 end with the per-model summary (include_summary)
+  --transitions             end with the per-model transitions (include_transitions)
   --volume-threshold <dB>   silence gate in dBFS, -120..0 (default ${DEFAULT_VOLUME_THRESHOLD_DB})
   --realtime                send the audio at its real pace, like a live source
   --chunk-ms <ms>           audio per message, ms (default 100)
@@ -40,17 +45,7 @@ options:
 
 exit status: 0 ok, 1 stream error (message and code on stderr), 2 usage error.`;
 
-const VALUE_OPTIONS = ['--server', '--api-key', '--models', '--output-period', '--channel', '--volume-threshold', '--chunk-ms', '--encoding', '--stream-id'];
-
-/** Error with the auris code the server put in the trailers (or the gRPC status name). */
-class StreamError extends Error {
-  constructor(
-    readonly code: string,
-    message: string,
-  ) {
-    super(message);
-  }
-}
+const VALUE_OPTIONS = ['--transport', '--url', '--server', '--api-key', '--models', '--output-period', '--channel', '--volume-threshold', '--chunk-ms', '--encoding', '--stream-id'];
 
 async function readStdin(): Promise<Buffer> {
   const parts: Buffer[] = [];
@@ -76,6 +71,8 @@ export async function run(argv: string[]): Promise<number> {
     'stream',
     argv,
     {
+      transport: { type: 'string', default: 'grpc' },
+      url: { type: 'string' },
       server: { type: 'string' },
       'api-key': { type: 'string' },
       models: { type: 'string' },
@@ -83,6 +80,7 @@ export async function run(argv: string[]): Promise<number> {
       channel: { type: 'string' },
       raw: { type: 'boolean', default: false },
       summary: { type: 'boolean', default: false },
+      transitions: { type: 'boolean', default: false },
       'volume-threshold': { type: 'string' },
       realtime: { type: 'boolean', default: false },
       'chunk-ms': { type: 'string', default: '100' },
@@ -101,8 +99,13 @@ export async function run(argv: string[]): Promise<number> {
   }
   const encoding = values.encoding;
   const chunkMs = Number(values['chunk-ms']);
+  const transport = values.transport;
   if (encoding !== 's16le' && encoding !== 'f32le') {
     process.stderr.write(`auris stream: --encoding must be s16le or f32le\n`);
+    return 2;
+  }
+  if (transport !== 'grpc' && transport !== 'ws') {
+    process.stderr.write(`auris stream: --transport must be grpc or ws\n`);
     return 2;
   }
   if (!(chunkMs > 0 && chunkMs <= 60_000)) {
@@ -110,9 +113,9 @@ export async function run(argv: string[]): Promise<number> {
     return 2;
   }
 
-  const address = values.server ?? process.env['AURIS_GRPC_ADDRESS'] ?? DEFAULT_GRPC_ADDRESS;
   const apiKey = values['api-key'] ?? process.env['AURIS_API_KEY'];
-  const client = createClient(address);
+  const url = values.url ?? process.env['AURIS_URL'] ?? DEFAULT_URL;
+  const address = values.server ?? process.env['AURIS_GRPC_ADDRESS'] ?? DEFAULT_GRPC_ADDRESS;
   try {
     const outputPeriod = parseOutputPeriod(values['output-period']!);
     const channel = parseChannel(values.channel) ?? 0;
@@ -121,78 +124,70 @@ export async function run(argv: string[]): Promise<number> {
     const file = positionals[0]!;
     const source: AudioSource = file === '-' ? { buffer: await readStdin() } : { path: path.resolve(file) };
     const { info, samples } = await decodeAll(source);
-
-    let models: string[];
-    try {
-      // Default: every installed model, speech first.
-      models =
-        values.models !== undefined
-          ? parseModelList(values.models)
-          : (await listModels(client, apiKey)).models.map((m) => m.name).sort((a, b) => Number(b === 'speech') - Number(a === 'speech'));
-    } catch (e) {
-      throw toStreamError(e);
-    }
-    const config: StreamConfigMsg = {
+    const models = values.models !== undefined ? parseModelList(values.models) : await defaultModels(transport, url, address, apiKey);
+    const options: StreamClientOptions = {
       models,
-      output_period: outputPeriod,
-      include_raw_values: values.raw === true,
-      include_summary: values.summary === true,
-      sample_rate: info.sampleRate,
-      encoding: encoding === 's16le' ? 'PCM_S16LE' : 'PCM_F32LE',
+      outputPeriodMs: outputPeriod,
+      sampleRate: info.sampleRate,
+      encoding,
       channels: info.channels,
       channel,
+      includeRaw: values.raw === true,
+      includeSummary: values.summary === true,
+      includeTransitions: values.transitions === true,
+      ...(volumeThreshold !== undefined ? { volumeThreshold } : {}),
+      ...(values['stream-id'] !== undefined ? { streamId: values['stream-id'] } : {}),
     };
-    if (volumeThreshold !== undefined) config.volume_threshold = volumeThreshold;
-    if (values['stream-id'] !== undefined) config.stream_id = values['stream-id'];
-
-    const h = openAnalyzeStream(client, apiKey, config);
-    const reading = (async () => {
-      for await (const msg of h.call) {
-        if (msg.summary) {
-          const s: Record<string, Record<string, number>> = {};
-          for (const m of models) if (msg.summary.models?.[m]) s[m] = msg.summary.models[m]!.fractions;
-          process.stdout.write(JSON.stringify({ summary: s }) + '\n');
-        } else {
-          process.stdout.write(JSON.stringify(stepJson(msg, models)) + '\n');
-        }
-      }
-    })().catch(() => undefined); // the status carries the error
-
-    const bytes = encodePcm(samples, encoding);
-    const frameBytes = info.channels * (encoding === 's16le' ? 2 : 4);
-    const chunkFrames = Math.max(1, Math.round((chunkMs / 1000) * info.sampleRate));
-    const t0 = performance.now();
-    let sentFrames = 0;
-    for (let off = 0; off < bytes.length; off += chunkFrames * frameBytes) {
-      const piece = bytes.subarray(off, Math.min(bytes.length, off + chunkFrames * frameBytes));
-      await h.send(piece);
-      sentFrames += piece.length / frameBytes;
-      if (values.realtime) {
-        const due = t0 + (sentFrames / info.sampleRate) * 1000;
-        const wait = due - performance.now();
-        if (wait > 0) await sleep(wait);
-      }
-    }
-    h.end();
-    const status = await h.status;
-    await reading;
-    if (status.code !== grpc.status.OK) {
-      const code = String(status.metadata?.get('auris-error-code')[0] ?? grpc.status[status.code]);
-      throw new StreamError(code, status.details);
+    const target: StreamTarget = transport === 'ws' ? { transport, url, apiKey } : { transport, address, apiKey };
+    const stream = openStream(target, options);
+    const sending = sendFile(stream, encodePcm(samples, encoding), info.channels * (encoding === 's16le' ? 2 : 4), info.sampleRate, chunkMs, values.realtime === true);
+    sending.catch(() => undefined); // a refused stream surfaces through the messages
+    for await (const m of stream) {
+      if (m.type === 'step') process.stdout.write(JSON.stringify(m.step) + '\n');
+      else if (m.type === 'summary') process.stdout.write(JSON.stringify({ summary: m.summary }) + '\n');
+      else process.stdout.write(JSON.stringify({ transitions: m.transitions }) + '\n');
     }
     return 0;
   } catch (e) {
     process.stderr.write(formatError(e) + '\n');
     return 1;
-  } finally {
-    client.close();
   }
 }
 
-function toStreamError(e: unknown): unknown {
-  const se = e as grpc.ServiceError;
-  if (se && typeof se.code === 'number' && se.metadata) {
-    return new StreamError(String(se.metadata.get('auris-error-code')[0] ?? grpc.status[se.code]), se.details);
+/** Every installed model, speech first (gRPC ListModels, or GET /models on the REST port). */
+async function defaultModels(transport: 'grpc' | 'ws', url: string, address: string, apiKey: string): Promise<string[]> {
+  let names: string[];
+  if (transport === 'ws') {
+    const res = await fetch(`${url.replace(/\/$/, '')}/models`, { headers: { 'x-api-key': apiKey } });
+    if (!res.ok) throw new StreamClientError('UNAVAILABLE', `GET /models answered ${res.status}`);
+    names = ((await res.json()) as { models: Array<{ name: string }> }).models.map((m) => m.name);
+  } else {
+    const client = createClient(address);
+    try {
+      names = (await listModels(client, apiKey)).models.map((m) => m.name);
+    } catch (e) {
+      const se = e as { code?: number; details?: string; metadata?: { get(k: string): unknown[] } };
+      throw new StreamClientError(String(se.metadata?.get('auris-error-code')[0] ?? 'UNAVAILABLE'), se.details ?? String(e));
+    } finally {
+      client.close();
+    }
   }
-  return e;
+  return names.sort((a, b) => Number(b === 'speech') - Number(a === 'speech'));
+}
+
+/** Sends the bytes in chunks of chunkMs (paced at real time with `realtime`), then ends. */
+async function sendFile(stream: ReturnType<typeof openStream>, bytes: Buffer, frameBytes: number, sampleRate: number, chunkMs: number, realtime: boolean): Promise<void> {
+  const chunkFrames = Math.max(1, Math.round((chunkMs / 1000) * sampleRate));
+  const t0 = performance.now();
+  let sentFrames = 0;
+  for (let off = 0; off < bytes.length; off += chunkFrames * frameBytes) {
+    const piece = bytes.subarray(off, Math.min(bytes.length, off + chunkFrames * frameBytes));
+    await stream.write(piece);
+    sentFrames += piece.length / frameBytes;
+    if (realtime) {
+      const wait = t0 + (sentFrames / sampleRate) * 1000 - performance.now();
+      if (wait > 0) await sleep(wait);
+    }
+  }
+  stream.end();
 }

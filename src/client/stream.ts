@@ -198,21 +198,29 @@ function openGrpcStream(target: Extract<StreamTarget, { transport: 'grpc' }>, op
   h.call.on('data', (msg: StepResultMsg) => {
     const hasTransitions = msg.transitions !== undefined && Object.keys(msg.transitions).length > 0;
     if (!msg.summary && !hasTransitions) return queue.push({ type: 'step', step: stepJson(msg, options.models) });
-    if (msg.summary) queue.push({ type: 'summary', summary: Object.fromEntries(Object.entries(msg.summary.models).map(([m, f]) => [m, f.fractions])), durationMs: msg.summary.duration_ms, steps: Number(msg.summary.steps) });
+    // Protobuf maps have no order: keys in request order, like the WebSocket's JSON.
+    const inOrder = <T, U>(map: Record<string, T>, f: (v: T) => U): Record<string, U> =>
+      Object.fromEntries(options.models.filter((m) => map[m] !== undefined).map((m) => [m, f(map[m]!)]));
+    if (msg.summary) queue.push({ type: 'summary', summary: inOrder(msg.summary.models, (f) => f.fractions), durationMs: msg.summary.duration_ms, steps: Number(msg.summary.steps) });
     if (hasTransitions) {
-      queue.push({ type: 'transitions', transitions: Object.fromEntries(Object.entries(msg.transitions!).map(([m, s]) => [m, (s.segments ?? []).map(segmentJson)])) });
+      queue.push({ type: 'transitions', transitions: inOrder(msg.transitions!, (s) => (s.segments ?? []).map(segmentJson)) });
     }
   });
   void h.status.then((status) => {
     if (!target.client) client.close();
     if (status.code === grpc.status.OK) return queue.finish();
-    const code = status.metadata?.get('auris-error-code')[0];
-    queue.finish(new StreamClientError(code === undefined ? grpc.status[status.code] ?? 'UNKNOWN' : String(code), status.details, status.code));
+    queue.finish(failed(status));
   });
-  const streamId = Promise.race([
-    h.metadata.then((md) => String(md.get('auris-stream-id')[0] ?? '')),
-    h.status.then((s) => (s.code === grpc.status.OK ? '' : Promise.reject(new StreamClientError(String(s.metadata?.get('auris-error-code')[0] ?? 'UNKNOWN'), s.details, s.code)))),
-  ]);
+  const failed = (st: grpc.StatusObject): StreamClientError =>
+    new StreamClientError(String(st.metadata?.get('auris-error-code')[0] ?? grpc.status[st.code] ?? 'UNKNOWN'), st.details, st.code);
+  // The server sends the id in its response headers; a refused call has none.
+  const streamId = h.metadata.then(async (md) => {
+    const id = md.get('auris-stream-id')[0];
+    if (id !== undefined) return String(id);
+    const st = await h.status;
+    if (st.code === grpc.status.OK) return '';
+    throw failed(st);
+  });
   streamId.catch(() => undefined);
   return {
     streamId,

@@ -5,14 +5,14 @@
  * python3-grpc-tools), and the TypeScript microphone example (compiled here with tsc).
  */
 import { strict as assert } from 'node:assert';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { packageRoot } from '../../src/inference';
 import { analyzeFile } from '../../src/pipeline';
 import { envSkip } from '../env';
-import { API_KEY, sh, startServer, stereoSpeechWav, TestServer, tmpDir } from './helpers';
+import { API_KEY, runAsync, sh, startServer, stereoSpeechWav, TestServer, tmpDir } from './helpers';
 
 const ROOT = packageRoot();
 const CLI = path.join(ROOT, 'dist', 'src', 'cli', 'main.js');
@@ -34,20 +34,6 @@ interface Line {
   timestamp?: number;
   results?: Record<string, { result: string; confidence: number }>;
   summary?: Record<string, Record<string, number>>;
-}
-
-/** Runs a command asynchronously (the server lives in this process), resolves with its output. */
-function runAsync(cmd: string, args: string[], options: { env?: NodeJS.ProcessEnv; input?: Buffer } = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(cmd, args, { env: options.env ?? process.env, stdio: ['pipe', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-    child.stdin.end(options.input ?? Buffer.alloc(0));
-  });
 }
 
 const lines = (stdout: string): Line[] => stdout.trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as Line);

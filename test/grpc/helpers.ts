@@ -4,7 +4,7 @@
  * with sox / espeak-ng in a temp dir, and stream runners that send audio in random chunks.
  */
 import { strict as assert } from 'node:assert';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -190,3 +190,18 @@ export function assertSameAsFile(steps: readonly TimeStepResult[], series: reado
     }
   }
 }
+
+/** Runs a command asynchronously (the server lives in this process), resolves with its output. */
+export function runAsync(cmd: string, args: string[], options: { env?: NodeJS.ProcessEnv; input?: Buffer } = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(cmd, args, { env: options.env ?? process.env, stdio: ['pipe', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+    child.stdin.end(options.input ?? Buffer.alloc(0));
+  });
+}
+
