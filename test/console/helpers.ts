@@ -92,13 +92,13 @@ export function truncatedWav(from: string, dir: string): string {
 }
 
 /** Chromium with a fresh user-data-dir (removed by close()). */
-export async function launchBrowser(): Promise<{ context: BrowserContext; close(): Promise<void> }> {
+export async function launchBrowser(extraArgs: readonly string[] = []): Promise<{ context: BrowserContext; close(): Promise<void> }> {
   if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: run scripts/setup.sh (Debian package chromium)`);
   const profile = tempDir('auris-chromium-');
   const context = await chromium.launchPersistentContext(profile.path, {
     executablePath: CHROMIUM,
     headless: true,
-    args: CHROMIUM_ARGS,
+    args: [...CHROMIUM_ARGS, ...extraArgs],
     viewport: { width: 1280, height: 800 },
     acceptDownloads: true,
     timeout: 60_000,

@@ -1,6 +1,7 @@
 /**
  * The console's client of the public REST API (docs/api.md): only /file-processing/jobs
- * endpoints with the x-api-key header, plus the unauthenticated /readyz for the model list.
+ * endpoints and POST /stream-tokens with the x-api-key header, plus the unauthenticated
+ * /readyz for the model list.
  * Errors are RFC 9457 problem+json bodies with a stable `code`.
  */
 
@@ -170,6 +171,12 @@ export class AurisApi {
 
   async deleteJob(id: string): Promise<void> {
     await this.request(`/file-processing/jobs/${encodeURIComponent(id)}`, { method: 'DELETE' });
+  }
+
+  /** A single-use token that opens one live stream (GET /stream?token=...) without the API key in the URL. */
+  async createStreamToken(): Promise<string> {
+    const body = (await (await this.request('/stream-tokens', { method: 'POST' })).json()) as { token: string };
+    return body.token;
   }
 
   /**

@@ -1,10 +1,12 @@
 /**
- * auris web console: enter a key, submit a file or URL, watch the job, see the timeline.
+ * auris web console: enter a key, submit a file or URL, watch the job, see the timeline;
+ * or analyse the microphone live (web/src/live.ts).
  * Uses only the public REST API (src/http, docs/api.md), so it works the same whichever
  * job backend the server runs (embedded or NATS).
  */
 import { ApiProblem, AurisApi, type JobRecord, type JobRequestParams, type ResultsEnvelope, uploadContentType } from './api.js';
 import { formatBytes, formatPercent, formatTime, segmentsCsv } from './data.js';
+import { initLive } from './live.js';
 import { channelView, hideTooltip } from './timeline.js';
 
 const KEY_STORAGE = 'auris.apiKey';
@@ -559,6 +561,14 @@ function renderJobs(jobs: JobRecord[]): void {
 function init(): void {
   initKey();
   initForm();
+  initLive({
+    api,
+    models: () => [...document.querySelectorAll<HTMLInputElement>('input[name="models"]:checked')].map((c) => c.value),
+    outputPeriodMs: () => {
+      const p = Number($<HTMLInputElement>('output-period').value);
+      return Number.isInteger(p) && p >= 64 && p % 64 === 0 ? p : 256;
+    },
+  });
   void loadModels();
   $('jobs-refresh').addEventListener('click', () => void refreshJobs());
   const del = $<HTMLButtonElement>('job-delete');

@@ -1,0 +1,88 @@
+/**
+ * The console's Live view in Chromium against the whole service (src/app.ts): a fake
+ * microphone plays a committed speech + silence recording (test/fixtures/live-speech-silence.wav)
+ * through getUserMedia and the AudioWorklet, over the WebSocket opened with a stream token;
+ * the timeline shows speech and then silence. A refused microphone gives a clear message.
+ */
+import { strict as assert } from 'node:assert';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import type { Page } from 'playwright-core';
+import { envSkip } from '../env';
+import { KEY_A, startStreamingApp } from '../websocket/helpers';
+import { buildConsole, chromiumUnavailable, launchBrowser, outPath, ROOT } from './helpers';
+
+const FIXTURE = join(ROOT, 'test', 'fixtures', 'live-speech-silence.wav');
+
+describe('console Live view (Chromium, fake microphone, real service)', { timeout: 180_000, skip: envSkip(chromiumUnavailable()) }, () => {
+  let app: Awaited<ReturnType<typeof startStreamingApp>>;
+  before(async () => {
+    buildConsole();
+    app = await startStreamingApp();
+  });
+  after(async () => {
+    await app?.cleanup();
+  });
+
+  async function openConsole(context: Awaited<ReturnType<typeof launchBrowser>>['context']): Promise<{ page: Page; problems: string[] }> {
+    const page = await context.newPage();
+    page.setDefaultTimeout(60_000);
+    const problems: string[] = [];
+    page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
+    await page.goto(app.url + '/');
+    await page.getByLabel('API key').fill(KEY_A);
+    await page.getByRole('button', { name: 'Use key' }).click();
+    await page.locator('#key-status.ok').waitFor();
+    await page.locator('#models input[value="speech"]').waitFor();
+    // Speech only, 256 ms steps: the fastest timeline.
+    for (const box of await page.locator('#models input').all()) if ((await box.getAttribute('value')) !== 'speech') await box.uncheck();
+    await page.getByLabel('Output period (ms)').fill('256');
+    return { page, problems };
+  }
+
+  test('the fake microphone streams speech then silence: the timeline grows with speech, then silence; Stop ends cleanly', async () => {
+    const browser = await launchBrowser(['--use-fake-ui-for-media-stream', '--use-fake-device-for-media-stream', `--use-file-for-fake-audio-capture=${FIXTURE}`]);
+    try {
+      const { page, problems } = await openConsole(browser.context);
+      const started = app.hub!.snapshot().streamsStarted;
+      await page.getByRole('button', { name: 'Start' }).click();
+      await page.locator('#live-status', { hasText: 'Listening' }).waitFor();
+      // Speech first, then a silence step after it.
+      await page.locator('[data-model="speech"] .live-step[data-label="speech"]').first().waitFor();
+      await page.locator('[data-model="speech"] .live-step[data-label="speech"] ~ .live-step[data-label="silence"]').first().waitFor();
+      const labels = await page.locator('[data-model="speech"] .live-step').evaluateAll((els) => els.map((e) => (e as unknown as { dataset: { label: string; t: string } }).dataset));
+      const firstSpeech = labels.findIndex((l) => l.label === 'speech');
+      const silenceAfter = labels.findIndex((l, i) => i > firstSpeech && l.label === 'silence');
+      assert.ok(firstSpeech >= 0 && silenceAfter > firstSpeech, JSON.stringify(labels));
+      labels.forEach((l, i) => assert.equal(Number(l.t), i * 256, 'consecutive steps, 256 ms apart'));
+      assert.equal(app.hub!.snapshot().streamsStarted, started + 1, 'one stream, opened with a token');
+      await page.screenshot({ path: outPath('console-live.png'), fullPage: true });
+      await page.getByRole('button', { name: 'Stop' }).click();
+      await page.locator('#live-status', { hasText: 'Stopped.' }).waitFor();
+      assert.equal(await page.locator('#live-start').isEnabled(), true);
+      assert.equal(app.hub!.active(), 0, 'the stream ended');
+      assert.equal((await page.locator('#live-error').textContent())!.trim(), '');
+      await page.getByRole('button', { name: 'Clear' }).click();
+      assert.equal(await page.locator('.live-step').count(), 0);
+      assert.deepEqual(problems, []);
+    } finally {
+      await browser.close();
+    }
+  });
+
+  test('a refused microphone: a clear message, no stream', async () => {
+    const browser = await launchBrowser(['--use-fake-device-for-media-stream']);
+    try {
+      await browser.context.clearPermissions();
+      const { page } = await openConsole(browser.context);
+      const started = app.hub!.snapshot().streamsStarted;
+      await page.getByRole('button', { name: 'Start' }).click();
+      await page.locator('#live-error', { hasText: /refused/ }).waitFor();
+      assert.match((await page.locator('#live-error').textContent())!, /Allow the microphone/);
+      assert.equal(await page.locator('#live-start').isEnabled(), true);
+      assert.equal(app.hub!.snapshot().streamsStarted, started, 'no stream');
+    } finally {
+      await browser.close();
+    }
+  });
+});

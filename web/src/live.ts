@@ -1,0 +1,175 @@
+/**
+ * The Live view: the microphone (getUserMedia -> AudioWorklet, web/src/mic-worklet.ts) streamed
+ * as f32le at the AudioContext's rate over the WebSocket GET /stream, opened with a single-use
+ * stream token (POST /stream-tokens; the API key never goes into a URL). Each step result
+ * extends one lane per model; Stop sends {"type":"end"}, so the last steps still arrive.
+ */
+import { ApiProblem, type AurisApi, type TimeStep } from './api.js';
+import { classColour } from './data.js';
+
+export interface LiveDeps {
+  api: AurisApi;
+  /** Models to run (the New job form's selection). */
+  models(): string[];
+  /** ms per result (the New job form's output period). */
+  outputPeriodMs(): number;
+}
+
+interface Session {
+  ws: WebSocket;
+  ctx: AudioContext;
+  mic: MediaStream;
+  ended: boolean;
+}
+
+const $ = <T extends HTMLElement = HTMLElement>(id: string): T => document.getElementById(id) as T;
+
+/** Why the microphone could not be opened, in words a user can act on. */
+export function micErrorText(err: unknown): string {
+  const name = (err as { name?: string } | null)?.name ?? '';
+  if (name === 'NotAllowedError' || name === 'SecurityError') {
+    return 'Microphone access was refused. Allow the microphone for this site in the browser (the icon in the address bar), then press Start again.';
+  }
+  if (name === 'NotFoundError' || name === 'OverconstrainedError') return 'No microphone was found. Connect one and press Start again.';
+  if (name === 'NotReadableError') return 'The microphone is in use by another application or could not be read.';
+  return `The microphone could not be opened (${(err as Error)?.message ?? String(err)}).`;
+}
+
+/** Close codes of GET /stream (docs/streaming.md) that need no explanation beyond the server's message. */
+function closeText(code: number, message: string | undefined): string {
+  if (code === 1000) return 'Stopped.';
+  if (message) return `Stream ended: ${message} (close ${code}).`;
+  return code === 1006 ? 'The connection to the server was lost.' : `Stream ended (close ${code}).`;
+}
+
+export function initLive(deps: LiveDeps): void {
+  const start = $<HTMLButtonElement>('live-start');
+  const stop = $<HTMLButtonElement>('live-stop');
+  const clear = $<HTMLButtonElement>('live-clear');
+  const status = $('live-status');
+  const error = $('live-error');
+  const lanes = $('live-lanes');
+  let session: Session | null = null;
+
+  const setRunning = (running: boolean): void => {
+    start.disabled = running;
+    stop.disabled = !running;
+  };
+  const say = (text: string): void => void (status.textContent = text);
+  const fail = (text: string): void => void (error.textContent = text);
+
+  const lane = (model: string): HTMLElement => {
+    let row = lanes.querySelector<HTMLElement>(`[data-model="${model}"] .live-steps`);
+    if (row) return row;
+    const wrap = document.createElement('div');
+    wrap.className = 'live-lane';
+    wrap.dataset.model = model;
+    const name = document.createElement('span');
+    name.className = 'live-model';
+    name.textContent = model;
+    const now = document.createElement('span');
+    now.className = 'live-now';
+    row = document.createElement('div');
+    row.className = 'live-steps';
+    row.setAttribute('role', 'img');
+    row.setAttribute('aria-label', `${model} over time`);
+    wrap.append(name, now, row);
+    lanes.append(wrap);
+    return row;
+  };
+
+  const addStep = (step: TimeStep): void => {
+    for (const [model, r] of Object.entries(step.results)) {
+      const block = document.createElement('span');
+      block.className = 'live-step';
+      block.dataset.label = r.result;
+      block.dataset.t = String(step.timestamp);
+      block.title = `${(step.timestamp / 1000).toFixed(2)} s: ${r.result} (${r.confidence.toFixed(2)})`;
+      block.style.background = classColour(r.result);
+      const row = lane(model);
+      row.append(block);
+      row.scrollLeft = row.scrollWidth;
+      const now = row.parentElement!.querySelector('.live-now')!;
+      now.textContent = `${r.result} ${r.confidence.toFixed(2)}`;
+    }
+  };
+
+  const release = (s: Session): void => {
+    for (const t of s.mic.getTracks()) t.stop();
+    void s.ctx.close().catch(() => undefined);
+  };
+
+  const begin = async (): Promise<void> => {
+    error.textContent = '';
+    const models = deps.models();
+    if (models.length === 0) return fail('Choose at least one model in the New job form.');
+    if (!navigator.mediaDevices?.getUserMedia) return fail('This page cannot use the microphone: it needs HTTPS (or localhost).');
+    setRunning(true);
+    say('Opening the microphone…');
+    let mic: MediaStream;
+    try {
+      mic = await navigator.mediaDevices.getUserMedia({ audio: { channelCount: 1, echoCancellation: false, noiseSuppression: false, autoGainControl: false } });
+    } catch (err) {
+      setRunning(false);
+      say('');
+      return fail(micErrorText(err));
+    }
+    const ctx = new AudioContext();
+    let token: string;
+    try {
+      await ctx.audioWorklet.addModule(new URL('./mic-worklet.js', import.meta.url));
+      token = await deps.api.createStreamToken();
+    } catch (err) {
+      release({ ws: null as unknown as WebSocket, ctx, mic, ended: true });
+      setRunning(false);
+      say('');
+      return fail(err instanceof ApiProblem ? `${err.message} (${err.code})` : `The live stream could not start (${(err as Error).message}).`);
+    }
+    const query = new URLSearchParams({ token, models: models.join(','), output_period: String(deps.outputPeriodMs()), sample_rate: String(ctx.sampleRate), encoding: 'f32le' });
+    const url = new URL(`/stream?${query}`, location.href);
+    url.protocol = location.protocol === 'https:' ? 'wss:' : 'ws:';
+    const ws = new WebSocket(url);
+    ws.binaryType = 'arraybuffer';
+    const s: Session = { ws, ctx, mic, ended: false };
+    session = s;
+    const node = new AudioWorkletNode(ctx, 'auris-mic', { numberOfInputs: 1, numberOfOutputs: 0, channelCount: 1 });
+    node.port.onmessage = (ev: MessageEvent<ArrayBuffer>) => {
+      if (ws.readyState === WebSocket.OPEN && !s.ended) ws.send(ev.data);
+    };
+    ctx.createMediaStreamSource(mic).connect(node);
+    let serverError: string | undefined;
+    ws.onopen = () => say(`Listening at ${ctx.sampleRate} Hz… results appear after the models' lookahead (up to 1.5 s).`);
+    ws.onmessage = (ev: MessageEvent<string>) => {
+      const msg = JSON.parse(ev.data) as TimeStep & { type?: string; code?: string; message?: string };
+      if (msg.type === undefined) addStep(msg);
+      else if (msg.type === 'error') serverError = `${msg.message ?? ''} [${msg.code ?? ''}]`;
+    };
+    ws.onclose = (ev) => {
+      release(s);
+      if (session === s) session = null;
+      setRunning(false);
+      if (ev.code === 1000) say('Stopped.');
+      else {
+        say('');
+        fail(closeText(ev.code, serverError));
+      }
+    };
+  };
+
+  start.addEventListener('click', () => void begin());
+  stop.addEventListener('click', () => {
+    const s = session;
+    if (!s || s.ended) return;
+    s.ended = true;
+    for (const t of s.mic.getTracks()) t.stop();
+    say('Finishing: the last results are on their way…');
+    if (s.ws.readyState === WebSocket.OPEN) s.ws.send(JSON.stringify({ type: 'end' }));
+    else s.ws.close();
+  });
+  clear.addEventListener('click', () => {
+    lanes.replaceChildren();
+    error.textContent = '';
+    if (!session) say('');
+  });
+  setRunning(false);
+}
