@@ -1,9 +1,10 @@
 /**
  * `npm run bench:grpc` (node dist/bench/grpc/run.js [--quick] [--levels 25,50,100] [--seconds 15]
- * [--single-seconds 60]): streaming latency and capacity of the gRPC server.
+ * [--single-seconds 60] [--transports grpc,ws] [--modes stateful,windowed]): streaming latency
+ * and capacity of the streaming service, over gRPC and over the WebSocket in one run.
  *
- * The server runs in its own process (bench/grpc/server.ts, default settings: one inference
- * worker per core); this process plays live clients: 16 kHz mono s16le audio (the demo
+ * The service runs in its own process (bench/grpc/server.ts: src/app.ts, default settings, one
+ * inference worker per core); this process plays live clients: 16 kHz mono s16le audio (the demo
  * fixture, looped) sent in real time, in chunks of `chunkMs`, without waiting for results.
  *
  * Step latency = time the result of an output step is received - time the chunk holding the
@@ -26,6 +27,8 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { decodeAll } from '../../src/audio';
+import WebSocket from 'ws';
+import { streamQuery } from '../../src/client/stream';
 import { createClient, listModels, openAnalyzeStream, AnalysisClient } from '../../src/grpc/client';
 import type { StepResultMsg, StreamConfigMsg } from '../../src/grpc/proto';
 
@@ -45,12 +48,14 @@ interface Args {
   seconds: number;
   singleSeconds: number;
   modes: Mode[];
+  transports: Transport[];
 }
 
 type Mode = 'stateful' | 'windowed';
+type Transport = 'grpc' | 'ws';
 
 function parseArgs(argv: string[]): Args {
-  const a: Args = { quick: false, levels: [25, 50, 100, 150, 200, 300], seconds: 15, singleSeconds: 60, modes: ['stateful', 'windowed'] };
+  const a: Args = { quick: false, levels: [25, 50, 100, 150, 200, 300], seconds: 15, singleSeconds: 60, modes: ['stateful'], transports: ['grpc', 'ws'] };
   for (let i = 0; i < argv.length; i++) {
     const v = argv[i];
     if (v === '--quick') {
@@ -62,6 +67,7 @@ function parseArgs(argv: string[]): Args {
     else if (v === '--seconds') a.seconds = Number(argv[++i]);
     else if (v === '--single-seconds') a.singleSeconds = Number(argv[++i]);
     else if (v === '--modes') a.modes = argv[++i]!.split(',') as Mode[];
+    else if (v === '--transports') a.transports = argv[++i]!.split(',') as Transport[];
     else throw new Error(`unknown argument ${v}`);
   }
   return a;
@@ -85,14 +91,14 @@ class ServerProcess {
       }
     });
   }
-  static async start(mode: Mode): Promise<{ proc: ServerProcess; port: number }> {
+  static async start(mode: Mode): Promise<{ proc: ServerProcess; port: number; url: string }> {
     const env = { ...process.env, GRPC_STATEFUL: mode === 'stateful' ? '1' : '0' };
     // GRPC_SERVER_NODE_ARGS: extra node flags for the server process, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof"
     const nodeArgs = (process.env['GRPC_SERVER_NODE_ARGS'] ?? '').split(' ').filter((a) => a !== '');
     const child = spawn(process.execPath, [...nodeArgs, path.join(__dirname, 'server.js')], { stdio: ['pipe', 'pipe', 'inherit'], env }) as unknown as ChildProcessWithoutNullStreams;
     const proc = new ServerProcess(child);
-    const first = JSON.parse(await proc.next()) as { port: number };
-    return { proc, port: first.port };
+    const first = JSON.parse(await proc.next()) as { port: number; url: string };
+    return { proc, port: first.port, url: first.url };
   }
   next(): Promise<string> {
     const l = this.lines.shift();
@@ -146,25 +152,61 @@ interface StreamRun {
   steps: number;
 }
 
+/** Where a live stream goes: a gRPC channel, or the WebSocket base URL. */
+type Target = { transport: 'grpc'; client: AnalysisClient } | { transport: 'ws'; url: string };
+
+/** The minimal live client of either transport: send audio, be told of each step, end. */
+interface LiveConnection {
+  send(audio: Buffer): void;
+  end(): void;
+  /** 0 when the stream ended normally. */
+  done: Promise<number>;
+}
+
+function connect(target: Target, periodMs: number, onStep: (timestamp: number) => void): LiveConnection {
+  if (target.transport === 'grpc') {
+    const config: StreamConfigMsg = { models: MODELS, output_period: periodMs, sample_rate: 16000, encoding: 'PCM_S16LE' };
+    const h = openAnalyzeStream(target.client, KEY, config);
+    h.call.on('data', (msg: StepResultMsg) => {
+      if (!msg.summary) onStep(Number(msg.timestamp));
+    });
+    return { send: (audio) => void h.call.write({ audio }), end: () => h.end(), done: h.status.then((st) => st.code) };
+  }
+  const q = streamQuery({ models: MODELS, outputPeriodMs: periodMs, sampleRate: 16000 });
+  const ws = new WebSocket(`${target.url.replace(/^http/, 'ws')}/stream?${q}`, { headers: { 'x-api-key': KEY }, perMessageDeflate: false });
+  const pending: Buffer[] = [];
+  ws.on('open', () => {
+    for (const p of pending) ws.send(p);
+    pending.length = 0;
+  });
+  ws.on('message', (d: Buffer) => {
+    const m = JSON.parse(d.toString('utf8')) as { type?: string; timestamp?: number };
+    if (m.type === undefined) onStep(m.timestamp!);
+  });
+  ws.on('error', () => undefined);
+  return {
+    send: (audio) => (ws.readyState === WebSocket.OPEN ? ws.send(audio) : pending.push(audio)),
+    end: () => ws.send(JSON.stringify({ type: 'end' })),
+    done: new Promise((resolve) => ws.on('close', (code) => resolve(code === 1000 ? 0 : code))),
+  };
+}
+
 /**
  * One live stream: sends `pcm` in real time from `startAt` (chunk k of `chunkSamples` when its
  * last sample is due), never waiting for results; records each steady-state step's latency.
  */
-function liveStream(client: AnalysisClient, pcm: Buffer, chunkSamples: number, periodMs: number, lookaheadSteps: number, startAt: number): Promise<StreamRun> {
+function liveStream(target: Target, pcm: Buffer, chunkSamples: number, periodMs: number, lookaheadSteps: number, startAt: number): Promise<StreamRun> {
   const total = pcm.length / 2;
   const chunks = Math.ceil(total / chunkSamples);
   const chunkMs = (chunkSamples / 16000) * 1000;
   const sentAt = new Float64Array(chunks);
-  const config: StreamConfigMsg = { models: MODELS, output_period: periodMs, sample_rate: 16000, encoding: 'PCM_S16LE' };
-  const h = openAnalyzeStream(client, KEY, config);
   const latencies: number[] = [];
   let steps = 0;
   const perSteps = periodMs / 64;
-  h.call.on('data', (msg: StepResultMsg) => {
+  const conn = connect(target, periodMs, (timestamp) => {
     const now = performance.now();
-    if (msg.summary) return;
     steps++;
-    const k = Number(msg.timestamp) / periodMs;
+    const k = timestamp / periodMs;
     const due = ((k + 1) * perSteps + lookaheadSteps) * 1024 + 128;
     if (due > total) return; // flushed at the end of the stream
     const chunk = Math.ceil(due / chunkSamples) - 1;
@@ -174,28 +216,29 @@ function liveStream(client: AnalysisClient, pcm: Buffer, chunkSamples: number, p
     let k = 0;
     const sendNext = (): void => {
       if (k >= chunks) {
-        h.end();
+        conn.end();
         return;
       }
       sentAt[k] = performance.now();
-      h.call.write({ audio: pcm.subarray(k * chunkSamples * 2, Math.min(total, (k + 1) * chunkSamples) * 2) });
+      conn.send(pcm.subarray(k * chunkSamples * 2, Math.min(total, (k + 1) * chunkSamples) * 2));
       k++;
       const due = startAt + (k + 1) * chunkMs;
       setTimeout(sendNext, Math.max(0, due - performance.now()));
     };
     setTimeout(sendNext, Math.max(0, startAt + chunkMs - performance.now()));
-    void h.status.then((st) => resolve({ latencies, status: st.code, steps }));
+    void conn.done.then((status) => resolve({ latencies, status, steps }));
   });
 }
 
-async function runLevel(address: string, server: ServerProcess, n: number, pcm: Buffer, chunkSamples: number, lookaheadSteps: number): Promise<Record<string, unknown>> {
-  // A few channels (HTTP/2 connections) share the streams, as separate clients would.
-  const clients = Array.from({ length: Math.min(8, Math.max(1, Math.ceil(n / 25))) }, () => createClient(address));
+async function runLevel(transport: Transport, address: string, url: string, server: ServerProcess, n: number, pcm: Buffer, chunkSamples: number, lookaheadSteps: number): Promise<Record<string, unknown>> {
+  // gRPC: a few channels (HTTP/2 connections) share the streams, as separate clients would; WebSocket: one connection per stream.
+  const clients = transport === 'grpc' ? Array.from({ length: Math.min(8, Math.max(1, Math.ceil(n / 25))) }, () => createClient(address)) : [];
+  const targetOf = (i: number): Target => (transport === 'grpc' ? { transport, client: clients[i % clients.length]! } : { transport, url });
   const u0 = await server.usage();
   const t0 = performance.now();
   const chunkMs = (chunkSamples / 16000) * 1000;
   const runs = await Promise.all(
-    Array.from({ length: n }, (_, i) => liveStream(clients[i % clients.length]!, pcm, chunkSamples, 64, lookaheadSteps, t0 + 50 + (i / n) * chunkMs)),
+    Array.from({ length: n }, (_, i) => liveStream(targetOf(i), pcm, chunkSamples, 64, lookaheadSteps, t0 + 50 + (i / n) * chunkMs)),
   );
   const wall = (performance.now() - t0) / 1000;
   const u1 = await server.usage();
@@ -227,34 +270,36 @@ function pcmOf(samples: Float32Array, seconds: number): Buffer {
 
 interface ModeResult {
   mode: Mode;
+  transport: Transport;
   single: LatencyStats & { status: number };
   concurrent: Record<string, unknown>[];
   sustainedStreamsP99Under100ms: number;
 }
 
-async function benchMode(mode: Mode, args: Args, samples: Float32Array): Promise<ModeResult & { lookaheadSteps: number; lookaheadMs: number }> {
-  const { proc, port } = await ServerProcess.start(mode);
+async function benchMode(mode: Mode, transport: Transport, args: Args, samples: Float32Array): Promise<ModeResult & { lookaheadSteps: number; lookaheadMs: number }> {
+  const { proc, port, url } = await ServerProcess.start(mode);
   const address = `127.0.0.1:${port}`;
   const client = createClient(address);
   const models = await listModels(client, KEY);
   const lookaheadSteps = Math.max(...models.models.filter((m) => MODELS.includes(m.name)).map((m) => m.right_context_steps));
   const lookaheadMs = Math.max(...models.models.filter((m) => MODELS.includes(m.name)).map((m) => m.stream_lookahead_ms));
-  log(`[${mode}] server on ${address}; models ${MODELS.join(', ')}: lookahead ${lookaheadSteps} steps (${lookaheadMs} ms)`);
+  log(`[${mode} ${transport}] server on ${address}; models ${MODELS.join(', ')}: lookahead ${lookaheadSteps} steps (${lookaheadMs} ms)`);
 
   // Warm-up (sessions, JIT).
-  await liveStream(client, pcmOf(samples, 3), 1024, 64, lookaheadSteps, performance.now());
+  const target: Target = transport === 'grpc' ? { transport, client } : { transport, url };
+  await liveStream(target, pcmOf(samples, 3), 1024, 64, lookaheadSteps, performance.now());
 
-  log(`[${mode}] one stream, ${args.singleSeconds} s, 20 ms chunks`);
-  const single = await liveStream(client, pcmOf(samples, args.singleSeconds), 320, 64, lookaheadSteps, performance.now());
+  log(`[${mode} ${transport}] one stream, ${args.singleSeconds} s, 20 ms chunks`);
+  const single = await liveStream(target, pcmOf(samples, args.singleSeconds), 320, 64, lookaheadSteps, performance.now());
   const singleStats = { ...stats(single.latencies), status: single.status };
-  log(`[${mode}] one stream: ${JSON.stringify(singleStats)}`);
+  log(`[${mode} ${transport}] one stream: ${JSON.stringify(singleStats)}`);
 
   const levels: Record<string, unknown>[] = [];
   const pcm = pcmOf(samples, args.seconds);
   let sustained = 0;
   for (const n of args.levels) {
-    log(`[${mode}] ${n} concurrent streams, ${args.seconds} s each, 64 ms chunks`);
-    const r = await runLevel(address, proc, n, pcm, 1024, lookaheadSteps);
+    log(`[${mode} ${transport}] ${n} concurrent streams, ${args.seconds} s each, 64 ms chunks`);
+    const r = await runLevel(transport, address, url, proc, n, pcm, 1024, lookaheadSteps);
     log(JSON.stringify(r));
     levels.push(r);
     const p99 = r['p99'] as number;
@@ -263,7 +308,7 @@ async function benchMode(mode: Mode, args: Args, samples: Float32Array): Promise
   }
   client.close();
   await proc.stop();
-  return { mode, single: singleStats, concurrent: levels, sustainedStreamsP99Under100ms: sustained, lookaheadSteps, lookaheadMs };
+  return { mode, transport, single: singleStats, concurrent: levels, sustainedStreamsP99Under100ms: sustained, lookaheadSteps, lookaheadMs };
 }
 
 async function main(): Promise<void> {
@@ -275,13 +320,13 @@ async function main(): Promise<void> {
   log(`load ${loadStart}`);
 
   const runs: (ModeResult & { lookaheadMs: number })[] = [];
-  for (const mode of args.modes) runs.push(await benchMode(mode, args, samples));
+  for (const mode of args.modes) for (const transport of args.transports) runs.push(await benchMode(mode, transport, args, samples));
   const lookaheadMs = runs[0]!.lookaheadMs;
 
   // Server CPU per stream of the reference over ours, at each stream count both completed without failures.
   const cpuRatio: Record<string, number> = {};
-  const ours = runs.find((r) => r.mode === 'stateful');
-  const ref = runs.find((r) => r.mode === 'windowed');
+  const ours = runs.find((r) => r.mode === 'stateful' && r.transport === 'grpc');
+  const ref = runs.find((r) => r.mode === 'windowed' && r.transport === 'grpc');
   if (ours && ref) {
     for (const l of ours.concurrent) {
       const r = ref.concurrent.find((x) => x['streams'] === l['streams']);
@@ -296,27 +341,27 @@ async function main(): Promise<void> {
     machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model, loadAtStart: loadStart, node: process.version },
     models: MODELS,
     lookaheadMs,
-    modes: runs.map(({ mode, single, concurrent, sustainedStreamsP99Under100ms }) => ({ mode, single, concurrent, sustainedStreamsP99Under100ms })),
+    modes: runs.map(({ mode, transport, single, concurrent, sustainedStreamsP99Under100ms }) => ({ mode, transport, single, concurrent, sustainedStreamsP99Under100ms })),
     windowedOverStatefulServerCpu: cpuRatio,
   };
   fs.writeFileSync(path.join(OUT, 'grpc.json'), JSON.stringify(result, null, 2) + '\n');
 
   const lines = [
-    `gRPC streaming, ${result.machine.cpus} cores (${result.machine.model}), load at start ${loadStart}, ${process.version}`,
+    `live streaming (gRPC and WebSocket), ${result.machine.cpus} cores (${result.machine.model}), load at start ${loadStart}, ${process.version}`,
     `models ${MODELS.join(' + ')}, output_period 64 ms, 16 kHz s16le; lookahead ${lookaheadMs} ms (not included below)`,
     '',
-    '| models run as | streams | chunk | steps measured | p50 ms | p90 ms | p99 ms | max ms | server CPU % | failed |',
-    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    '| transport | models run as | streams | chunk | steps measured | p50 ms | p90 ms | p99 ms | max ms | server CPU % | failed |',
+    '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
   ];
   for (const r of runs) {
     const s = r.single;
-    lines.push(`| ${r.mode} | 1 | 20 ms | ${s.n} | ${s.p50} | ${s.p90} | ${s.p99} | ${s.max} | | ${s.status === 0 ? 0 : 1} |`);
+    lines.push(`| ${r.transport} | ${r.mode} | 1 | 20 ms | ${s.n} | ${s.p50} | ${s.p90} | ${s.p99} | ${s.max} | | ${s.status === 0 ? 0 : 1} |`);
     for (const l of r.concurrent) {
-      lines.push(`| ${r.mode} | ${l['streams']} | 64 ms | ${l['n']} | ${l['p50']} | ${l['p90']} | ${l['p99']} | ${l['max']} | ${l['serverCpuPercent']} | ${l['failed']} |`);
+      lines.push(`| ${r.transport} | ${r.mode} | ${l['streams']} | 64 ms | ${l['n']} | ${l['p50']} | ${l['p90']} | ${l['p99']} | ${l['max']} | ${l['serverCpuPercent']} | ${l['failed']} |`);
     }
   }
   lines.push('');
-  for (const r of runs) lines.push(`${r.mode}: largest tested number of concurrent real-time streams with p99 < ${TARGET_P99_MS} ms: ${r.sustainedStreamsP99Under100ms}`);
+  for (const r of runs) lines.push(`${r.transport} ${r.mode}: largest tested number of concurrent real-time streams with p99 < ${TARGET_P99_MS} ms: ${r.sustainedStreamsP99Under100ms}`);
   if (Object.keys(cpuRatio).length > 0) {
     lines.push(`server CPU, windowed / stateful, same streams: ${Object.entries(cpuRatio).map(([n, x]) => `${n} streams ${x}x`).join(', ')}`);
   }

@@ -1,29 +1,36 @@
 /**
- * The gRPC streaming server alone, for bench/grpc/run.ts (its own process, so the load
- * generator does not share its event loop). Prints {"port", "pid"} as one JSON line once
- * listening; reports its CPU time on stdin "cpu\n"; exits on SIGTERM after a clean shutdown.
+ * The streaming service alone, for bench/grpc/run.ts (its own process, so the load generator
+ * does not share its event loop): src/app.ts with gRPC and the WebSocket over one StreamHub, no
+ * job workers. Prints {"port", "url", "pid"} as one JSON line once listening (port: gRPC, url:
+ * REST/WebSocket); reports its CPU time on stdin "cpu\n"; exits on SIGTERM after a clean shutdown.
  * Options from the environment: AURIS_INFERENCE_THREADS (engine workers), GRPC_MAX_BATCH,
  * GRPC_STATEFUL=0 (windowed calls only, no stateful streaming graphs: the reference).
  */
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import { ApiKeyRegistry } from '../../src/http/auth';
-import { AnalysisGrpcServer } from '../../src/grpc/server';
+import { startApp } from '../../src/app';
+import { defaultConfig } from '../../src/config';
 
 export const BENCH_KEY = 'bench-grpc-key-0001';
 
 async function main(): Promise<void> {
   const maxBatch = process.env['GRPC_MAX_BATCH'] ? Number(process.env['GRPC_MAX_BATCH']) : undefined;
-  const srv = await AnalysisGrpcServer.create({
-    keys: new ApiKeyRegistry([{ key: BENCH_KEY, organizationId: 'bench', projectId: 'bench' }]),
-    maxStreams: 100_000,
-    statefulModels: process.env['GRPC_STATEFUL'] !== '0',
-    ...(maxBatch ? { maxBatch } : {}),
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'auris-bench-stream-'));
+  const app = await startApp({
+    logger: false,
+    startWorker: false,
+    startDispatcher: false,
+    config: defaultConfig({ host: '127.0.0.1', port: 0, grpcPort: 0, dataDir, concurrency: 0, apiKeys: [{ key: BENCH_KEY, organizationId: 'bench', projectId: 'bench' }], logLevel: 'silent' }),
+    streaming: { maxStreams: 100_000, maxStreamsPerKey: 100_000, statefulModels: process.env['GRPC_STATEFUL'] !== '0', ...(maxBatch ? { maxBatch } : {}) },
   });
+  const hub = app.hub!;
   // Inference round trips (window submitted -> probabilities back) and event-loop delay, per report.
   const loop = monitorEventLoopDelay({ resolution: 5 });
   loop.enable();
   let trips: number[] = [];
-  const engine = srv.engine;
+  const engine = hub.engine;
   const infer = engine.infer.bind(engine);
   engine.infer = (model, features, steps) => {
     const t0 = performance.now();
@@ -38,8 +45,7 @@ async function main(): Promise<void> {
     void p.then(() => trips.push(performance.now() - t0), () => undefined);
     return p;
   };
-  const port = await srv.listen('127.0.0.1', 0);
-  process.stdout.write(JSON.stringify({ port, pid: process.pid }) + '\n');
+  process.stdout.write(JSON.stringify({ port: app.grpcPort, url: app.url, pid: process.pid }) + '\n');
   process.stdin.setEncoding('utf8');
   process.stdin.on('data', (d: string) => {
     if (d.includes('cpu')) {
@@ -50,11 +56,14 @@ async function main(): Promise<void> {
       const loopMs = { p50: Math.round(loop.percentile(50) / 1e5) / 10, p99: Math.round(loop.percentile(99) / 1e5) / 10, max: Math.round(loop.max / 1e5) / 10 };
       trips = [];
       loop.reset();
-      process.stdout.write(JSON.stringify({ cpuSec: (u.user + u.system) / 1e6, stats: srv.stats(), pool: srv.engine.pool.stats, inferenceMs, loopMs }) + '\n');
+      process.stdout.write(JSON.stringify({ cpuSec: (u.user + u.system) / 1e6, stats: hub.snapshot(), pool: engine.pool.stats, inferenceMs, loopMs }) + '\n');
     }
   });
   process.once('SIGTERM', () => {
-    void srv.close(2000).then(() => process.exit(0));
+    void app.close().then(() => {
+      fs.rmSync(dataDir, { recursive: true, force: true });
+      process.exit(0);
+    });
   });
 }
 
