@@ -91,8 +91,8 @@ export async function startApp(opts: AppOptions = {}): Promise<AurisApp> {
           socket.terminate();
         },
       });
-      await app.register(websocketStreamRoutes, { hub, keys: rest.keys, tokens });
-      await app.register(streamTokenRoutes, { keys: rest.keys, tokens });
+      await app.register(websocketStreamRoutes, { hub, keys: rest.keys, tokens, authThrottle: rest.authThrottle });
+      await app.register(streamTokenRoutes, { tokens });
       if (streaming.grpc !== false) grpc = await AnalysisGrpcServer.create({ keys: rest.keys, hub, shutdownGraceMs: graceMs });
     }
     await rest.listen();

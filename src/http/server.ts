@@ -96,6 +96,8 @@ export interface AurisServer {
   devKey: string | null;
   /** The API keys this server accepts (configured, or the development key); the streaming transports use the same. */
   keys: ApiKeyRegistry;
+  /** Failed-authentication throttle per client address (the WebSocket transport counts its failures here too). */
+  authThrottle: AuthFailureThrottle;
   /** http://host:port once listening. */
   url: string;
   listen(): Promise<string>;
@@ -217,9 +219,9 @@ export async function createServer(opts: ServerOptions = {}): Promise<AurisServe
   });
   await app.register(fastifySwaggerUi, { routePrefix: '/docs' });
 
-  // Auth and the per-key rate limit on the job endpoints.
+  // Auth and the per-key rate limit on the job endpoints and POST /stream-tokens.
   app.addHook('onRequest', async (req, reply) => {
-    if (!req.url.startsWith('/file-processing/') || req.method === 'OPTIONS') return;
+    if (!(req.url.startsWith('/file-processing/') || req.url.startsWith('/stream-tokens')) || req.method === 'OPTIONS') return;
     const blocked = authThrottle.blockedFor(req.ip);
     if (blocked > 0) {
       void reply.header('retry-after', String(blocked));
@@ -316,6 +318,7 @@ export async function createServer(opts: ServerOptions = {}): Promise<AurisServe
     metrics,
     devKey,
     keys: registry,
+    authThrottle,
     url: '',
     async listen() {
       await app.listen({ host: config.host, port: config.port });

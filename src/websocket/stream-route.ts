@@ -19,6 +19,7 @@ import type { WebSocket } from 'ws';
 import '@fastify/websocket'; // the `websocket: true` route option
 import { errorCode } from '../analysis/errors';
 import type { ApiKeyRegistry } from '../http/auth';
+import type { AuthFailureThrottle } from '../http/auth-throttle';
 import type { Owner } from '../jobs/service';
 import type { StreamEncoding } from '../pipeline/analyze-stream';
 import { validateStreamParams, type StreamParams } from '../streaming/config';
@@ -40,6 +41,7 @@ export const WS_CLOSE_CODES: Readonly<Record<string, number>> = {
   IDLE_TIMEOUT: 4408,
   RESOURCE_EXHAUSTED: 4413,
   TOO_MANY_STREAMS: 4429,
+  TOO_MANY_AUTH_FAILURES: 4429,
   INTERNAL: 4500,
   UNAVAILABLE: 4503,
 };
@@ -60,6 +62,8 @@ export interface StreamRouteOptions {
   hub: StreamHub;
   keys: Pick<ApiKeyRegistry, 'lookup'>;
   tokens: StreamTokens;
+  /** The REST server's failed-authentication throttle (the same addresses, the same limit). */
+  authThrottle?: Pick<AuthFailureThrottle, 'blockedFor' | 'fail'>;
 }
 
 /** A refused stream or message, with the code sent to the client. */
@@ -170,8 +174,19 @@ function closeWithError(ws: WebSocket, e: StreamError): void {
   ws.close(WS_CLOSE_CODES[e.code] ?? WS_CLOSE_CODES.INTERNAL!, e.code.slice(0, 120));
 }
 
-/** The owner of the request's credentials: x-api-key header, else a single-use stream token. */
+/** The owner of the request's credentials (x-api-key header, else a single-use stream token); failures count against the address. */
 function authenticate(req: FastifyRequest, opts: StreamRouteOptions): Owner {
+  const blocked = opts.authThrottle?.blockedFor(req.ip) ?? 0;
+  if (blocked > 0) throw wsError('TOO_MANY_AUTH_FAILURES', `too many requests with missing or invalid credentials from this address; retry after ${blocked} s`);
+  try {
+    return credentialsOwner(req, opts);
+  } catch (e) {
+    opts.authThrottle?.fail(req.ip);
+    throw e;
+  }
+}
+
+function credentialsOwner(req: FastifyRequest, opts: StreamRouteOptions): Owner {
   const header = req.headers['x-api-key'];
   const key = Array.isArray(header) ? header[0] : header;
   if (key) {

@@ -6,12 +6,10 @@
 import type { FastifyInstance } from 'fastify';
 import type { Owner } from '../../jobs/service';
 import type { StreamTokens } from '../../streaming/tokens';
-import type { ApiKeyRegistry } from '../auth';
 import { ApiError } from '../errors';
 import { JSON_MEDIA_TYPE, problemResponses } from '../schemas';
 
 export interface StreamTokenRoutesOptions {
-  keys: Pick<ApiKeyRegistry, 'lookup'>;
   tokens: StreamTokens;
 }
 
@@ -49,11 +47,9 @@ export async function streamTokenRoutes(app: FastifyInstance, opts: StreamTokenR
       },
     },
     async (req, reply) => {
-      const raw = req.headers['x-api-key'];
-      const key = Array.isArray(raw) ? raw[0] : raw;
-      if (!key) throw new ApiError('MISSING_API_KEY', 'The x-api-key header is required.');
-      const owner: Owner | null = opts.keys.lookup(key);
-      if (!owner) throw new ApiError('INVALID_API_KEY', 'The x-api-key is not valid.');
+      // The server's onRequest hook authenticated the key (with the failed-auth throttle and the per-key rate limit).
+      const owner: Owner | undefined = req.owner;
+      if (!owner) throw new ApiError('MISSING_API_KEY', 'The x-api-key header is required.');
       const issued = opts.tokens.issue(owner);
       if (!issued) throw new ApiError('RATE_LIMITED', `Too many unused stream tokens for this API key; retry after ${opts.tokens.ttlSec} s.`, { retry_after: opts.tokens.ttlSec }, opts.tokens.ttlSec);
       return reply.code(201).header('cache-control', 'no-store').send(issued);
