@@ -23,6 +23,11 @@ async function metric(server: AurisServer, line: RegExp): Promise<number> {
   return m ? Number(m.split(' ').at(-1)) : 0;
 }
 
+/** The job's callback delivery state (null without callback). */
+function callbackOf(job: JobJson): { state: string; attempts: number; last_status: number | null } | null {
+  return (job as unknown as { callback: { state: string; attempts: number; last_status: number | null } | null }).callback;
+}
+
 /** The sum of a metric over all its label sets. */
 async function metricSum(server: AurisServer, line: RegExp): Promise<number> {
   const text = await (await fetch(`${server.url}/metrics`)).text();
@@ -161,11 +166,10 @@ describe('callbacks', () => {
       req.resume();
       res.writeHead(302, { location: target.url }).end();
     });
-    const delivered = (): Promise<number> => metricSum(server, /^auris_callbacks_total\{/);
-    const before = await delivered();
     try {
-      await jobWithCallback(server, redirecting.url);
-      await waitFor(async () => (await delivered()) === before + 1, 10_000, 'the callback to finish');
+      const job = await jobWithCallback(server, redirecting.url);
+      const done = await waitForJob(server, KEY_A, job.job_id, (j) => callbackOf(j)?.state !== undefined && callbackOf(j)?.state !== 'pending');
+      assert.deepEqual([callbackOf(done)?.state, callbackOf(done)?.attempts, callbackOf(done)?.last_status], ['failed', 1, 302]);
       assert.equal(redirecting.received.length, 1, 'not retried');
       assert.equal(target.received.length, 0, 'the redirect was not followed');
     } finally {
@@ -197,24 +201,26 @@ describe('callbacks', () => {
     }
   });
 
-  it('a job without callback sends nothing: no attempt is counted and no delivery is logged as failed', async () => {
-    const attempts = (): Promise<number> => metricSum(server, /^auris_callback_attempts_total\{/);
-    const finished = (): Promise<number> => metricSum(server, /^auris_callbacks_total\{/);
-    const [attempts0, finished0] = [await attempts(), await finished()];
-    const res = await createJob(server, KEY_A, {});
-    const job = (await res.json()) as JobJson;
-    assert.equal((job.request as { callback?: unknown }).callback, null);
-    assert.equal((await waitForJob(server, KEY_A, job.job_id)).status, 'succeeded');
-    // A later job with a callback is the barrier: once its one delivery is counted, the event of
-    // the job without callback (published before it) has been handled too.
+  it('a job without callback sends nothing: no attempt is counted (a fresh server, so no other job interferes)', async () => {
+    const own = tempDir();
+    const fresh = await startServer(own.path, { analyzer: new FakeAnalyzer() });
     const rx = await startReceiver(() => 200);
     try {
-      await jobWithCallback(server, rx.url);
-      await waitFor(async () => (await finished()) === finished0 + 1, 10_000, 'the barrier callback');
+      const res = await createJob(fresh, KEY_A, {});
+      const job = (await res.json()) as JobJson;
+      assert.equal(callbackOf(job), null);
+      assert.equal((await waitForJob(fresh, KEY_A, job.job_id)).status, 'succeeded');
+      // A later job with a callback is the barrier: once its delivery is recorded, the event of
+      // the job without callback (published before it) has been handled too.
+      const barrier = await jobWithCallback(fresh, rx.url);
+      await waitForJob(fresh, KEY_A, barrier.job_id, (j) => callbackOf(j)?.state === 'delivered');
       assert.equal(rx.received.length, 1);
-      assert.equal((await attempts()) - attempts0, 1, 'only the barrier job made an attempt');
+      assert.equal(await metricSum(fresh, /^auris_callback_attempts_total\{/), 1, 'only the barrier job made an attempt');
+      assert.equal(await metricSum(fresh, /^auris_callbacks_total\{/), 1, 'only the barrier job has a delivery outcome');
     } finally {
       await rx.close();
+      await fresh.close();
+      own.cleanup();
     }
   });
 });
