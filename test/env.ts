@@ -60,3 +60,13 @@ export function modelsDirWithBroken(dir: string, extra: PlaceholderSpec[] = []):
   copyFileSync(join(ROOT, 'test', 'fixtures', 'broken-model', 'broken.onnx'), join(dir, 'broken', 'model.onnx'));
   return dir;
 }
+
+/**
+ * For a child started with a fresh environment: the variables that carry the loopback guard
+ * (loopback-only.ts) and its log, so the child is guarded too.
+ */
+export function guardEnv(): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const k of ['NODE_OPTIONS', 'AURIS_NET_GUARD_LOG']) if (process.env[k]) out[k] = process.env[k]!;
+  return out;
+}

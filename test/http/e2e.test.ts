@@ -11,7 +11,7 @@ import { createServer as createHttpServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join, resolve } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { envSkip, modelsMissing } from '../env';
+import { envSkip, guardEnv, modelsMissing } from '../env';
 import type { AurisServer } from '../../src/http/server';
 import { api, createJob, KEY_A, sleep, sox, startServer, tempDir, waitFor, waitForJob, type JobJson } from './helpers';
 
@@ -225,7 +225,7 @@ describe('`auris serve` as a process', { skip }, () => {
 
   function serve(env: Record<string, string>): Promise<{ child: ChildProcess; url: string; log: string[] }> {
     const child = spawn(process.execPath, [join(ROOT, 'dist', 'src', 'cli', 'main.js'), 'serve', '--port', '0', '--grpc-port', '0'], {
-      env: { PATH: process.env.PATH ?? '', DATA_DIR: join(dir.path, 'data'), MODELS_DIR: MODELS, CONCURRENCY: '1', ...env },
+      env: { PATH: process.env.PATH ?? '', DATA_DIR: join(dir.path, 'data'), MODELS_DIR: MODELS, CONCURRENCY: '1', ...guardEnv(), ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     children.push(child);
