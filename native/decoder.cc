@@ -149,10 +149,10 @@ void checkChannelsAndRate(const char* what, int64_t channels, int64_t rate) {
 }
 
 // Walks the chunks of a RIFF/RF64 WAVE header before libsndfile sees it: validates the fmt
-// chunk and refuses a data chunk that claims more bytes than the file holds (a truncated
-// file, or a lying/huge length). The streaming placeholders 0 and 0xFFFFFFFF are accepted:
-// libsndfile then decodes up to the end of the file.
-void checkWavHeader(ByteSource& src, bool rf64) {
+// chunk. Returns true when the data chunk claims more bytes than the file holds (a truncated
+// file): the audio that is there is then decoded and flagged. The streaming placeholders 0
+// and 0xFFFFFFFF are accepted: libsndfile then decodes up to the end of the file.
+bool checkWavHeader(ByteSource& src, bool rf64) {
   const int64_t fileSize = src.size();
   int64_t pos = 12;
   bool haveFmt = false;
@@ -207,12 +207,16 @@ void checkWavHeader(ByteSource& src, bool rf64) {
         placeholder = false;
       }
       const uint64_t available = static_cast<uint64_t>(fileSize - body > 0 ? fileSize - body : 0);
+      // A data chunk cut short (an interrupted upload or copy): decode what is there, flagged truncated.
+      // With no audio at all there is nothing to decode: that stays an error.
       if (!placeholder && declared > available) {
-        fail(ErrorCode::CorruptAudio, "WAV header declares " + std::to_string(declared) +
-                                          " bytes of audio but the file holds only " + std::to_string(available) +
-                                          " (truncated file or corrupt header)");
+        if (available == 0) {
+          fail(ErrorCode::CorruptAudio, "WAV header declares " + std::to_string(declared) +
+                                            " bytes of audio but the file holds none (truncated file or corrupt header)");
+        }
+        return true;
       }
-      return;
+      return false;
     }
     pos = body + static_cast<int64_t>(size) + (size & 1);
     if (pos > fileSize) {
@@ -296,6 +300,12 @@ bool sndfileMajorMatches(int format, Container c) {
 
 class SndfileDecoder final : public Decoder {
  public:
+  /** The WAV data chunk was cut short (checkWavHeader): libsndfile reads what is there. */
+  void markTruncated() {
+    info_.truncated = true;
+    lengthTolerance_ = info_.frames >= 0 ? info_.frames : 0;  // the declared length is not reached
+  }
+
   SndfileDecoder(std::unique_ptr<ByteSource> src, Container container) : src_(std::move(src)), cur_(src_.get()) {
     vio_.get_filelen = &SndfileDecoder::vioLength;
     vio_.seek = &SndfileDecoder::vioSeek;
@@ -607,11 +617,12 @@ std::unique_ptr<Decoder> Decoder::open(std::unique_ptr<ByteSource> src) {
       fail(ErrorCode::UnsupportedFormat,
            "not a supported audio file (expected WAV, FLAC, MP3, OGG/Opus, AIFF, AU, CAF, W64 or RF64)");
     case Container::Wav:
-      checkWavHeader(*src, false);
-      break;
-    case Container::Rf64:
-      checkWavHeader(*src, true);
-      break;
+    case Container::Rf64: {
+      const bool truncated = checkWavHeader(*src, c == Container::Rf64);
+      auto d = std::make_unique<SndfileDecoder>(std::move(src), c);
+      if (truncated) d->markTruncated();
+      return d;
+    }
     case Container::Mpeg:
       return std::make_unique<Mpg123Decoder>(std::move(src));
     case Container::OggOpus:

@@ -31,6 +31,9 @@ struct DecodedInfo {
   int64_t frames = -1;
   std::string format;   // "WAV", "FLAC", "MP3", "OGG", ...
   std::string subtype;  // "PCM_16", "FLOAT", "MPEG_LAYER_III", "VORBIS", ...
+  /** The WAV data chunk is shorter than its header declares (a cut-off file): the audio
+   *  that is there is decoded, as ffmpeg does, and `frames` counts only that. */
+  bool truncated = false;
 };
 
 /** Versions of the decoding libraries, e.g. "libsndfile-1.2.0", "mpg123 API 48", "libopus 1.3.1". */

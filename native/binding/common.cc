@@ -125,6 +125,7 @@ Napi::Object infoObject(Napi::Env env, const DecodedInfo& in) {
   o.Set("durationSec", Napi::Number::New(env, in.frames >= 0 ? static_cast<double>(in.frames) / in.sampleRate : -1.0));
   o.Set("format", Napi::String::New(env, in.format));
   o.Set("subtype", Napi::String::New(env, in.subtype));
+  o.Set("truncated", Napi::Boolean::New(env, in.truncated));
   return o;
 }
 

@@ -24,6 +24,8 @@ export interface AudioInfo {
   format: string;
   /** Sample encoding: 'PCM_16', 'PCM_24', 'FLOAT', 'MPEG_LAYER_III', ... */
   subtype: string;
+  /** A WAV whose data chunk is shorter than its header declares: `frames` counts what is there, which is decoded. */
+  truncated?: boolean;
 }
 
 /** Front-end output for one channel over a run of consecutive 64 ms steps. */

@@ -13,12 +13,23 @@ import { fetchSource, lazyDownloader, type SourceDownloader } from './fetch-sour
 import type { JobMetrics } from './metrics';
 import { mutateJob } from './record';
 import { resultsKey, resultsPath } from './service';
-import { isTerminal, type Backends, type JobFinishedEvent, type QueueMessage, type StoredJob } from './types';
+import { isTerminal, type Backends, type JobFinishedEvent, type JobWarning, type QueueMessage, type StoredJob } from './types';
 
 export interface WorkerLogger {
   info(obj: object, msg: string): void;
   warn(obj: object, msg: string): void;
   error(obj: object, msg: string): void;
+}
+
+/** A WAV whose data chunk ends before its header says: what is there is analysed (docs/api.md). */
+export const TRUNCATED_AUDIO_WARNING: JobWarning = {
+  code: 'TRUNCATED_AUDIO',
+  message: 'The file ends before the length its header declares (cut off?): the audio that is there was analysed.',
+};
+
+/** The warnings with `w` added once (a job run again after a restart reports it again). */
+function withWarning(warnings: JobWarning[], w: JobWarning): JobWarning[] {
+  return warnings.some((x) => x.code === w.code) ? warnings : [...warnings, w];
 }
 
 /** Share of a URL job's progress that its download takes (docs/api.md). */
@@ -316,6 +327,7 @@ export class JobWorker {
                   format: info.format,
                   processed_channels: processed,
                 };
+                if (info.truncated) j.record.warnings = withWarning(j.record.warnings ?? [], TRUNCATED_AUDIO_WARNING);
                 return j;
               }),
             )

@@ -22,7 +22,7 @@ async function readAll(fa: FileAnalyzer): Promise<FeatureChunk[]> {
 
 describe('probe()', () => {
   it('reports the header facts, from a path and from a Buffer', async () => {
-    const expected = { sampleRate: RATE, channels: 3, frames: Math.round(RATE * 6.5), durationSec: 6.5, format: 'WAV', subtype: 'PCM_24' };
+    const expected = { sampleRate: RATE, channels: 3, frames: Math.round(RATE * 6.5), durationSec: 6.5, format: 'WAV', subtype: 'PCM_24', truncated: false };
     assert.deepEqual(await probe({ path: file }), expected);
     assert.deepEqual(await probe({ buffer: fs.readFileSync(file) }), expected);
     assert.deepEqual(await probe({ buffer: new Uint8Array(fs.readFileSync(file)) as Buffer }), expected);

@@ -47,8 +47,9 @@ function buildCases(): { name: string; file: string; expect: string }[] {
   cases.push({ name: 'WAV cut before data', bytes: wav.subarray(0, 40), expect: 'CORRUPT_AUDIO' });
   // lying sizes
   cases.push({ name: 'WAV header only (data size says more)', bytes: wav.subarray(0, 44), expect: 'CORRUPT_AUDIO' });
-  cases.push({ name: 'WAV truncated mid-data', bytes: wav.subarray(0, 44 + 2001), expect: 'CORRUPT_AUDIO' });
-  cases.push({ name: 'WAV data size 0x7FFFFFF0 (huge)', bytes: patched(wav, 40, (b) => b.writeUInt32LE(0x7ffffff0, 0)), expect: 'CORRUPT_AUDIO' });
+  // a data chunk cut short (or a length that lies): what is there is decoded, flagged truncated (test below)
+  cases.push({ name: 'WAV truncated mid-data', bytes: wav.subarray(0, 44 + 2001), expect: 'OK' });
+  cases.push({ name: 'WAV data size 0x7FFFFFF0 (huge)', bytes: patched(wav, 40, (b) => b.writeUInt32LE(0x7ffffff0, 0)), expect: 'OK' });
   cases.push({ name: 'WAV RIFF size larger than the file (data size right)', bytes: patched(wav, 4, (b) => b.writeUInt32LE(0x7ffffff0, 0)), expect: 'OK' });
   cases.push({ name: 'WAV data size 0xFFFFFFFF (streaming placeholder)', bytes: patched(patched(wav, 4, (b) => b.writeUInt32LE(0xffffffff, 0)), 40, (b) => b.writeUInt32LE(0xffffffff, 0)), expect: 'OK' });
   cases.push({ name: 'WAV with zero frames', bytes: wavHeader({ rate: RATE, channels: 1, bits: 16 }, 0), expect: 'EMPTY_AUDIO' });
@@ -134,6 +135,24 @@ describe('malformed input gets a stable code and the process survives', () => {
       const probed = await codeOf(probe({ path: c.file }));
       // probe reads only the header: it may accept a file whose damage is further in
       if (probed !== 'OK') assert.equal(probed, c.expect, `${c.name} (probe)`);
+    }
+  });
+
+  it('a WAV cut mid-data is decoded up to the cut and flagged truncated; a whole one is not', async () => {
+    const wav = goodWav();
+    const cut = wav.subarray(0, 44 + 10001); // 5000 frames and half of one, of 11025
+    const info = await probe({ buffer: cut });
+    assert.equal(info.truncated, true);
+    assert.equal(info.frames, 5000);
+    assert.equal((await probe({ buffer: wav })).truncated, false);
+    const fa = await FileAnalyzer.open({ buffer: cut });
+    try {
+      assert.equal(fa.info.truncated, true);
+      let steps = 0;
+      for (let c = await fa.read(); c !== null; c = await fa.read()) steps += c[0]!.steps;
+      assert.equal(steps, Math.ceil(5000 / RATE / 0.064), 'steps of the 5000 frames that are there');
+    } finally {
+      fa.close();
     }
   });
 

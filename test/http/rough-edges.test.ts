@@ -6,10 +6,11 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { createServer as createHttpServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { resolve } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { AurisServer } from '../../src/http/server';
-import { api, createJob, fakeWav, FakeAnalyzer, KEY_A, startServer, tempDir, waitForJob, type JobJson } from './helpers';
+import { api, createJob, fakeWav, FakeAnalyzer, KEY_A, sox, startServer, tempDir, waitForJob, type JobJson } from './helpers';
 
 describe('rough edges', () => {
   const dir = tempDir();
@@ -96,5 +97,35 @@ describe('rough edges', () => {
     const main = resolve(__dirname, '..', '..', 'src', 'cli', 'main.js');
     const pkg = require(resolve(__dirname, '..', '..', '..', 'package.json')) as { version: string };
     assert.equal(execFileSync(process.execPath, [main, '--version'], { encoding: 'utf8' }).trim(), `auris ${pkg.version}`);
+  });
+});
+
+describe('a WAV cut short (real pipeline)', () => {
+  it('is analysed up to the cut, with warning TRUNCATED_AUDIO on the job record; a whole file has no warning', async () => {
+    const dir = tempDir();
+    const server = await startServer(dir.path, { config: { concurrency: 1 } }); // the real analyzer
+    try {
+      const whole = readFileSync(sox(join(dir.path, 'tone.wav'), 16000, 1, 'synth', '3', 'sine', '300', 'vol', '0.5'));
+      const cut = whole.subarray(0, 44 + 2 * 16000 * 1.8); // 1.8 s of the 3 s its header declares
+      const results = async (audio: Buffer) => {
+        const job = (await (await createJob(server, KEY_A, { audio })).json()) as JobJson;
+        const done = (await waitForJob(server, KEY_A, job.job_id, undefined, 60_000)) as JobJson & { warnings: Array<{ code: string; message: string }> };
+        assert.equal(done.status, 'succeeded', JSON.stringify(done.error));
+        const body = (await (await api(server, KEY_A)(`/file-processing/jobs/${job.job_id}/results`)).json()) as { result: { channels: Record<string, { time_series: unknown[] }> } };
+        return { done, steps: body.result.channels['0']!.time_series.length };
+      };
+      const t = await results(cut);
+      assert.deepEqual(t.done.warnings.map((w) => w.code), ['TRUNCATED_AUDIO']);
+      assert.match(t.done.warnings[0]!.message, /ends before/);
+      assert.equal(t.done.audio!.duration_sec, 1.8);
+      assert.equal(t.steps, Math.ceil(1800 / 1024));
+      const w = await results(whole);
+      assert.deepEqual(w.done.warnings, []);
+      assert.equal(w.done.audio!.duration_sec, 3);
+      assert.equal(w.steps, Math.ceil(3000 / 1024));
+    } finally {
+      await server.close();
+      dir.cleanup();
+    }
   });
 });
