@@ -84,10 +84,13 @@ export function speechThenSilence(dir: string): string {
   return out;
 }
 
-/** A WAV whose header declares far more audio than the file holds: the job fails with CORRUPT_AUDIO. */
+/**
+ * A WAV cut inside its header (before the audio): the job fails with CORRUPT_AUDIO. (A WAV cut
+ * inside its audio is analysed up to the cut, with warning TRUNCATED_AUDIO.)
+ */
 export function truncatedWav(from: string, dir: string): string {
   const out = join(dir, 'truncated.wav');
-  writeFileSync(out, readFileSync(from).subarray(0, 12_000));
+  writeFileSync(out, readFileSync(from).subarray(0, 30));
   return out;
 }
 
