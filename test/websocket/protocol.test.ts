@@ -114,3 +114,22 @@ describe('parameters and messages', () => {
     assert.equal(res.status, 404);
   });
 });
+
+describe('shutdown', () => {
+  it('closing the service ends an open WebSocket stream with its results so far, then UNAVAILABLE (4503); new streams cannot start', async () => {
+    const own = await startStreamingApp();
+    const WebSocket = (await import('ws')).default;
+    const ws = new WebSocket(`${own.wsUrl}/stream?${new URLSearchParams(Q)}`, { headers: { 'x-api-key': KEY_A } });
+    const msgs: Array<Record<string, unknown>> = [];
+    ws.on('message', (d: Buffer) => msgs.push(JSON.parse(d.toString()) as Record<string, unknown>));
+    const closed = new Promise<number>((r) => ws.on('close', (c) => r(c)));
+    await new Promise((r) => ws.once('open', r));
+    await new Promise((r) => ws.send(Buffer.concat([TONE, TONE]), r)); // 4 s
+    while (!msgs.some((m) => m.type === undefined)) await new Promise((r) => setTimeout(r, 20));
+    await own.cleanup();
+    assert.equal(await closed, 4503);
+    assert.equal(msgs.at(-1)!.code, 'UNAVAILABLE');
+    assert.ok(msgs.filter((m) => m.type === undefined).length >= 1, 'results sent before the end');
+    assert.equal(own.hub!.active(), 0);
+  });
+});
