@@ -10,6 +10,8 @@ import { readFileSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import type { BrowserContext, Page } from 'playwright-core';
 import type { AurisServer } from '../../src/http/server';
+import { defaultModelsDir } from '../../src/inference/env';
+import { modelsIn } from '../../src/jobs/analyzer';
 import { openNatsBackends } from '../../src/jobs/nats';
 import { envSkip } from '../env';
 import { natsUnavailable, TestNatsServer } from '../nats/server';
@@ -27,6 +29,9 @@ interface Envelope {
 }
 
 const STEP_TIMEOUT = 60_000;
+/** The installed models in the console's order: speech, arousal, gender first, then the others. */
+const FIRST = ['speech', 'arousal', 'gender'];
+const MODELS = [...FIRST, ...modelsIn(defaultModelsDir()).filter((m) => !FIRST.includes(m)).sort()];
 
 // The page functions run in the browser; the project compiles without the DOM lib, so these
 // few DOM shapes are declared here (module scope only).
@@ -103,7 +108,7 @@ for (const mode of ['embedded', 'nats'] as const) describe(`web console (Chromiu
     const page = await openConsole();
     // Models come from /readyz; every installed model is offered and checked.
     await page.locator('#models input[value="speech"]').waitFor();
-    assert.deepEqual(await page.locator('#models input').evaluateAll((els) => els.map((e) => (e as unknown as HTMLInputElement).value)), ['speech', 'arousal', 'gender']);
+    assert.deepEqual(await page.locator('#models input').evaluateAll((els) => els.map((e) => (e as unknown as HTMLInputElement).value)), MODELS);
 
     await page.getByLabel(/Drop an audio file/).setInputFiles(wav);
     await page.getByLabel('Output period (ms)').fill('256');
@@ -120,7 +125,7 @@ for (const mode of ['embedded', 'nats'] as const) describe(`web console (Chromiu
       request: Record<string, unknown>;
       audio: { duration_sec: number };
     };
-    assert.deepEqual(rec.request.models, ['speech', 'arousal', 'gender']);
+    assert.deepEqual(rec.request.models, MODELS);
     assert.equal(rec.request.output_period, 256);
     assert.equal(rec.request.include_summary, true);
     assert.equal(rec.request.include_transitions, true);
@@ -135,7 +140,7 @@ for (const mode of ['embedded', 'nats'] as const) describe(`web console (Chromiu
 
     // Lanes: one per model, segments equal to the transitions of the results endpoint.
     await page.locator('.lane[data-model="speech"] .seg').first().waitFor();
-    for (const model of ['speech', 'arousal', 'gender']) {
+    for (const model of MODELS) {
       const shown = await page.locator(`.channel[data-channel="0"] .lane[data-model="${model}"] .seg`).evaluateAll((els) =>
         els.map((e) => {
           const d = (e as unknown as HTMLElement).dataset;
@@ -171,7 +176,7 @@ for (const mode of ['embedded', 'nats'] as const) describe(`web console (Chromiu
         return n;
       });
     assert.ok((await inked('canvas.waveform')) > 500, 'waveform drawn');
-    assert.equal(await page.locator('canvas.curve').count(), 3);
+    assert.equal(await page.locator('canvas.curve').count(), MODELS.length, 'one raw curve per model');
     assert.ok((await inked('canvas.curve[data-model="speech"]')) > 200, 'raw curve drawn');
 
     // Hover: time, label and confidence.
@@ -286,10 +291,11 @@ for (const mode of ['embedded', 'nats'] as const) describe(`web console (Chromiu
       const jobId = (await page.locator('#job-id').textContent())!.trim();
       const env = (await (await api(server)(`/file-processing/jobs/${jobId}/results`)).json()) as Envelope;
       const ch = env.result.channels['0']!;
-      assert.deepEqual(Object.keys(ch.transitions!), ['speech', 'gender']);
+      const withoutArousal = MODELS.filter((m) => m !== 'arousal');
+      assert.deepEqual(Object.keys(ch.transitions!), withoutArousal);
       await page.locator('.wave-track.no-wave', { hasText: 'No waveform for URL jobs' }).waitFor();
       assert.equal(await page.locator('canvas.waveform').count(), 0);
-      assert.deepEqual(await page.locator('.lane').evaluateAll((els) => els.map((e) => (e as unknown as HTMLElement).dataset.model)), ['speech', 'gender']);
+      assert.deepEqual(await page.locator('.lane').evaluateAll((els) => els.map((e) => (e as unknown as HTMLElement).dataset.model)), withoutArousal);
       const labels = await page.locator('.lane[data-model="gender"] .seg').evaluateAll((els) => els.map((e) => (e as unknown as HTMLElement).dataset.label));
       assert.deepEqual(labels, ch.transitions!.gender!.map((x) => x.result));
       assert.match((await page.locator('#job-source').textContent())!, new RegExp(`URL ${file.url.replace(/[.]/g, '\\.')}`));
