@@ -26,5 +26,7 @@ export type { ClientOptions, JobRecord, JobStatus, JobMetadata, JobParams, JobIn
 /** Live analysis client for both transports (docs/streaming.md). */
 export { openStream, pipeAudio, streamQuery, grpcConfig, StreamClientError } from './client/stream';
 export type { AudioStream, StreamClientOptions, StreamMessage, StreamTarget } from './client/stream';
+export { streamFile } from './client/file';
+export type { FileStreamOptions } from './client/file';
 export { startApp } from './app';
 export type { AppOptions, AurisApp, StreamingOptions } from './app';

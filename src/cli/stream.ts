@@ -4,11 +4,11 @@
  * src/client/stream.ts) and prints each time step as one JSON line as it arrives.
  */
 import * as path from 'node:path';
-import { decodeAll } from '../audio';
 import type { AudioSource } from '../audio/types';
 import { AurisError } from '../analysis/errors';
 import { DEFAULT_VOLUME_THRESHOLD_DB, parseChannel, parseModelList, parseOutputPeriod, parseVolumeThreshold } from '../analysis/options';
-import { openStream, StreamClientError, type StreamClientOptions, type StreamTarget } from '../client/stream';
+import { streamFile, type FileStreamOptions } from '../client/file';
+import { StreamClientError, type StreamTarget } from '../client/stream';
 import { createClient, listModels } from '../grpc/client';
 import { formatError, parseCommand } from './util';
 
@@ -52,19 +52,6 @@ async function readStdin(): Promise<Buffer> {
   for await (const c of process.stdin) parts.push(c as Buffer);
   return Buffer.concat(parts);
 }
-
-/** Interleaved float32 -> little-endian bytes in the requested encoding. */
-export function encodePcm(samples: Float32Array, encoding: 's16le' | 'f32le'): Buffer {
-  if (encoding === 'f32le') return Buffer.from(samples.buffer, samples.byteOffset, samples.byteLength);
-  const out = Buffer.alloc(samples.length * 2);
-  for (let i = 0; i < samples.length; i++) {
-    const v = Math.max(-1, Math.min(1, samples[i]!));
-    out.writeInt16LE(Math.max(-32768, Math.min(32767, Math.round(v * 32768))), i * 2);
-  }
-  return out;
-}
-
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 export async function run(argv: string[]): Promise<number> {
   const parsed = parseCommand(
@@ -123,14 +110,13 @@ export async function run(argv: string[]): Promise<number> {
     if (apiKey === undefined) throw new AurisError('INVALID_ARGUMENT', 'an API key is required: --api-key or $AURIS_API_KEY');
     const file = positionals[0]!;
     const source: AudioSource = file === '-' ? { buffer: await readStdin() } : { path: path.resolve(file) };
-    const { info, samples } = await decodeAll(source);
     const models = values.models !== undefined ? parseModelList(values.models) : await defaultModels(transport, url, address, apiKey);
-    const options: StreamClientOptions = {
+    const options: FileStreamOptions = {
       models,
       outputPeriodMs: outputPeriod,
-      sampleRate: info.sampleRate,
       encoding,
-      channels: info.channels,
+      chunkMs,
+      realtime: values.realtime === true,
       channel,
       includeRaw: values.raw === true,
       includeSummary: values.summary === true,
@@ -139,9 +125,7 @@ export async function run(argv: string[]): Promise<number> {
       ...(values['stream-id'] !== undefined ? { streamId: values['stream-id'] } : {}),
     };
     const target: StreamTarget = transport === 'ws' ? { transport, url, apiKey } : { transport, address, apiKey };
-    const stream = openStream(target, options);
-    const sending = sendFile(stream, encodePcm(samples, encoding), info.channels * (encoding === 's16le' ? 2 : 4), info.sampleRate, chunkMs, values.realtime === true);
-    sending.catch(() => undefined); // a refused stream surfaces through the messages
+    const stream = await streamFile(target, source, options);
     for await (const m of stream) {
       if (m.type === 'step') process.stdout.write(JSON.stringify(m.step) + '\n');
       else if (m.type === 'summary') process.stdout.write(JSON.stringify({ summary: m.summary }) + '\n');
@@ -173,21 +157,4 @@ async function defaultModels(transport: 'grpc' | 'ws', url: string, address: str
     }
   }
   return names.sort((a, b) => Number(b === 'speech') - Number(a === 'speech'));
-}
-
-/** Sends the bytes in chunks of chunkMs (paced at real time with `realtime`), then ends. */
-async function sendFile(stream: ReturnType<typeof openStream>, bytes: Buffer, frameBytes: number, sampleRate: number, chunkMs: number, realtime: boolean): Promise<void> {
-  const chunkFrames = Math.max(1, Math.round((chunkMs / 1000) * sampleRate));
-  const t0 = performance.now();
-  let sentFrames = 0;
-  for (let off = 0; off < bytes.length; off += chunkFrames * frameBytes) {
-    const piece = bytes.subarray(off, Math.min(bytes.length, off + chunkFrames * frameBytes));
-    await stream.write(piece);
-    sentFrames += piece.length / frameBytes;
-    if (realtime) {
-      const wait = t0 + (sentFrames / sampleRate) * 1000 - performance.now();
-      if (wait > 0) await sleep(wait);
-    }
-  }
-  stream.end();
 }

@@ -7,7 +7,7 @@ import { strict as assert } from 'node:assert';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { openStream, pipeAudio, StreamClientError, type StreamMessage, type StreamTarget } from '../../src';
+import { openStream, pipeAudio, streamFile, StreamClientError, type StreamMessage, type StreamTarget } from '../../src';
 import { packageRoot } from '../../src/inference';
 import { analyzeFile } from '../../src/pipeline';
 import { assertSameAsFile, runAsync, s16Pcm, stereoSpeechWav, tmpDir } from '../grpc/helpers';
@@ -59,6 +59,16 @@ describe('typed client', () => {
         assert.deepEqual(transitions.transitions[m]!.map((s) => [s.timestamp_start, s.timestamp_end, s.result]), ch.transitions![m]!.map((s) => [s.timestamp_start, s.timestamp_end, s.result]), `${target.transport} ${m}`);
       }
       assert.deepEqual(got.slice(-2).map((m) => m.type), ['summary', 'transitions']);
+    }
+  });
+
+  it('streamFile: a decoded file (its own rate and channels, f32le) over each transport equals the file job', async () => {
+    const demo = path.join(packageRoot(), 'test', 'fixtures', 'demo.flac');
+    const file = await analyzeFile({ path: demo }, { models, outputPeriodMs: 1024 }, { engine: app.hub!.engine });
+    for (const target of [{ transport: 'ws', url: app.url, apiKey: KEY_A }, { transport: 'grpc', address: `127.0.0.1:${app.grpcPort}`, apiKey: KEY_A }] as StreamTarget[]) {
+      const stream = await streamFile(target, demo, { models, outputPeriodMs: 1024, chunkMs: 37 });
+      const steps = (await collect(stream)).flatMap((m) => (m.type === 'step' ? [m.step] : []));
+      assertSameAsFile(steps, file.channels['0']!.time_series, models);
     }
   });
 
