@@ -21,6 +21,8 @@ export interface NewJobExtras {
   metadata?: JobMetadata | null;
   /** Idempotency-Key of the request (validated by the caller). */
   idempotencyKey?: string;
+  /** Runs before a new job is stored (not for a replay); throws to refuse it (e.g. the unfinished-jobs limit). */
+  admit?: () => Promise<void>;
 }
 
 export interface CreatedJob {
@@ -111,6 +113,7 @@ export class JobService {
       if (!prior || !expired(prior.value)) jobId = keyedId;
       if (prior && !expired(prior.value)) return this.replay(prior.value, await this.fingerprint(request, metadata, source, null));
     }
+    await extras.admit?.();
     let size: number | null = null;
     let uploadBlob: string | null = null;
     let bodyDigest: (() => string) | null = null;

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { AurisServer } from '../../src/http/server';
 import { ModelRegistry } from '../../src/inference/registry';
-import { api, createJob, FakeAnalyzer, KEY_A, KEY_B, startServer, tempDir } from './helpers';
+import { api, createJob, fakeWav, FakeAnalyzer, KEY_A, KEY_B, startServer, tempDir } from './helpers';
 
 describe('CORS', () => {
   const dir = tempDir();
@@ -110,6 +110,35 @@ describe('RateLimit headers', () => {
       // Another key has its own bucket.
       const other = await api(server, KEY_B)('/file-processing/jobs');
       assert.match(String(other.headers.get('ratelimit')), /r=2;/);
+    } finally {
+      await server.close();
+      dir.cleanup();
+    }
+  });
+});
+
+describe('Idempotency-Key and the unfinished-jobs limit', () => {
+  it('a replay returns the job even at the limit; a new job is refused with 429 TOO_MANY_ACTIVE_JOBS', async () => {
+    const dir = tempDir();
+    // concurrency 0: jobs stay queued, so the key stays at its limit of 1
+    const server = await startServer(dir.path, { analyzer: new FakeAnalyzer(), config: { concurrency: 0, limits: { maxActiveJobsPerKey: 1 } } });
+    try {
+      const post = (key?: string) =>
+        api(server, KEY_A)('/file-processing/jobs?models=speech&output_period=1024', {
+          method: 'POST',
+          headers: { 'content-type': 'audio/wav', ...(key ? { 'idempotency-key': key } : {}) },
+          body: fakeWav(),
+        });
+      const first = await post('limit-key');
+      assert.equal(first.status, 201);
+      const again = await post('limit-key');
+      assert.equal(again.status, 201);
+      assert.equal(again.headers.get('idempotent-replayed'), 'true');
+      assert.equal(((await again.json()) as { job_id: string }).job_id, ((await first.json()) as { job_id: string }).job_id);
+      const other = await post('another-key');
+      assert.equal(other.status, 429);
+      assert.equal(((await other.json()) as { code: string }).code, 'TOO_MANY_ACTIVE_JOBS');
+      assert.equal((await post()).status, 429);
     } finally {
       await server.close();
       dir.cleanup();

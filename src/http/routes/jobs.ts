@@ -140,16 +140,19 @@ export async function jobRoutes(app: FastifyInstance, opts: JobRoutesOptions): P
         checkCallbackHost(request.callback, callbackPolicy);
       }
 
-      const active = await service.activeJobsOfKey(owner.key_id);
-      if (active >= config.limits.maxActiveJobsPerKey) {
-        drain(req);
-        throw new ApiError(
-          'TOO_MANY_ACTIVE_JOBS',
-          `This API key has ${active} unfinished jobs, the limit is ${config.limits.maxActiveJobsPerKey}; wait for some to finish.`,
-          { retry_after: 5 },
-          5,
-        );
-      }
+      // The unfinished-jobs limit applies to jobs about to be created, not to an idempotent replay.
+      const admit = async (): Promise<void> => {
+        const active = await service.activeJobsOfKey(owner.key_id);
+        if (active >= config.limits.maxActiveJobsPerKey) {
+          drain(req);
+          throw new ApiError(
+            'TOO_MANY_ACTIVE_JOBS',
+            `This API key has ${active} unfinished jobs, the limit is ${config.limits.maxActiveJobsPerKey}; wait for some to finish.`,
+            { retry_after: 5 },
+            5,
+          );
+        }
+      };
 
       const type = mediaType(req);
       const idempotencyKey = idempotencyKeyOf(req);
@@ -161,7 +164,7 @@ export async function jobRoutes(app: FastifyInstance, opts: JobRoutesOptions): P
         drain(req);
         throw err;
       }
-      const extras = { metadata, idempotencyKey };
+      const extras = { metadata, idempotencyKey, admit };
       let created;
       if (urlBody) {
         checkHttpUrl(urlBody.url, 'url', 'INVALID_BODY');
