@@ -32,6 +32,8 @@ export interface ModelPolicy {
   readonly speechGated: boolean;
   /** Winning probability below this -> `unknown` (undefined: never). */
   readonly unknownThreshold?: number;
+  /** Decide from the running mean since the speech segment began (segment.ts), not the step alone. */
+  readonly segmentSmoothing?: boolean;
   /** Summary classes in output order; each becomes `<class>_fraction`. */
   readonly summaryClasses: readonly string[];
   /** Summary class that a step label counts towards. */
@@ -40,14 +42,20 @@ export interface ModelPolicy {
 
 const identity = (label: string): string => label;
 
+export interface PolicyOverrides {
+  genderUnknownThreshold?: number;
+  segmentSmoothing?: boolean;
+}
+
 /**
  * The policy for a model. `rawKeys` is the model's manifest raw_keys (output order).
- * `overrides.genderUnknownThreshold` replaces GENDER_UNKNOWN_THRESHOLD.
+ * `overrides.genderUnknownThreshold` replaces GENDER_UNKNOWN_THRESHOLD; `overrides.segmentSmoothing: false`
+ * decides gender step by step (the hand-worked post-processing tests use it).
  */
 export function policyFor(
   name: string,
   rawKeys: readonly string[],
-  overrides: { genderUnknownThreshold?: number } = {},
+  overrides: PolicyOverrides = {},
 ): ModelPolicy {
   switch (name) {
     case 'speech':
@@ -81,6 +89,8 @@ export function policyFor(
         rawKeys,
         speechGated: true,
         unknownThreshold: overrides.genderUnknownThreshold ?? GENDER_UNKNOWN_THRESHOLD,
+        // A speaker's voice does not change gender inside one continuous stretch of speech.
+        segmentSmoothing: overrides.segmentSmoothing ?? true,
         // SPEC lists no no_speech_fraction for gender: no-speech time counts as `other`.
         summaryClasses: ['male', 'female', 'other', UNKNOWN_LABEL, SILENCE_LABEL],
         summaryClassOf: (label) => (label === NO_SPEECH_LABEL ? 'other' : label),

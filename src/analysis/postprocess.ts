@@ -8,12 +8,14 @@ import { STEP_MS } from './options';
 import {
   ModelPolicy,
   NO_SPEECH_LABEL,
+  PolicyOverrides,
   SILENCE_LABEL,
   SPEECH_LABEL,
   SPEECH_MODEL,
   UNKNOWN_LABEL,
   policyFor,
 } from './policies';
+import { SegmentMean } from './segment';
 
 /** Decimals kept for confidences, raw probabilities and summary fractions. */
 export const DECIMALS = 4;
@@ -81,6 +83,8 @@ export interface PostProcessOptions {
   includeRaw?: boolean;
   /** Overrides GENDER_UNKNOWN_THRESHOLD. */
   genderUnknownThreshold?: number;
+  /** false: gender decided step by step, without the segment mean (segment.ts). Default true. */
+  segmentSmoothing?: boolean;
 }
 
 /** Rounds to DECIMALS places (half away from zero, robust to binary representation of x.xxxx5). */
@@ -103,16 +107,20 @@ export class StepDecider {
   private readonly speechIndex: number;
   private readonly needSpeech: boolean;
   private readonly _inputModels: readonly string[];
+  /** Per reported model: its running segment mean, for policies with segmentSmoothing. */
+  private readonly segments: (SegmentMean | null)[];
 
   constructor(readonly options: PostProcessOptions) {
     if (options.models.length === 0) throw new AurisError('INVALID_ARGUMENT', 'no models to report');
     this.policies = options.models.map((name) => {
       const keys = options.rawKeys[name];
       if (!keys || keys.length === 0) throw new AurisError('INVALID_ARGUMENT', `no raw keys for model ${name}`);
-      const overrides: { genderUnknownThreshold?: number } = {};
+      const overrides: PolicyOverrides = {};
       if (options.genderUnknownThreshold !== undefined) overrides.genderUnknownThreshold = options.genderUnknownThreshold;
+      if (options.segmentSmoothing !== undefined) overrides.segmentSmoothing = options.segmentSmoothing;
       return policyFor(name, keys, overrides);
     });
+    this.segments = this.policies.map((p) => (p.segmentSmoothing ? new SegmentMean(p.rawKeys.length) : null));
     this.needSpeech = this.policies.some((p) => p.speechGated);
     const names = this.policies.map((p) => p.name);
     if (this.needSpeech && !names.includes(SPEECH_MODEL)) names.push(SPEECH_MODEL);
@@ -166,7 +174,7 @@ export class StepDecider {
     avgProbs: Readonly<Record<string, ArrayLike<number>>>,
     includeRaw: boolean,
   ): { step: TimeStepResult; decisions: StepDecision[] } {
-    const decisions = this.decide(levelDb, avgProbs);
+    const decisions = this.decide(levelDb, avgProbs, timestampMs);
     const results: Record<string, ModelResult> = {};
     decisions.forEach((dec, m) => (results[this.policies[m]!.name] = { result: dec.result, confidence: round(dec.confidence) }));
     const step: TimeStepResult = { timestamp: timestampMs, results };
@@ -192,9 +200,10 @@ export class StepDecider {
    * Decides one output step.
    * @param levelDb  level of the output step in dBFS (see stepLevelDb)
    * @param avgProbs averaged probabilities per model name (class order = raw keys)
+   * @param timestampMs start of the output step: steps must come in time order (segment smoothing)
    * @returns one decision per reported model (same order as options.models)
    */
-  decide(levelDb: number, avgProbs: Readonly<Record<string, ArrayLike<number>>>): StepDecision[] {
+  decide(levelDb: number, avgProbs: Readonly<Record<string, ArrayLike<number>>>, timestampMs: number): StepDecision[] {
     const silent = levelDb < this.options.volumeThreshold;
     let isSpeech = true;
     let speechProb = 1;
@@ -204,11 +213,16 @@ export class StepDecider {
       isSpeech = argmax(sp) === this.speechIndex;
       speechProb = sp[this.speechIndex]!;
     }
-    return this.policies.map((policy): StepDecision => {
+    return this.policies.map((policy, m): StepDecision => {
       if (silent) return { result: SILENCE_LABEL, confidence: 1 };
-      if (policy.speechGated && !isSpeech) return { result: NO_SPEECH_LABEL, confidence: 1 - speechProb };
-      const p = avgProbs[policy.name];
-      if (!p) throw new AurisError('INVALID_ARGUMENT', `missing probabilities for model ${policy.name}`);
+      const segment = this.segments[m];
+      if (policy.speechGated && !isSpeech) {
+        segment?.end();
+        return { result: NO_SPEECH_LABEL, confidence: 1 - speechProb };
+      }
+      const stepProbs = avgProbs[policy.name];
+      if (!stepProbs) throw new AurisError('INVALID_ARGUMENT', `missing probabilities for model ${policy.name}`);
+      const p = segment ? segment.add(stepProbs, timestampMs, timestampMs + this.options.outputPeriodMs) : stepProbs;
       const k = argmax(p);
       const conf = p[k]!;
       // Compared as shown (rounded): a displayed 0.65 is not below a 0.65 threshold.

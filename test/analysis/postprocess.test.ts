@@ -21,8 +21,9 @@ const QUIET = -90;
 const flat = (rows: number[][]): Float32Array => Float32Array.from(rows.flat());
 const rep = <T>(n: number, v: T): T[] => Array.from({ length: n }, () => v);
 
+/** Hand-worked cases decide gender step by step; the segment mean has its own tests below. */
 function opts(models: string[], extra: Partial<PostProcessOptions> = {}): PostProcessOptions {
-  return { models, rawKeys: RAW, outputPeriodMs: 64, volumeThreshold: DEFAULT_VOLUME_THRESHOLD_DB, ...extra };
+  return { models, rawKeys: RAW, outputPeriodMs: 64, volumeThreshold: DEFAULT_VOLUME_THRESHOLD_DB, segmentSmoothing: false, ...extra };
 }
 
 const SP = [0.1, 0.1, 0.8]; // speech
@@ -324,5 +325,49 @@ describe('envelope', () => {
       () => buildChannelResult({ steps: 1, levels: [LOUD], probs: { speech: flat([SP]) } }, opts(['speech'], { outputPeriodMs: 100 })),
       { code: 'INVALID_ARGUMENT' },
     );
+  });
+});
+
+describe('gender segment mean (segment.ts)', () => {
+  const smooth = (extra: Partial<PostProcessOptions> = {}): PostProcessOptions => opts(['gender'], { segmentSmoothing: true, ...extra });
+  const genders = (r: ReturnType<typeof buildChannelResult>): string[] => r.time_series.map((s) => s.results['gender']!.result);
+
+  it('decides from the running mean since the segment began: one stray step does not flip it', () => {
+    // four speech steps: female, female, male, female. Step by step the third is male; the running
+    // mean after it is (0.9+0.9+0.2)/3 = 0.667 female, so it stays female (and above the 0.65 threshold).
+    const probs = { speech: flat([SP, SP, SP, SP]), gender: flat([FE, FE, MA, FE]) };
+    assert.deepEqual(genders(buildChannelResult({ steps: 4, levels: rep(4, LOUD), probs }, opts(['gender']))), ['female', 'female', 'male', 'female']);
+    const r = buildChannelResult({ steps: 4, levels: rep(4, LOUD), probs }, smooth({ includeRaw: true }));
+    assert.deepEqual(genders(r), ['female', 'female', 'female', 'female']);
+    assert.equal(r.time_series[2]!.results['gender']!.confidence, 0.6667);
+    // raw keeps the step's own probabilities
+    assert.deepEqual(r.time_series[2]!.raw!['gender'], { female: 0.2, male: 0.8 });
+  });
+
+  it('a step without speech ends the segment; a short silence does not, a long one does', () => {
+    // female x2, music (no_speech), male: the male step starts a new segment
+    const noSpeech = buildChannelResult(
+      { steps: 4, levels: rep(4, LOUD), probs: { speech: flat([SP, SP, MU, SP]), gender: flat([FE, FE, FE, MA]) } },
+      smooth(),
+    );
+    assert.deepEqual(genders(noSpeech), ['female', 'female', 'no_speech', 'male']);
+    // female x3, silence for 8 steps (512 ms: still the same segment), male -> mean (2.7+0.2)/4 = 0.725 female
+    const levels = [LOUD, LOUD, LOUD, ...rep(8, -90), LOUD];
+    const gender = flat([FE, FE, FE, ...rep(8, FE), MA]);
+    const short = buildChannelResult({ steps: 12, levels, probs: { speech: flat(rep(12, SP)), gender } }, smooth());
+    assert.equal(genders(short)[11], 'female');
+    // with 9 silent steps (576 ms) the male step is a new segment
+    const longLevels = [LOUD, LOUD, LOUD, ...rep(9, -90), LOUD];
+    const long = buildChannelResult(
+      { steps: 13, levels: longLevels, probs: { speech: flat(rep(13, SP)), gender: flat([FE, FE, FE, ...rep(9, FE), MA]) } },
+      smooth(),
+    );
+    assert.equal(genders(long)[12], 'male');
+  });
+
+  it('is on by default', () => {
+    const probs = { speech: flat([SP, SP, SP]), gender: flat([FE, FE, MA]) };
+    const r = buildChannelResult({ steps: 3, levels: rep(3, LOUD), probs }, { models: ['gender'], rawKeys: RAW, outputPeriodMs: 64, volumeThreshold: DEFAULT_VOLUME_THRESHOLD_DB });
+    assert.equal(genders(r)[2], 'female');
   });
 });
