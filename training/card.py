@@ -59,8 +59,9 @@ CODEC = {True: """- how a file reaches the service, after the gain: a 16 -> 22.0
          False: """- no MP3 or 22.05/44.1 kHz round trips (tried for gender and arousal: worse on clean validation, see Known limits);"""}
 
 
-def licences(task, clips):
-    used = [c for c in clips if D.task_label(task, c) is not None]
+def licences(task, clips, sources=None):
+    """Per-source licence table; `sources`: the sources the model was trained on (clips.csv has grown since)."""
+    used = [c for c in clips if D.task_label(task, c) is not None and (sources is None or c.source in sources)]
     by = collections.defaultdict(set)
     cnt = collections.Counter()
     for c in used:
@@ -238,7 +239,7 @@ def write_card(task, d, manifest, res, clips):
 
 Audio from the project's shared datasets folder (16 kHz Opus). Sources used for this task:
 
-{licences(task, clips)}
+{licences(task, clips, None if task == "speech" else set(res["per_source"]))}
 
 {"Music and other clips from the training split (game soundtracks, game sfx, ESC-10 folds 1-3, librosa) are additionally used as backgrounds for mixing." if task != "speech" else ""}
 
@@ -277,8 +278,16 @@ estimate of behaviour on unseen recordings.
 
 {LIMITS[task]}
 """
+    loco = os.path.join(d, "loco.json")
+    if os.path.exists(loco):  # a newer recipe was validated against this model and did not replace it
+        from .speaker_card import kept_model_addendum
+        txt += kept_model_addendum(task, json.load(open(loco)), KEPT_AGAINST.get(task, "2.0"))
     with open(os.path.join(d, "MODEL_CARD.md"), "w") as fh:
         fh.write(txt)
+
+
+# the recipe version each kept model was compared with (its loco.json)
+KEPT_AGAINST = {"gender": "2.0", "arousal": "2.0"}
 
 
 def main():

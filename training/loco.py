@@ -38,6 +38,12 @@ ROOT = os.path.dirname(D.HERE)
 PITCH_CLIPS = 30  # per gender and held-out corpus
 
 
+def set_runs(path):
+    """Where fold files go (an experiment keeps its folds apart from the shipped recipe's)."""
+    global RUNS
+    RUNS = path
+
+
 def corpora_of(task, clips):
     return sorted({c.source for c in clips if SD.label(task, c) is not None})
 
@@ -46,6 +52,7 @@ def _fold(job):
     """Train without `corpus`, score all of its clips (clean, phone, and for gender pitch-moved variants)."""
     import torch
     task, corpus, hp = job
+    set_runs(hp.pop("runs"))
     torch.set_num_threads(1)
     clips = D.load_clips()
     bank = B.build(clips, D.AudioStore(clips))
@@ -196,20 +203,32 @@ def report(task, clips, bank):
 
 
 def shipped_report(task, clips, bank):
-    """The shipped model on the same held-out clips (only speakers it never saw)."""
+    """The previous model on the same clips: per corpus (only speakers it never saw), and pooled over the corpora
+    it never saw at all, with the cells."""
     if task not in SHIPPED_TRAINED_ON or shipped_model_path(task) is None:
         return None
-    out = {}
+    by_idx = {c.idx: c for c in clips}
+    out, unseen = {}, {v: ([], [], []) for v in ("clean", "phone")}
     for corpus in corpora_of(task, clips):
         held = SD.clips_of(task, clips, corpora=[corpus])
-        if corpus in SHIPPED_TRAINED_ON[task]:
+        seen = corpus in SHIPPED_TRAINED_ON[task]
+        if seen:
             held = [(c, y) for c, y in held if D.split_of(c) == "val" and D.task_split(task, c) == "val"]
         if not held:
             continue
         y = np.array([y for _, y in held])
-        out[corpus] = {"clips": "held-out speakers" if corpus in SHIPPED_TRAINED_ON[task] else "all",
-                       **{v: _scores(task, y, shipped_probs(task, bank, [(c, v) for c, _ in held])) for v in ("clean", "phone")}}
-    return out
+        out[corpus] = {"clips": "held-out speakers" if seen else "all"}
+        for v in ("clean", "phone"):
+            p = shipped_probs(task, bank, [(c, v) for c, _ in held])
+            out[corpus][v] = _scores(task, y, p)
+            if not seen:
+                unseen[v][0].extend(c.idx for c, _ in held); unseen[v][1].extend(y); unseen[v][2].extend(p)
+    pooled = {}
+    for v, (idx, y, p) in unseen.items():
+        if idx:
+            idx, y, p = np.array(idx), np.array(y), np.array(p)
+            pooled[v] = {"all": _scores(task, y, p), "cells": cells(task, by_idx, idx, y, p)}
+    return {"per_corpus": out, "unseen_corpora": sorted(c for c, r in out.items() if r["clips"] == "all"), "pooled_unseen": pooled}
 
 
 def main():
@@ -220,19 +239,24 @@ def main():
     ap.add_argument("--report-only", action="store_true")
     ap.add_argument("--examples", type=int, default=ST.DEFAULTS["examples"])
     ap.add_argument("--epochs", type=int, default=ST.DEFAULTS["epochs"])
-    ap.add_argument("--out", default=os.path.join(ROOT, "models"))
+    ap.add_argument("--out", default=os.path.join(ROOT, "models"), help="folder whose <task>/loco.json gets the report")
+    ap.add_argument("--cfg", default=None, help="JSON overrides of the model config (an experiment's recipe)")
+    ap.add_argument("--runs", default=RUNS, help="folder for the fold files (<runs>/<task>/<corpus>.*)")
     a = ap.parse_args()
+    if a.cfg:  # set before the pool forks: the folds inherit it
+        ST.CONFIGS[a.task] = {**ST.CONFIGS[a.task], **json.loads(a.cfg)}
+    set_runs(a.runs)
     clips = D.load_clips()
     bank = B.build(clips, D.AudioStore(clips))
     os.makedirs(os.path.join(RUNS, a.task), exist_ok=True)
     if not a.report_only:
         corpora = a.corpora.split(",") if a.corpora else corpora_of(a.task, clips)
-        hp = {"examples": a.examples, "epochs": a.epochs, "lr": ST.DEFAULTS["lr"], "ema": ST.DEFAULTS["ema"]}
+        hp = {"examples": a.examples, "epochs": a.epochs, "lr": ST.DEFAULTS["lr"], "ema": ST.DEFAULTS["ema"], "runs": RUNS}
         with Pool(a.jobs) as pool:
             for done in pool.imap_unordered(_fold, [(a.task, c, hp) for c in corpora]):
                 print(f"[loco {a.task}] fold {done} done", flush=True)
     rep = report(a.task, clips, bank)
-    rep["recipe"] = {"examples": a.examples, "epochs": a.epochs}
+    rep["recipe"] = {"examples": a.examples, "epochs": a.epochs, "cfg": ST.CONFIGS[a.task]}
     os.makedirs(os.path.join(a.out, a.task), exist_ok=True)
     with open(os.path.join(a.out, a.task, "loco.json"), "w") as fh:
         json.dump(rep, fh, indent=1)
