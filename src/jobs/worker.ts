@@ -53,6 +53,20 @@ class GiveBack extends Error {
   }
 }
 
+/** Waits `ms` (nothing for 0), or less if `signal` aborts. */
+function pause(ms: number, signal: AbortSignal): Promise<void> {
+  if (ms <= 0 || signal.aborted) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = (): void => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener('abort', done, { once: true });
+  });
+}
+
 /** Longest wait before a job is delivered again, ms. */
 const MAX_RETRY_DELAY_MS = 5 * 60_000;
 
@@ -123,17 +137,8 @@ export class JobWorker {
         await this.process(msg);
         this.storageFaults = 0;
       } catch (err) {
-        const pause = await this.retryOrGiveUp(msg, err);
         // Storage is failing: this loop waits too, instead of failing the next jobs at once.
-        if (pause > 0) await new Promise<void>((r) => {
-          const t = setTimeout(done, pause);
-          function done(): void {
-            clearTimeout(t);
-            signal.removeEventListener('abort', done);
-            r();
-          }
-          signal.addEventListener('abort', done, { once: true });
-        });
+        await pause(await this.retryOrGiveUp(msg, err), signal);
       }
     }
   }
