@@ -76,7 +76,22 @@ EXPERIMENTS = {
         "`training/streaming.py` yet, and live streams would lose their stateful graphs.",
         "**Smoothing within a speech segment** (post-processing, not the model): kept, see docs/results.md.",
     ],
-    "arousal": [],
+    "arousal": [
+        "**The 2.0 recipe** (figures above): trained on 7 corpora (+ ASED, nEMO, ETTSDB, URDU's odd-numbered speakers), "
+        "telephone codecs, noise, speaker-balanced sampling. Leave-one-corpus-out UAR 0.33-0.60 (pooled 0.39): it says "
+        "`neutral` far more often than 1.0.0 (pooled recall 0.62) but almost never `low` (0.17).",
+        "**2.0 against 1.0.0 on the corpora neither heard** (ASED, ETTSDB, nEMO, URDU): UAR 0.396 / 0.325 / 0.361 / 0.598 "
+        "against 0.405 / 0.302 / 0.519 / 0.488 (mean 0.42 vs 0.43). No gain, and 2.0 fails the committed calm-vs-excited "
+        "check (test/models/real-audio.test.ts) that 1.0.0 passes, so 1.0.0 stays.",
+        "**Wider and longer** (`--cfg '{\"c2\": 96}' --epochs 16`): held-out speakers of the training corpora UAR 0.555 "
+        "(base recipe 0.534), telephone 0.549 (0.513); leave-one-corpus-out ASED 0.389 (0.396), BAVED 0.459 (0.431): the "
+        "gain is inside the corpora it knows, not across.",
+        "**Prior correction** (class shares made uniform on the training clips): no gain. On the training corpora the "
+        "recall of `low` is 0.69-0.71, on a held-out corpus 0.17-0.22: what a corpus acts as sad or calm is not what "
+        "another one does - a shift between corpora, not a bias of the model.",
+        "What would help next: a baseline of the speaker's own voice (arousal relative to how the same speaker sounds "
+        "in the same call), and natural speech rated per step rather than acted categories.",
+    ],
     "emotions": [
         "Shipped as trained; no variant was tried in this version. The leave-one-corpus-out figures are far below the "
         "0.55 target: recognising emotion in a corpus never heard fails mostly on `tired` (sad speech: recall about 0.1), "
