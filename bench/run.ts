@@ -6,7 +6,7 @@
  *  - Silero VAD on the 16 kHz audio (one intra-op thread);
  *  - each of our models alone and all of them together (one intra-op thread, windows as the
  *    service uses them; inference time only);
- *  - the end-to-end pipeline (analyzeFile, speech + arousal + gender) with one inference
+ *  - the end-to-end pipeline (analyzeFile, speech + arousal + gender + emotions) with one inference
  *    thread and with the default pool.
  * Prints a table, writes bench/out/results.json and (full runs) rewrites the generated part of
  * docs/benchmarks.md. Numbers only, never pass/fail: the machine is shared, so the ratios
@@ -140,7 +140,7 @@ async function bestNode(task: string, args: unknown, opts: { env?: NodeJS.Proces
 
 function modelNames(): string[] {
   const dir = process.env['AURIS_MODELS_DIR'] ?? path.join(ROOT, 'models');
-  const wanted = ['speech', 'arousal', 'gender'];
+  const wanted = ['speech', 'arousal', 'gender', 'emotions'];
   return wanted.filter((m) => fs.existsSync(path.join(dir, m, 'manifest.json')));
 }
 
@@ -280,8 +280,8 @@ export function computeRatios(results: Measurement[]): Record<string, number> {
   const all = find(results, 'wav', 'models all');
   const sil = find(results, 'wav', 'silero');
   if (all && sil) {
-    ratios['wav: Silero VAD / all three of our models, CPU time'] = sil.cpuSec / all.cpuSec;
-    ratios['wav: all three of our models / Silero VAD, CPU time'] = all.cpuSec / sil.cpuSec;
+    ratios[`wav: Silero VAD / all ${modelNames().length} of our models, CPU time`] = sil.cpuSec / all.cpuSec;
+    ratios[`wav: all ${modelNames().length} of our models / Silero VAD, CPU time`] = all.cpuSec / sil.cpuSec;
   }
   return ratios;
 }

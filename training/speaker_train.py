@@ -23,6 +23,7 @@ from . import data as D
 from . import speaker_data as SD
 from .features import FRAMES_PER_STEP, logmel_fast
 from .model import Net
+from .train import weighted_step
 
 STEPS = 64
 VERSION_P = {"clean": 0.4, "phone": 0.3, "noisy": 0.3}
@@ -118,14 +119,9 @@ def train(task, bank, items, args, log=print):
             logits = model.logits(xb)
             wv = wb * (yb >= 0).float()
             loss = F.cross_entropy(logits, yb.clamp(min=0), reduction="none", label_smoothing=0.05)
-            loss = (loss * wv).sum() / wv.sum().clamp(min=1.0)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            sched.step()
-            ema.update_parameters(model)
-            tot += float(loss.detach()) * float(wv.sum())
-            cnt += float(wv.sum())
+            t, c = weighted_step(model, ema, opt, sched, loss, wv)
+            tot += t
+            cnt += c
         log(f"[{task}] epoch {ep + 1}/{args.epochs} loss {tot / max(cnt, 1):.4f} ({time.time() - t0:.0f}s)")
     m = ema.module
     m.eval()

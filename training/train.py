@@ -187,6 +187,18 @@ def ordinal_targets(task, x):
     return t
 
 
+def weighted_step(model, ema, opt, sched, loss, w):
+    """One optimiser step on the per-step losses weighted by `w` (voiced, labelled steps), then the weight average;
+    returns (weighted loss sum, weight) for the epoch's mean loss."""
+    loss = (loss * w).sum() / w.sum().clamp(min=1.0)
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    sched.step()
+    ema.update_parameters(model)
+    return float(loss.detach()) * float(w.sum()), float(w.sum())
+
+
 def train_task(task, clips, store, args, outdir):
     torch.manual_seed(args.seed)
     np.random.seed(args.seed)
@@ -230,14 +242,9 @@ def train_task(task, clips, store, args, outdir):
                 loss = -(soft[yb.clamp(min=0)].permute(0, 2, 1) * F.log_softmax(logits, dim=1)).sum(dim=1)
             else:
                 loss = F.cross_entropy(logits, yb.clamp(min=0), reduction="none", label_smoothing=0.05)
-            loss = (loss * w).sum() / w.sum().clamp(min=1.0)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            sched.step()
-            ema.update_parameters(model)
-            tot += float(loss.detach()) * float(w.sum())
-            cnt += float(w.sum())
+            t, c = weighted_step(model, ema, opt, sched, loss, w)
+            tot += t
+            cnt += c
         res = evaluate(ema.module, task, vs)
         o = res["overall"]
         extra = ""
