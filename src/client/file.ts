@@ -30,7 +30,16 @@ export function encodePcm(samples: Float32Array, encoding: 's16le' | 'f32le'): B
   return out;
 }
 
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+/** Time source of the real-time pacing (a test passes a fake one, so pacing is checked without a clock). */
+export interface PacingClock {
+  now(): number;
+  sleep(ms: number): Promise<void>;
+}
+
+const REAL_CLOCK: PacingClock = {
+  now: () => performance.now(),
+  sleep: (ms) => new Promise((r) => setTimeout(r, ms)),
+};
 
 /** Decodes the file, opens the stream with its rate and channels, and sends it (then end()); results by iterating the stream. */
 export async function streamFile(target: StreamTarget, source: string | AudioSource, options: FileStreamOptions): Promise<AudioStream> {
@@ -42,18 +51,29 @@ export async function streamFile(target: StreamTarget, source: string | AudioSou
   return stream;
 }
 
-/** Sends the bytes in chunks of chunkMs (paced at real time with `realtime`), then ends. */
-async function sendPcm(stream: AudioStream, bytes: Buffer, frameBytes: number, sampleRate: number, chunkMs: number, realtime: boolean): Promise<void> {
+/**
+ * Sends the bytes in chunks of chunkMs, then ends. With `realtime`, chunk k + 1 leaves no earlier than
+ * the audio time of the first k chunks after the start, like a live source.
+ */
+export async function sendPcm(
+  stream: Pick<AudioStream, 'write' | 'end'>,
+  bytes: Buffer,
+  frameBytes: number,
+  sampleRate: number,
+  chunkMs: number,
+  realtime: boolean,
+  clock: PacingClock = REAL_CLOCK,
+): Promise<void> {
   const chunkFrames = Math.max(1, Math.round((chunkMs / 1000) * sampleRate));
-  const t0 = performance.now();
+  const t0 = clock.now();
   let sentFrames = 0;
   for (let off = 0; off < bytes.length; off += chunkFrames * frameBytes) {
     const piece = bytes.subarray(off, Math.min(bytes.length, off + chunkFrames * frameBytes));
     await stream.write(piece);
     sentFrames += piece.length / frameBytes;
     if (realtime) {
-      const wait = t0 + (sentFrames / sampleRate) * 1000 - performance.now();
-      if (wait > 0) await sleep(wait);
+      const wait = t0 + (sentFrames / sampleRate) * 1000 - clock.now();
+      if (wait > 0) await clock.sleep(wait);
     }
   }
   stream.end();

@@ -61,23 +61,16 @@ describe('auris stream (CLI)', () => {
     );
   });
 
-  it('--realtime paces the audio (results in order, the stream lasts at least as long as the audio); a bad key exits 1 with the error code', async () => {
+  it('--realtime streams the whole file, results in order (the pacing itself: test/websocket/pacing.test.ts); a bad key exits 1 with the error code', async () => {
     const short = path.join(tmpDir(), 'short.wav');
     const seconds = 2;
     sh('sox', ['-V1', wav16, short, 'trim', '0', String(seconds)]);
     const chunkMs = 100;
-    const started = performance.now();
     const ok = await runAsync(process.execPath, [CLI, 'stream', short, '--server', ts.address, '--api-key', API_KEY, '--models', 'speech', '--output-period', '64', '--chunk-ms', String(chunkMs), '--realtime']);
-    const elapsedMs = performance.now() - started;
     assert.equal(ok.code, 0, ok.stderr);
     const got = lines(ok.stdout);
     assert.equal(got.length, Math.ceil(seconds / 0.064));
     got.forEach((l, i) => assert.equal(l.timestamp, i * 64, 'one line per step, in order'));
-    // A lower bound only (never flaky: a busy machine only makes it longer): the last chunk of a
-    // paced stream leaves no earlier than (seconds - one chunk) after the first. An unpaced
-    // client sends 2 s of audio in a few milliseconds. (The order of audio and result frames
-    // does not tell them apart: an unpaced client's writes wait for the server's progress too.)
-    assert.ok(elapsedMs >= seconds * 1000 - chunkMs, `the stream took ${elapsedMs.toFixed(0)} ms for ${seconds} s of audio`);
     const bad = await runAsync(process.execPath, [CLI, 'stream', short, '--server', ts.address, '--api-key', 'wrong-key-0000']);
     assert.equal(bad.code, 1);
     assert.match(bad.stderr, /auris: error \[INVALID_API_KEY\]/);

@@ -14,7 +14,7 @@ import { assertSameAsFile, randomChunks, rng, s16Pcm, sh, stereoSpeechWav, tmpDi
 import { startStreamingApp, wsStream } from './helpers';
 
 const DEMO = path.join(packageRoot(), 'test', 'fixtures', 'demo.flac');
-const ALL = ['speech', 'arousal', 'gender'];
+const ALL = ['speech', 'arousal', 'gender', 'emotions'];
 
 let app: Awaited<ReturnType<typeof startStreamingApp>>;
 
