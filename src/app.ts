@@ -93,7 +93,7 @@ export async function startApp(opts: AppOptions = {}): Promise<AurisApp> {
       });
       await app.register(websocketStreamRoutes, { hub, keys: rest.keys, tokens, authThrottle: rest.authThrottle });
       await app.register(streamTokenRoutes, { tokens });
-      if (streaming.grpc !== false) grpc = await AnalysisGrpcServer.create({ keys: rest.keys, hub, shutdownGraceMs: graceMs });
+      if (streaming.grpc !== false) grpc = await AnalysisGrpcServer.create({ keys: rest.keys, hub, shutdownGraceMs: graceMs, authThrottle: rest.authThrottle });
     }
     await rest.listen();
     if (grpc) {

@@ -21,6 +21,7 @@ import { modelsToRun, policyFor, NO_SPEECH_LABEL, SILENCE_LABEL, UNKNOWN_LABEL }
 import type { Segment, TimeStepResult } from '../analysis/postprocess';
 import { InferenceEngine } from '../inference/engine';
 import type { ModelInfo } from '../inference/registry';
+import type { AuthFailureThrottle } from '../http/auth-throttle';
 import type { Owner } from '../jobs/service';
 import { validateStreamConfig } from './config';
 import {
@@ -58,11 +59,24 @@ export interface GrpcServerOptions extends Partial<StreamLimits> {
   maxBatch?: number;
   /** On close(): how long streams may take to end before the server is forced down, ms (default 5000). */
   shutdownGraceMs?: number;
+  /**
+   * Failed-authentication throttle per client address, shared with REST and WebSocket (src/app.ts), so
+   * a key cannot be guessed faster over gRPC. Default: none.
+   */
+  authThrottle?: Pick<AuthFailureThrottle, 'blockedFor' | 'fail'>;
   log?: GrpcLogger;
 }
 
 /** Stream statistics of this server's hub (both transports when the hub is shared). */
 export type GrpcServerStats = StreamStats;
+
+/** The client address of a gRPC peer string ("ipv4:127.0.0.1:5123", "ipv6:[::1]:5123"). */
+export function peerAddress(peer: string): string {
+  const rest = peer.replace(/^(ipv4|ipv6):/, '');
+  const v6 = /^\[([^\]]+)\](?::\d+)?$/.exec(rest);
+  if (v6) return v6[1]!;
+  return rest.replace(/:\d+$/, '');
+}
 
 const ERROR_CODE_KEY = 'auris-error-code';
 const STREAM_ID_KEY = 'auris-stream-id';
@@ -274,26 +288,34 @@ export class AnalysisGrpcServer {
     return this.closing !== undefined;
   }
 
-  /** The owner of the call's x-api-key, or an error status. */
-  private authenticate(metadata: grpc.Metadata): { owner: Owner } | { error: Partial<grpc.StatusObject> } {
-    const values = metadata.get('x-api-key');
-    if (values.length === 0) {
-      return { error: statusError(grpc.status.UNAUTHENTICATED, 'the x-api-key metadata entry is required', 'MISSING_API_KEY') };
+  /**
+   * The owner of the call's x-api-key, or an error status. An address over the failed-authentication
+   * limit gets RESOURCE_EXHAUSTED (TOO_MANY_AUTH_FAILURES) before its key is looked at.
+   */
+  private authenticate(metadata: grpc.Metadata, peer: string): { owner: Owner } | { error: Partial<grpc.StatusObject> } {
+    const throttle = this.options.authThrottle;
+    const address = peerAddress(peer);
+    const blocked = throttle?.blockedFor(address) ?? 0;
+    if (blocked > 0) {
+      return { error: statusError(grpc.status.RESOURCE_EXHAUSTED, `too many failed authentications from this address; retry in ${blocked} s`, 'TOO_MANY_AUTH_FAILURES') };
     }
-    const key = String(values[0]);
-    const owner = this.options.keys.lookup(key);
-    if (!owner) return { error: statusError(grpc.status.UNAUTHENTICATED, 'the x-api-key is not valid', 'INVALID_API_KEY') };
-    return { owner };
+    const values = metadata.get('x-api-key');
+    const owner = values.length > 0 ? this.options.keys.lookup(String(values[0])) : undefined;
+    if (owner) return { owner };
+    if (throttle?.fail(address)) this.log.warn({ client: address, transport: 'grpc' }, 'too many failed authentications: address throttled');
+    return values.length === 0
+      ? { error: statusError(grpc.status.UNAUTHENTICATED, 'the x-api-key metadata entry is required', 'MISSING_API_KEY') }
+      : { error: statusError(grpc.status.UNAUTHENTICATED, 'the x-api-key is not valid', 'INVALID_API_KEY') };
   }
 
   private listModels(call: grpc.ServerUnaryCall<unknown, ListModelsResponseMsg>, cb: grpc.sendUnaryData<ListModelsResponseMsg>): void {
-    const auth = this.authenticate(call.metadata);
+    const auth = this.authenticate(call.metadata, call.getPeer());
     if ('error' in auth) return cb(auth.error as grpc.ServiceError);
     cb(null, listModelsResponse(this.engine));
   }
 
   private analyze(call: AnalyzeStream): void {
-    const auth = this.authenticate(call.metadata);
+    const auth = this.authenticate(call.metadata, call.getPeer());
     if ('error' in auth) {
       call.emit('error', auth.error);
       return;

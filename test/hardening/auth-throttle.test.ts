@@ -7,6 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { request } from 'node:http';
+import * as grpc from '@grpc/grpc-js';
 import { after, before, describe, it } from 'node:test';
 import { AuthFailureThrottle, clientKey } from '../../src/http/auth-throttle';
 import type { AurisServer } from '../../src/http/server';
@@ -69,5 +70,39 @@ describe('failed-authentication throttling', () => {
     assert.equal(t.fail('2001:db8:1:2::9', 10), true);
     assert.equal(t.blockedFor('2001:db8:1:2::5', 20), 1);
     assert.equal(t.blockedFor('2001:db8:1:2::5', 1000), 0);
+  });
+});
+
+describe('failed-authentication throttling over gRPC (shared with REST in src/app.ts)', () => {
+  it('after the limit, ListModels from that address gets RESOURCE_EXHAUSTED TOO_MANY_AUTH_FAILURES even with a valid key; the peer address is what counts', async () => {
+    const { startServer: startGrpc, API_KEY, errorCodeOf } = await import('../grpc/helpers');
+    const { listModels } = await import('../../src/grpc/client');
+    const throttle = new AuthFailureThrottle(3, 60_000);
+    const ts = await startGrpc({ authThrottle: throttle });
+    try {
+      const codes: string[] = [];
+      for (let i = 0; i < 5; i++) {
+        await listModels(ts.client, i % 2 ? 'wrong-key' : undefined).then(
+          () => codes.push('OK'),
+          (e: grpc.StatusObject) => codes.push(`${e.code}:${errorCodeOf(e)}`),
+        );
+      }
+      const unauth = `${grpc.status.UNAUTHENTICATED}`;
+      const exhausted = `${grpc.status.RESOURCE_EXHAUSTED}:TOO_MANY_AUTH_FAILURES`;
+      assert.deepEqual(codes, [`${unauth}:MISSING_API_KEY`, `${unauth}:INVALID_API_KEY`, `${unauth}:MISSING_API_KEY`, exhausted, exhausted]);
+      const valid = await listModels(ts.client, API_KEY).then(() => 'OK', (e: grpc.StatusObject) => `${e.code}:${errorCodeOf(e)}`);
+      assert.equal(valid, exhausted, 'a valid key is not looked at while the address is throttled');
+      assert.ok(throttle.blockedFor('127.0.0.1') > 0);
+      assert.equal(throttle.blockedFor('127.0.0.2'), 0, 'another address is not affected');
+    } finally {
+      await ts.close();
+    }
+  });
+
+  it('peerAddress reads the client address of a gRPC peer string', async () => {
+    const { peerAddress } = await import('../../src/grpc/server');
+    assert.equal(peerAddress('ipv4:127.0.0.1:51234'), '127.0.0.1');
+    assert.equal(peerAddress('ipv6:[::1]:51234'), '::1');
+    assert.equal(peerAddress('ipv6:[2001:db8::7]:443'), '2001:db8::7');
   });
 });
