@@ -48,6 +48,13 @@ async function main(): Promise<void> {
   process.stdout.write(JSON.stringify({ port: app.grpcPort, url: app.url, pid: process.pid }) + '\n');
   process.stdin.setEncoding('utf8');
   process.stdin.on('data', (d: string) => {
+    if (d.includes('mem')) {
+      // full GC first when node runs with --expose-gc (bench/grpc/idle.ts): what stays is really held
+      (globalThis as { gc?: () => void }).gc?.();
+      const m = process.memoryUsage();
+      const mib = (x: number): number => Math.round(x / 1048576);
+      process.stdout.write(JSON.stringify({ mem: { rss: mib(m.rss), heapUsed: mib(m.heapUsed), external: mib(m.external), arrayBuffers: mib(m.arrayBuffers) }, stats: hub.snapshot() }) + '\n');
+    }
     if (d.includes('cpu')) {
       const u = process.cpuUsage();
       const sorted = trips.sort((a, b) => a - b);

@@ -5,7 +5,9 @@
  * file pipeline and the stream session all keep.
  */
 export class StepBuffer {
-  private data: Float32Array;
+  /** Empty until the first append: a stream that never sends audio costs no storage. */
+  private data = new Float32Array(0);
+  private readonly initialFloats: number;
   /** First step held. */
   start = 0;
   /** Steps held. */
@@ -15,7 +17,7 @@ export class StepBuffer {
     readonly width: number,
     capacitySteps = 64,
   ) {
-    this.data = new Float32Array(Math.max(16, capacitySteps) * width);
+    this.initialFloats = Math.max(16, capacitySteps) * width;
   }
 
   /** One past the last step held. */
@@ -28,7 +30,7 @@ export class StepBuffer {
     const used = this.length * this.width;
     const need = used + values.length;
     if (need > this.data.length) {
-      const grown = new Float32Array(Math.max(need, this.data.length * 2));
+      const grown = new Float32Array(Math.max(need, this.data.length * 2, this.initialFloats));
       grown.set(this.data.subarray(0, used));
       this.data = grown;
     }

@@ -93,7 +93,7 @@ export class StreamRunner {
         throw new AurisError('INVALID_ARGUMENT', `streaming graph of ${this.model.name}: delay ${st.delaySteps} steps, the model's lookahead is ${this.right}`);
       }
       this.stateful = st;
-      this.state = new Float32Array(st.stateSize);
+      // the zero start state is made at the first call (pumpStateful): idle streams hold none
     }
   }
 
@@ -146,6 +146,7 @@ export class StreamRunner {
   close(): void {
     this.closed = true;
     this.buf.clear();
+    this.state = undefined;
   }
 
   private pump(): void {
@@ -181,7 +182,8 @@ export class StreamRunner {
     const b = this.callEnd(a, this._received, st.delaySteps);
     if (b <= a) return;
     const features = this.buf.copy(a, b);
-    const state = this.state!;
+    // the graph's state travels with each call and comes back with its answer; zeros before the first
+    const state = a === 0 ? new Float32Array(st.stateSize) : this.state!;
     this.state = undefined;
     this.fed = b;
     this.trim();
