@@ -97,7 +97,8 @@ def _chunk(job):
     return {v: [_features(x) for x in w] for v, w in (("clean", clean), ("phone", phone), ("noisy", noisy))}, codecs
 
 
-def build(clips, store: D.AudioStore, workers: int = 2, seed: int = 11, chunk: int = 300) -> Bank:
+def build(clips, store: D.AudioStore | None = None, workers: int = 2, seed: int = 11, chunk: int = 300) -> Bank:
+    """The bank of `clips`: read from its cache, or built (decoding through `store`, loaded here when not given)."""
     use = bank_clips(clips)
     key = hashlib.sha1(f"{BANK_VERSION}|{seed}|{chunk}|{D.rows_sha256(use)}".encode()).hexdigest()[:12]
     fn = os.path.join(D.CACHE, f"bank_{key}.npz")
@@ -105,6 +106,7 @@ def build(clips, store: D.AudioStore, workers: int = 2, seed: int = 11, chunk: i
         z = np.load(fn)
         return Bank(*(z[k] for k in ("feats", "off", "voiced", "voff", "clip_idx", "version", "codec", "active")))
     t0 = time.time()
+    store = store if store is not None else D.AudioStore(clips)
     pools = A.Pools(clips, "train")
     _CTX.update(store=store, use=use, backgrounds=pools.music + pools.other)
     jobs = [(list(range(i, min(i + chunk, len(use)))), seed * 1000 + i) for i in range(0, len(use), chunk)]

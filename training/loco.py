@@ -21,6 +21,7 @@ Writes training/runs/loco/<task>/<corpus>.npz per fold and models/<task>/loco.js
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import subprocess
@@ -55,7 +56,7 @@ def _fold(job):
     set_runs(hp.pop("runs"))
     torch.set_num_threads(1)
     clips = D.load_clips()
-    bank = B.build(clips, D.AudioStore(clips))
+    bank = B.build(clips)
     others = [c for c in SD.CORPORA if c != corpus]
     items = SD.clips_of(task, clips, corpora=others, split_name="train")
     args = argparse.Namespace(seed=1, **hp)
@@ -127,15 +128,20 @@ def shipped_model_path(task, name="model.onnx"):
     return fn
 
 
+@functools.lru_cache(maxsize=None)
+def _shipped_session(task):
+    """onnxruntime session of the previous model and its output columns in this task's class order."""
+    import onnxruntime as ort
+    sess = ort.InferenceSession(shipped_model_path(task), providers=["CPUExecutionProvider"])
+    meta = json.load(open(shipped_model_path(task, "manifest.json")))
+    return sess, [meta["raw_keys"].index(k) for k in SD.CLASSES[task]]
+
+
 def shipped_probs(task, bank, clips_v):
     """Clip probabilities of the shipped model (onnxruntime) for (clip, version) pairs."""
-    fn = shipped_model_path(task)
-    if fn is None:
+    if shipped_model_path(task) is None:
         return None
-    import onnxruntime as ort
-    sess = ort.InferenceSession(fn, providers=["CPUExecutionProvider"])
-    meta = json.load(open(shipped_model_path(task, "manifest.json")))
-    order = [meta["raw_keys"].index(k) for k in SD.CLASSES[task]]
+    sess, order = _shipped_session(task)
     out = []
     for c, version in clips_v:
         i = bank.find(c, version)
@@ -247,7 +253,7 @@ def main():
         ST.CONFIGS[a.task] = {**ST.CONFIGS[a.task], **json.loads(a.cfg)}
     set_runs(a.runs)
     clips = D.load_clips()
-    bank = B.build(clips, D.AudioStore(clips))
+    bank = B.build(clips)
     os.makedirs(os.path.join(RUNS, a.task), exist_ok=True)
     if not a.report_only:
         corpora = a.corpora.split(",") if a.corpora else corpora_of(a.task, clips)

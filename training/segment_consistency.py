@@ -59,7 +59,7 @@ def score(p: np.ndarray, voiced: np.ndarray, y: int) -> dict:
 
 def main():
     clips = D.load_clips()
-    bank = B.build(clips, D.AudioStore(clips))
+    bank = B.build(clips)
     total = {}
     for corpus in SD.CORPORA:
         fn = os.path.join(RUNS, "gender", f"{corpus}.pt")

@@ -310,14 +310,13 @@ def main():
         m = json.load(open(mp))
         if "examples_per_epoch" not in m.get("training", {}):
             continue  # a model made by training/train.py (its card is card.py's)
-        if True:
-            # the leave-one-corpus-out figures may come after the export: bring the manifest's metrics up to date
-            m["metrics"] = manifest_metrics(task, json.load(open(os.path.join(d, "metrics.json"))), os.path.join(d, "loco.json"))
-            with open(mp, "w") as fh:
-                json.dump(m, fh, indent=2)
-                fh.write("\n")
-            write_card(task, d, clips)
-            print("wrote", os.path.join(d, "MODEL_CARD.md"))
+        # the leave-one-corpus-out figures may come after the export: bring the manifest's metrics up to date
+        m["metrics"] = manifest_metrics(task, json.load(open(os.path.join(d, "metrics.json"))), os.path.join(d, "loco.json"))
+        with open(mp, "w") as fh:
+            json.dump(m, fh, indent=2)
+            fh.write("\n")
+        write_card(task, d, clips)
+        print("wrote", os.path.join(d, "MODEL_CARD.md"))
 
 
 if __name__ == "__main__":

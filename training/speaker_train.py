@@ -173,7 +173,7 @@ def main():
     torch.set_num_threads(args.threads)
     clips = D.load_clips()
     SD.write_validation_csv(args.task, clips, os.path.join(D.HERE, "validation"))
-    bank = B.build(clips, D.AudioStore(clips))
+    bank = B.build(clips)
     items = SD.clips_of(args.task, clips, split_name="train")
     model = train(args.task, bank, items, args, log=lambda s: print(s, flush=True))
     val = SD.clips_of(args.task, clips, split_name="val")

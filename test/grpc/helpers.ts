@@ -9,6 +9,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
+import * as protoLoader from '@grpc/proto-loader';
 import { openStreamCount } from '../../src/audio';
 import { MissingEnvironment, STRICT } from '../env';
 import { ApiKeyRegistry } from '../../src/http/auth';
@@ -205,3 +206,23 @@ export function runAsync(cmd: string, args: string[], options: { env?: NodeJS.Pr
   });
 }
 
+
+/** Sends `requests` on one server-reflection call (grpc.reflection.v1) and returns the replies in order. */
+export async function reflectionQuery(address: string, requests: object[]): Promise<any[]> {
+  const protoPath = path.join(path.dirname(require.resolve('@grpc/reflection/package.json')), 'build', 'proto', 'grpc', 'reflection', 'v1', 'reflection.proto');
+  const def = protoLoader.loadSync(protoPath, { keepCase: true });
+  const Reflection = (grpc.loadPackageDefinition(def) as any).grpc.reflection.v1.ServerReflection as grpc.ServiceClientConstructor;
+  const c = new Reflection(address, grpc.credentials.createInsecure()) as any;
+  const call = c.ServerReflectionInfo();
+  const replies: any[] = [];
+  const done = new Promise<void>((resolve, reject) => {
+    call.on('data', (r: unknown) => replies.push(r));
+    call.on('end', resolve);
+    call.on('error', reject);
+  });
+  for (const r of requests) call.write(r);
+  call.end();
+  await done;
+  c.close();
+  return replies;
+}

@@ -4,11 +4,8 @@
  * tools match against the .proto file).
  */
 import assert from 'node:assert/strict';
-import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import * as grpc from '@grpc/grpc-js';
-import * as protoLoader from '@grpc/proto-loader';
-import { startServer, type TestServer } from './helpers';
+import { reflectionQuery, startServer, type TestServer } from './helpers';
 
 /** The name (field 1) of a serialized FileDescriptorProto. */
 function descriptorName(buf: Buffer): string {
@@ -35,24 +32,12 @@ describe('gRPC reflection', () => {
   });
 
   it('lists AudioAnalysis and grpc.health.v1.Health; descriptors carry their proto paths', async () => {
-    const protoPath = path.join(path.dirname(require.resolve('@grpc/reflection/package.json')), 'build', 'proto', 'grpc', 'reflection', 'v1', 'reflection.proto');
-    const def = protoLoader.loadSync(protoPath, { keepCase: true });
-    const Reflection = (grpc.loadPackageDefinition(def) as any).grpc.reflection.v1.ServerReflection as grpc.ServiceClientConstructor;
-    const c = new Reflection(ts.address, grpc.credentials.createInsecure()) as any;
-    const call = c.ServerReflectionInfo();
-    const replies: any[] = [];
-    const done = new Promise<void>((resolve, reject) => {
-      call.on('data', (r: unknown) => replies.push(r));
-      call.on('end', resolve);
-      call.on('error', reject);
-    });
-    call.write({ list_services: '*' });
-    call.write({ file_containing_symbol: 'audioanalysis.v1.AudioAnalysis' });
-    call.write({ file_containing_symbol: 'grpc.health.v1.Health' });
-    call.write({ file_by_filename: 'audioanalysis/v1/audio_analysis.proto' });
-    call.end();
-    await done;
-    c.close();
+    const replies = await reflectionQuery(ts.address, [
+      { list_services: '*' },
+      { file_containing_symbol: 'audioanalysis.v1.AudioAnalysis' },
+      { file_containing_symbol: 'grpc.health.v1.Health' },
+      { file_by_filename: 'audioanalysis/v1/audio_analysis.proto' },
+    ]);
     const services = replies[0].list_services_response.service.map((s: { name: string }) => s.name).sort();
     assert.deepEqual(services, ['audioanalysis.v1.AudioAnalysis', 'grpc.health.v1.Health']);
     const names = (r: { file_descriptor_response: { file_descriptor_proto: Buffer[] } }) => r.file_descriptor_response.file_descriptor_proto.map(descriptorName);

@@ -15,7 +15,7 @@ import { packageRoot } from '../../src/inference';
 import { analyzeFile } from '../../src/pipeline';
 import { listModels, openAnalyzeStream, stepJson } from '../../src/grpc/client';
 import type { StreamConfigMsg } from '../../src/grpc/proto';
-import { API_KEY, assertSameAsFile, errorCodeOf, nativeStreams, randomChunks, rng, s16Pcm, startServer, stereoSpeechWav, streamPcm, TestServer } from './helpers';
+import { API_KEY, assertSameAsFile, errorCodeOf, nativeStreams, randomChunks, reflectionQuery, rng, s16Pcm, startServer, stereoSpeechWav, streamPcm, TestServer } from './helpers';
 
 const DEMO = path.join(packageRoot(), 'test', 'fixtures', 'demo.flac');
 const ALL = ['speech', 'arousal', 'gender', 'emotions'];
@@ -291,22 +291,7 @@ describe('ListModels, health, reflection', () => {
   });
 
   it('server reflection lists the service and returns its file descriptor', async () => {
-    const protoPath = path.join(path.dirname(require.resolve('@grpc/reflection/package.json')), 'build', 'proto', 'grpc', 'reflection', 'v1', 'reflection.proto');
-    const def = protoLoader.loadSync(protoPath, { keepCase: true });
-    const Reflection = (grpc.loadPackageDefinition(def) as any).grpc.reflection.v1.ServerReflection as grpc.ServiceClientConstructor;
-    const c = new Reflection(ts.address, grpc.credentials.createInsecure()) as any;
-    const call = c.ServerReflectionInfo();
-    const replies: any[] = [];
-    const done = new Promise<void>((resolve, reject) => {
-      call.on('data', (r: unknown) => replies.push(r));
-      call.on('end', resolve);
-      call.on('error', reject);
-    });
-    call.write({ list_services: '*' });
-    call.write({ file_containing_symbol: 'audioanalysis.v1.AudioAnalysis' });
-    call.end();
-    await done;
-    c.close();
+    const replies = await reflectionQuery(ts.address, [{ list_services: '*' }, { file_containing_symbol: 'audioanalysis.v1.AudioAnalysis' }]);
     const services = replies[0].list_services_response.service.map((s: { name: string }) => s.name);
     assert.ok(services.includes('audioanalysis.v1.AudioAnalysis'), services.join(', '));
     assert.ok(replies[1].file_descriptor_response.file_descriptor_proto.length > 0);
