@@ -170,6 +170,7 @@ const tasks: Record<string, (args: Args) => Promise<Record<string, unknown>>> = 
   async pipeline(args) {
     const names = args.models as string[];
     const { analyzeFile } = await import('../src/pipeline');
+    const { buildEnvelope } = await import('../src/analysis/postprocess');
     const { sharedEngine, closeSharedEngines } = await import('../src/inference');
     const t0 = process.hrtime.bigint();
     const engine = await sharedEngine({ preload: names });
@@ -182,7 +183,7 @@ const tasks: Record<string, (args: Args) => Promise<Record<string, unknown>>> = 
         { models: names, outputPeriodMs: 64, includeSummary: true, includeTransitions: true },
         { engine },
       );
-      const json = JSON.stringify({ job_id: 'bench', result: { channels: res.channels } });
+      const json = JSON.stringify(buildEnvelope('bench', res.channels));
       sec.stop();
       return {
         audioSec: res.info.durationSec,

@@ -8,7 +8,7 @@ import { copyFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { TestContext } from 'node:test';
 import { type PlaceholderSpec, writePlaceholderModels } from '../src/inference/placeholder';
-import { modelsIn } from '../src/jobs/analyzer';
+import { modelsIn } from '../src/inference/registry';
 
 export const STRICT = process.env['AURIS_TEST_STRICT'] === '1';
 

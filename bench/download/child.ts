@@ -12,7 +12,8 @@ import { join } from 'node:path';
 import { reportFromChild, Section } from '../measure';
 import { defaultConfig } from '../../src/config';
 import { createDownloadService } from '../../src/download';
-import { pipelineAnalyzer } from '../../src/jobs/analyzer';
+import { buildEnvelope } from '../../src/analysis/postprocess';
+import { pipelineAnalyzer } from '../../src/pipeline/analyzer';
 
 interface Args {
   file?: string;
@@ -32,11 +33,18 @@ async function analyze(path: string, args: Args): Promise<Record<string, unknown
     const channels = await sec.time(() =>
       analyzer.analyze(
         { path },
-        { models: args.models, outputPeriodMs: 1024, includeSummary: true, maxDurationSec: 3600, ...(args.channel !== null ? { channel: args.channel } : {}) },
-        {},
+        {
+          models: args.models,
+          outputPeriodMs: 1024,
+          includeSummary: true,
+          includeTransitions: false,
+          includeRaw: false,
+          ...(args.channel !== null ? { channel: args.channel } : {}),
+        },
+        { maxDurationSec: 3600 },
       ),
     );
-    const json = JSON.stringify({ job_id: 'bench', result: { channels } });
+    const json = JSON.stringify(buildEnvelope('bench', channels));
     return { analyzeWallSec: +sec.wallSec.toFixed(2), analyzeCpuSec: +sec.cpuSec.toFixed(2), resultMiB: +(Buffer.byteLength(json) / MB).toFixed(2) };
   } finally {
     await analyzer.close?.();

@@ -14,9 +14,14 @@ export const DEFAULT_VOLUME_THRESHOLD_DB = -50;
 export const MIN_VOLUME_THRESHOLD_DB = -120;
 export const MAX_VOLUME_THRESHOLD_DB = 0;
 
-export interface AnalysisOptions {
+/**
+ * The analysis a caller asks for, validated: the one options shape from every front door
+ * (REST job -> job record -> worker, CLI, library, gRPC/WebSocket stream config) to
+ * post-processing. A job record stores it on disk in its wire form (src/jobs/request.ts).
+ */
+export interface AnalysisRequest {
   /** Requested models, de-duplicated, in request order (this is also the output key order). */
-  models: string[];
+  models: readonly string[];
   /** ms, a positive multiple of 64. */
   outputPeriodMs: number;
   /** Analyse only this channel (0-based); undefined = every channel. */
@@ -24,12 +29,17 @@ export interface AnalysisOptions {
   includeSummary: boolean;
   includeTransitions: boolean;
   includeRaw: boolean;
-  /** dBFS; output steps whose level is below this are `silence`. */
-  volumeThreshold: number;
+  /** dBFS; output steps whose level is below this are `silence`. Unset: DEFAULT_VOLUME_THRESHOLD_DB. */
+  volumeThreshold?: number;
 }
 
-/** Loose input: numbers may come as strings (query parameters, CLI flags). */
-export interface AnalysisOptionsInput {
+/** The silence gate of a request, dBFS (the default when it sets none). */
+export function volumeThresholdOf(request: Pick<AnalysisRequest, 'volumeThreshold'>): number {
+  return request.volumeThreshold ?? DEFAULT_VOLUME_THRESHOLD_DB;
+}
+
+/** Loose input of parseAnalysisRequest: numbers may come as strings (query parameters, CLI flags). */
+export interface AnalysisRequestInput {
   models: string | readonly string[];
   outputPeriodMs: number | string;
   channel?: number | string | null;
@@ -116,9 +126,12 @@ export function parseBoolean(name: string, v: boolean | string | null | undefine
   throw invalid(`${name} must be true or false, got ${JSON.stringify(v)}`);
 }
 
-/** Validates and normalises every parameter; `knownModels` (registry names) enables the UNKNOWN_MODEL check. */
-export function normalizeAnalysisOptions(input: AnalysisOptionsInput, knownModels?: readonly string[]): AnalysisOptions {
-  const out: AnalysisOptions = {
+/**
+ * Validates and normalises every parameter; `knownModels` (registry names) enables the
+ * UNKNOWN_MODEL check. An AnalysisRequest passes unchanged (with the default gate filled in).
+ */
+export function parseAnalysisRequest(input: AnalysisRequestInput, knownModels?: readonly string[]): AnalysisRequest {
+  const out: AnalysisRequest = {
     models: parseModelList(input.models, knownModels),
     outputPeriodMs: parseOutputPeriod(input.outputPeriodMs),
     includeSummary: parseBoolean('include_summary', input.includeSummary),

@@ -7,7 +7,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { AudioSource } from '../audio/types';
 import { AurisError } from '../analysis/errors';
-import { DEFAULT_VOLUME_THRESHOLD_DB, parseChannel, parseOutputPeriod, parseVolumeThreshold } from '../analysis/options';
+import { DEFAULT_VOLUME_THRESHOLD_DB, parseAnalysisRequest } from '../analysis/options';
 import { buildEnvelope } from '../analysis/postprocess';
 import { InferenceEngine } from '../inference/engine';
 import { analyzeFile } from '../pipeline/analyze-file';
@@ -100,9 +100,15 @@ export async function run(argv: string[]): Promise<number> {
   const bar = new ProgressBar(`analyzing ${path.basename(positionals[0]!)}`);
   try {
     // Parameter errors first, before any model or file is opened.
-    const outputPeriodMs = parseOutputPeriod(values['output-period']!);
-    const channel = parseChannel(values.channel);
-    const volumeThreshold = parseVolumeThreshold(values['volume-threshold']);
+    const request = parseAnalysisRequest({
+      models: values.models,
+      outputPeriodMs: values['output-period']!,
+      channel: values.channel,
+      includeSummary: values.summary === true,
+      includeTransitions: values.transitions === true,
+      includeRaw: values.raw === true,
+      volumeThreshold: values['volume-threshold'],
+    });
     const threads = values.threads !== undefined ? positiveInt('--threads', values.threads) : undefined;
     const maxDurationSec = values['max-duration'] !== undefined ? Number(values['max-duration']) : undefined;
     if (maxDurationSec !== undefined && !(maxDurationSec > 0)) {
@@ -117,20 +123,11 @@ export async function run(argv: string[]): Promise<number> {
     if (threads !== undefined) engineOptions.size = threads;
     engine = await InferenceEngine.create(engineOptions);
 
-    const result = await analyzeFile(
-      source,
-      {
-        models: values.models,
-        outputPeriodMs,
-        channel: channel ?? null,
-        includeSummary: values.summary === true,
-        includeTransitions: values.transitions === true,
-        includeRaw: values.raw === true,
-        volumeThreshold,
-        ...(maxDurationSec !== undefined ? { maxDurationSec } : {}),
-      },
-      { engine, onProgress: (f) => bar.update(f) },
-    );
+    const result = await analyzeFile(source, request, {
+      engine,
+      onProgress: (f) => bar.update(f),
+      ...(maxDurationSec !== undefined ? { maxDurationSec } : {}),
+    });
     bar.done();
     const envelope = buildEnvelope(values['job-id'] ?? `cli-${randomUUID()}`, result.channels);
     const json = JSON.stringify(envelope, null, values.pretty ? 2 : undefined) + '\n';

@@ -12,27 +12,15 @@
 import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { extname } from 'node:path';
-import type { JobMetadata, JobRecord, JobStatus } from '../jobs/types';
+import type { JobMetadata, JobParams, JobRecord, JobStatus } from '../jobs/types';
 
-export type { JobRecord, JobStatus, JobMetadata };
+export type { JobRecord, JobStatus, JobMetadata, JobParams };
 
 export interface ClientOptions {
   baseUrl: string;
   apiKey: string;
   /** Replaces the global fetch (tests, proxies). */
   fetch?: typeof fetch;
-}
-
-/** Creation parameters (the query string of POST /file-processing/jobs). */
-export interface JobParams {
-  models: string[];
-  output_period: number;
-  channel?: number;
-  include_summary?: boolean;
-  include_transitions?: boolean;
-  include_raw_values?: boolean;
-  volume_threshold?: number;
-  callback?: string;
 }
 
 /** The audio: a local file, bytes already in memory, or a URL the service downloads. */

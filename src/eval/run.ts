@@ -8,7 +8,8 @@ import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import type { AnalyzeFileOptions, FileAnalysis } from '../pipeline';
+import type { AnalysisRequestInput } from '../analysis/options';
+import { analyzeFile } from '../pipeline/analyze-file';
 import { EVAL_TASKS, EvalRow, EvalTask, readEvalCsv } from './csv';
 import { FileSteps, TaskReport, TaskScorer } from './score';
 import { SileroVad, sileroModelPath, sileroToSteps, SILERO_SAMPLE_RATE } from './silero';
@@ -55,13 +56,11 @@ export interface EvalReport {
 
 /** The real pipeline: analyzeFile with output_period 64 and raw values, channel 0. */
 export function pipelineAnalyzer(opts: { volumeThreshold?: number; modelsDir?: string } = {}): StepAnalyzer {
-  // Loaded at run time: the eval module (and its tests) must not need the addon or models.
-  const { analyzeFile } = require('../pipeline') as { analyzeFile: (s: { path: string }, o: AnalyzeFileOptions) => Promise<FileAnalysis> };
+  // The addon and the models load on the first analysis only (the eval module's tests need neither).
   return async (file, models) => {
-    const options: AnalyzeFileOptions = { models: [...models], outputPeriodMs: 64, includeRaw: true, channel: 0 };
-    if (opts.volumeThreshold !== undefined) options.volumeThreshold = opts.volumeThreshold;
-    if (opts.modelsDir !== undefined) options.modelsDir = opts.modelsDir;
-    const res = await analyzeFile({ path: file }, options);
+    const request: AnalysisRequestInput = { models: [...models], outputPeriodMs: 64, includeRaw: true, channel: 0 };
+    if (opts.volumeThreshold !== undefined) request.volumeThreshold = opts.volumeThreshold;
+    const res = await analyzeFile({ path: file }, request, opts.modelsDir !== undefined ? { modelsDir: opts.modelsDir } : {});
     const ch = res.channels['0'];
     if (!ch) throw new Error('pipeline returned no channel 0');
     return stepsFromChannel(ch.time_series, models);

@@ -15,7 +15,7 @@ import { CallbackDispatcher } from '../callbacks/dispatcher';
 import { CallbackSecrets } from '../callbacks/signing';
 import { type Config, defaultConfig, type DeepPartial, mergeConfig } from '../config';
 import { createDownloadService, type DownloadDeps } from '../download';
-import { type Analyzer, pipelineAnalyzer } from '../jobs/analyzer';
+import { type Analyzer, pipelineAnalyzer } from '../pipeline/analyzer';
 import { openEmbeddedBackends } from '../jobs/embedded';
 import { JobMetrics } from '../jobs/metrics';
 import { RetentionSweeper } from '../jobs/retention';

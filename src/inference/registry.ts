@@ -368,3 +368,13 @@ export class ModelRegistry {
     return out;
   }
 }
+
+/** Model names with a manifest under `modelsDir` (models/<name>/manifest.json), sorted; none when the directory is missing. */
+export function modelsIn(modelsDir: string): string[] {
+  if (!fs.existsSync(modelsDir)) return [];
+  return fs
+    .readdirSync(modelsDir, { withFileTypes: true })
+    .filter((d) => d.isDirectory() && fs.existsSync(path.join(modelsDir, d.name, 'manifest.json')))
+    .map((d) => d.name)
+    .sort();
+}

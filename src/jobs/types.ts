@@ -11,7 +11,11 @@ export type JobStatus = 'queued' | 'processing' | 'succeeded' | 'failed';
 export const JOB_STATUSES: readonly JobStatus[] = ['queued', 'processing', 'succeeded', 'failed'];
 export const isTerminal = (s: JobStatus): boolean => s === 'succeeded' || s === 'failed';
 
-/** The request parameters of a job, as given at creation (query string, normalised). */
+/**
+ * The request parameters of a job, as given at creation (query string, normalised): the
+ * `request` of the job record, on disk and on the wire. src/jobs/request.ts converts it
+ * to and from the AnalysisRequest the analysis runs.
+ */
 export interface JobRequest {
   models: string[];
   output_period: number;
@@ -22,6 +26,14 @@ export interface JobRequest {
   volume_threshold: number | null;
   callback: string | null;
 }
+
+type ParamsOptional = Exclude<keyof JobRequest, 'models' | 'output_period'>;
+
+/**
+ * The creation parameters as a client sends them (the query string of POST /file-processing/jobs):
+ * JobRequest's fields, each optional (absent instead of null) but models and output_period.
+ */
+export type JobParams = Pick<JobRequest, 'models' | 'output_period'> & { [K in ParamsOptional]?: NonNullable<JobRequest[K]> };
 
 export interface JobSource {
   method: 'url' | 'upload';

@@ -5,13 +5,16 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { AudioSource } from '../audio/types';
+import { buildEnvelope } from '../analysis/postprocess';
+import type { AudioInfo, AudioSource } from '../audio/types';
 import type { Config } from '../config';
-import type { Analyzer, AnalyzeOptions } from './analyzer';
+import type { Analyzer, ChannelResults } from '../pipeline/analyzer';
 import { errorKind, isJobVerdict, isTransientStorageError, JOB_ERROR_CODES, JobFailure, toJobError } from './errors';
 import { fetchSource, lazyDownloader, type SourceDownloader } from './fetch-source';
 import type { JobMetrics } from './metrics';
+import { ProgressWriter } from './progress-writer';
 import { mutateJob } from './record';
+import { analysisRequestOf } from './request';
 import { resultsKey, resultsPath } from './service';
 import { isTerminal, type Backends, type JobFinishedEvent, type JobWarning, type QueueMessage, type StoredJob } from './types';
 
@@ -34,7 +37,6 @@ function withWarning(warnings: JobWarning[], w: JobWarning): JobWarning[] {
 
 /** Share of a URL job's progress that its download takes (docs/api.md). */
 export const DOWNLOAD_SHARE = 0.2;
-const PROGRESS_WRITE_INTERVAL_MS = 500;
 const HEARTBEAT_MS = 10_000;
 
 class Shutdown extends Error {}
@@ -69,6 +71,23 @@ function pause(ms: number, signal: AbortSignal): Promise<void> {
 
 /** Longest wait before a job is delivered again, ms. */
 const MAX_RETRY_DELAY_MS = 5 * 60_000;
+
+/** What the stages of one delivery's run share. */
+interface JobRun {
+  msg: QueueMessage;
+  jobId: string;
+  /** Aborted with Shutdown, Deleted or a JobFailure (the duration limit). */
+  controller: AbortController;
+  started: number;
+  /** What the worker is doing (told to the job's owner if it gives up). */
+  stage: string;
+  progress: ProgressWriter;
+  heartbeat: NodeJS.Timeout;
+  /** Run at the end, in order, errors ignored. */
+  cleanups: Array<() => Promise<void>>;
+  /** Audio duration times analysed channels, once the header is read. */
+  audioSeconds: number;
+}
 
 export class JobWorker {
   private readonly loops: Promise<void>[] = [];
@@ -185,214 +204,205 @@ export class JobWorker {
     return 0;
   }
 
+  /**
+   * One delivery, in named stages: settle it without a run when it needs none, else mark the
+   * job processing -> fetch its audio -> analyse -> store the results and finish; every
+   * failure goes to settleFailure(), the one error exit.
+   */
   private async process(msg: QueueMessage): Promise<void> {
-    const { jobs, blobs } = this.backends;
-    const jobId = msg.jobId;
-    const cur = await jobs.get(jobId);
+    if (await this.settledWithoutRun(msg)) return;
+    const run = this.beginRun(msg);
+    try {
+      const job = await this.markProcessing(run);
+      const source = await this.fetchAudio(run, job);
+      const channels = await this.analyze(run, job, source);
+      await this.storeResults(run, channels);
+      await msg.ack();
+    } catch (thrown) {
+      await this.settleFailure(run, thrown);
+    } finally {
+      await this.endRun(run);
+    }
+  }
+
+  /** A delivery that needs no run: the job is gone, already finished or out of attempts. True when settled. */
+  private async settledWithoutRun(msg: QueueMessage): Promise<boolean> {
+    const cur = await this.backends.jobs.get(msg.jobId);
     if (!cur) {
       await msg.ack(); // deleted while queued
-      return;
+      return true;
     }
     if (isTerminal(cur.value.record.status)) {
       // Finished before a crash that came before the ack: make sure the event went out.
       await this.publishFinished(cur.value);
       await msg.ack();
-      return;
+      return true;
     }
     if (cur.value.attempts >= this.config.maxJobAttempts) {
-      await this.finish(jobId, { code: 'JOB_INTERRUPTED', message: JOB_ERROR_CODES.JOB_INTERRUPTED }, null);
+      await this.finish(msg.jobId, { code: 'JOB_INTERRUPTED', message: JOB_ERROR_CODES.JOB_INTERRUPTED }, null);
+      await msg.ack();
+      return true;
+    }
+    return false;
+  }
+
+  private beginRun(msg: QueueMessage): JobRun {
+    const jobId = msg.jobId;
+    const controller = new AbortController();
+    this.running.set(jobId, controller);
+    return {
+      msg,
+      jobId,
+      controller,
+      started: Date.now(),
+      stage: 'starting the job',
+      // Progress and audio facts go to the store, throttled; a vanished record means the job was deleted.
+      progress: new ProgressWriter(this.backends.jobs, jobId, controller.signal, () => controller.abort(new Deleted('deleted'))),
+      heartbeat: setInterval(() => void msg.working().catch(() => undefined), HEARTBEAT_MS),
+      cleanups: [],
+      audioSeconds: 0,
+    };
+  }
+
+  private async markProcessing(run: JobRun): Promise<StoredJob> {
+    const marked = await mutateJob(this.backends.jobs, run.jobId, (j) => {
+      j.attempts += 1;
+      j.record.status = 'processing';
+      j.record.progress = 0;
+      j.record.started_at = new Date().toISOString();
+      return j;
+    });
+    if (!marked) throw new Deleted('deleted');
+    this.log.info({ job_id: run.jobId, attempt: marked.value.attempts }, 'job processing');
+    return marked.value;
+  }
+
+  /** The audio: the upload, or a download of the URL into a temporary file (its download is the first DOWNLOAD_SHARE of the progress). */
+  private async fetchAudio(run: JobRun, job: StoredJob): Promise<AudioSource> {
+    const { jobId } = run;
+    if (job.record.source.method === 'upload') {
+      run.stage = 'reading the upload';
+      const file = job.upload_blob ? await this.backends.blobs.localFile(job.upload_blob) : null;
+      if (!file) throw new JobFailure('PROCESSING_FAILED', 'The uploaded audio is no longer available.');
+      run.cleanups.push(file.release);
+      return { path: file.path };
+    }
+    run.stage = 'downloading the file URL';
+    const tmpDir = join(this.config.dataDir, 'tmp');
+    await mkdir(tmpDir, { recursive: true });
+    const tmpFile = join(tmpDir, `${jobId}-${randomBytes(4).toString('hex')}`);
+    run.cleanups.push(() => rm(tmpFile, { force: true }));
+    const got = await fetchSource(job.record.source.url ?? '', tmpFile, {
+      downloader: this.downloader,
+      signal: run.controller.signal,
+      job: { jobId, organizationId: job.owner.organization_id, projectId: job.owner.project_id },
+      maxDurationSec: this.config.limits.maxAudioDurationSec,
+      channel: job.record.request.channel,
+      onProgress: (bytes, total) => run.progress.report((bytes / total) * DOWNLOAD_SHARE),
+    });
+    await mutateJob(this.backends.jobs, jobId, (j) => {
+      j.record.source.size_bytes = got.bytes;
+      return j;
+    });
+    return { path: tmpFile };
+  }
+
+  /** Runs the analysis the job's record asks for; the audio's facts go to the record once its header is read. */
+  private async analyze(run: JobRun, job: StoredJob, source: AudioSource): Promise<ChannelResults> {
+    const { controller } = run;
+    const request = analysisRequestOf(job.record.request);
+    const analysisStart = job.record.source.method === 'url' ? DOWNLOAD_SHARE : 0;
+    if (controller.signal.aborted) throw controller.signal.reason;
+    run.stage = 'analysing the audio';
+    const channels = await this.analyzer.analyze(source, request, {
+      maxDurationSec: this.config.limits.maxAudioDurationSec,
+      signal: controller.signal,
+      onProgress: (p) => run.progress.report(analysisStart + p * (1 - analysisStart)),
+      onInfo: (info) => this.recordAudio(run, info, request.channel !== undefined ? 1 : info.channels),
+    });
+    await run.progress.flush();
+    if (controller.signal.aborted) throw controller.signal.reason;
+    return channels;
+  }
+
+  /** The audio's facts from its header: over the duration limit -> DURATION_LIMIT_EXCEEDED; else into the record. */
+  private recordAudio(run: JobRun, info: AudioInfo, processed: number): void {
+    const limit = this.config.limits.maxAudioDurationSec;
+    run.audioSeconds = info.durationSec * processed;
+    if (run.audioSeconds > limit) {
+      run.controller.abort(
+        new JobFailure('DURATION_LIMIT_EXCEEDED', `The audio is ${run.audioSeconds.toFixed(1)} s long over ${processed} channel(s); the limit is ${limit} s combined.`),
+      );
+    }
+    run.progress.update((j) => {
+      j.record.audio = { duration_sec: info.durationSec, channels: info.channels, sample_rate: info.sampleRate, format: info.format, processed_channels: processed };
+      if (info.truncated) j.record.warnings = withWarning(j.record.warnings ?? [], TRUNCATED_AUDIO_WARNING);
+      return j;
+    });
+  }
+
+  /** The results envelope (buildEnvelope, as the CLI) into the blob store, then the job succeeds. */
+  private async storeResults(run: JobRun, channels: ChannelResults): Promise<void> {
+    const { jobId } = run;
+    const body = JSON.stringify(buildEnvelope(jobId, channels));
+    const size = Buffer.byteLength(body);
+    if (size > this.config.limits.maxResultBytes) {
+      throw new JobFailure(
+        'RESULT_TOO_LARGE',
+        `The JSON result would be ${size} bytes, over the limit of ${this.config.limits.maxResultBytes} bytes; raise output_period or split the models over several jobs.`,
+      );
+    }
+    const key = resultsKey(jobId);
+    run.stage = 'storing the results';
+    await this.backends.blobs.put(key, body);
+    const done = await this.finish(jobId, null, { key, size });
+    if (!done) {
+      // Deleted meanwhile: drop the results. Finished by another worker (a redelivery): its record points at the same key.
+      if (!(await this.backends.jobs.get(jobId))) await this.backends.blobs.delete(key);
+      return;
+    }
+    const audio = done.record.audio;
+    this.metrics.audioSeconds.inc(run.audioSeconds || (audio ? audio.duration_sec * audio.processed_channels : 0));
+    this.metrics.processingSeconds.observe((Date.now() - run.started) / 1000);
+  }
+
+  /**
+   * The one error exit of a run: a shutdown gives the job back uncounted, a deletion acks it,
+   * a verdict on the job fails it, anything else (storage fault, unexpected exception) puts it
+   * back to queued and throws GiveBack for retryOrGiveUp().
+   */
+  private async settleFailure(run: JobRun, thrown: unknown): Promise<void> {
+    const { msg, jobId, controller } = run;
+    const reason: unknown = controller.signal.aborted ? controller.signal.reason : thrown;
+    if (reason instanceof Shutdown) {
+      this.log.info({ job_id: jobId }, 'job interrupted by shutdown; it will run again on the next start');
+      await msg.nak({ counted: false });
+      return;
+    }
+    if (reason instanceof Deleted) {
+      this.log.info({ job_id: jobId }, 'job deleted while processing');
       await msg.ack();
       return;
     }
-
-    const controller = new AbortController();
-    this.running.set(jobId, controller);
-    const started = Date.now();
-    const heartbeat = setInterval(() => void msg.working().catch(() => undefined), HEARTBEAT_MS);
-    let tmpFile: string | null = null;
-    let release: (() => Promise<void>) | null = null;
-    let stopTrailing = (): void => undefined;
-    let stage = 'starting the job';
-    try {
-      const marked = await mutateJob(jobs, jobId, (j) => {
-        j.attempts += 1;
-        j.record.status = 'processing';
-        j.record.progress = 0;
-        j.record.started_at = new Date().toISOString();
-        return j;
-      });
-      if (!marked) throw new Deleted('deleted');
-      const job = marked.value;
-      const req = job.record.request;
-      this.log.info({ job_id: jobId, attempt: job.attempts }, 'job processing');
-
-      // Progress and audio facts go to the store, throttled; a vanished record means the job was deleted.
-      let lastWrite = 0;
-      let writing: Promise<unknown> = Promise.resolve();
-      let latest = 0;
-      let trailing: NodeJS.Timeout | null = null;
-      stopTrailing = () => {
-        if (trailing) clearTimeout(trailing);
-        trailing = null;
-      };
-      const writeProgress = (): void => {
-        lastWrite = Date.now();
-        const p = latest;
-        writing = writing
-          .then(() =>
-            mutateJob(jobs, jobId, (j) => {
-              if (j.record.status !== 'processing' || j.record.progress >= p) return null;
-              j.record.progress = p;
-              return j;
-            }),
-          )
-          .then((r) => {
-            if (!r) controller.abort(new Deleted('deleted'));
-          })
-          .catch(() => undefined);
-      };
-      /** Records progress p (0..0.99; it only grows), throttled to one write per interval. */
-      const report = (p: number): void => {
-        latest = Math.max(latest, Math.min(0.99, Math.max(0, p)));
-        const since = Date.now() - lastWrite;
-        if (since >= PROGRESS_WRITE_INTERVAL_MS) writeProgress();
-        else if (!trailing) {
-          // Throttled: write the latest value when the interval is over.
-          trailing = setTimeout(() => {
-            trailing = null;
-            if (!controller.signal.aborted) writeProgress();
-          }, PROGRESS_WRITE_INTERVAL_MS - since);
-        }
-      };
-      // A URL job's download (when its size is known) is the first DOWNLOAD_SHARE of the progress.
-      const analysisStart = job.record.source.method === 'url' ? DOWNLOAD_SHARE : 0;
-
-      // The audio: the upload, or a download of the URL into a temporary file.
-      let source: AudioSource;
-      if (job.record.source.method === 'upload') {
-        stage = 'reading the upload';
-        const file = job.upload_blob ? await blobs.localFile(job.upload_blob) : null;
-        if (!file) throw new JobFailure('PROCESSING_FAILED', 'The uploaded audio is no longer available.');
-        release = file.release;
-        source = { path: file.path };
-      } else {
-        stage = 'downloading the file URL';
-        const tmpDir = join(this.config.dataDir, 'tmp');
-        await mkdir(tmpDir, { recursive: true });
-        tmpFile = join(tmpDir, `${jobId}-${randomBytes(4).toString('hex')}`);
-        const got = await fetchSource(job.record.source.url ?? '', tmpFile, {
-          downloader: this.downloader,
-          signal: controller.signal,
-          job: { jobId, organizationId: job.owner.organization_id, projectId: job.owner.project_id },
-          maxDurationSec: this.config.limits.maxAudioDurationSec,
-          channel: req.channel,
-          onProgress: (bytes, total) => report((bytes / total) * DOWNLOAD_SHARE),
-        });
-        await mutateJob(jobs, jobId, (j) => {
-          j.record.source.size_bytes = got.bytes;
-          return j;
-        });
-        source = { path: tmpFile };
-      }
-
-      const options: AnalyzeOptions = {
-        models: req.models,
-        outputPeriodMs: req.output_period,
-        includeSummary: req.include_summary,
-        includeTransitions: req.include_transitions,
-        includeRaw: req.include_raw_values,
-        maxDurationSec: this.config.limits.maxAudioDurationSec,
-      };
-      if (req.channel !== null) options.channel = req.channel;
-      if (req.volume_threshold !== null) options.volumeThreshold = req.volume_threshold;
-      let audioSeconds = 0;
-      if (controller.signal.aborted) throw controller.signal.reason;
-      stage = 'analysing the audio';
-      const channels = await this.analyzer.analyze(source, options, {
-        signal: controller.signal,
-        onProgress: (p) => report(analysisStart + p * (1 - analysisStart)),
-        onInfo: (info) => {
-          const processed = req.channel !== null ? 1 : info.channels;
-          audioSeconds = info.durationSec * processed;
-          if (audioSeconds > this.config.limits.maxAudioDurationSec) {
-            controller.abort(
-              new JobFailure(
-                'DURATION_LIMIT_EXCEEDED',
-                `The audio is ${audioSeconds.toFixed(1)} s long over ${processed} channel(s); the limit is ${this.config.limits.maxAudioDurationSec} s combined.`,
-              ),
-            );
-          }
-          writing = writing
-            .then(() =>
-              mutateJob(jobs, jobId, (j) => {
-                j.record.audio = {
-                  duration_sec: info.durationSec,
-                  channels: info.channels,
-                  sample_rate: info.sampleRate,
-                  format: info.format,
-                  processed_channels: processed,
-                };
-                if (info.truncated) j.record.warnings = withWarning(j.record.warnings ?? [], TRUNCATED_AUDIO_WARNING);
-                return j;
-              }),
-            )
-            .catch(() => undefined);
-        },
-      });
-      stopTrailing();
-      await writing;
-      if (controller.signal.aborted) throw controller.signal.reason;
-
-      const body = JSON.stringify({ job_id: jobId, result: { channels } });
-      const size = Buffer.byteLength(body);
-      if (size > this.config.limits.maxResultBytes) {
-        throw new JobFailure(
-          'RESULT_TOO_LARGE',
-          `The JSON result would be ${size} bytes, over the limit of ${this.config.limits.maxResultBytes} bytes; raise output_period or split the models over several jobs.`,
-        );
-      }
-      const key = resultsKey(jobId);
-      stage = 'storing the results';
-      await blobs.put(key, body);
-      const done = await this.finish(jobId, null, { key, size });
-      if (!done) {
-        // Deleted meanwhile: drop the results. Finished by another worker (a redelivery): its record points at the same key.
-        if (!(await jobs.get(jobId))) await blobs.delete(key);
-      } else {
-        this.metrics.audioSeconds.inc(audioSeconds || (done.record.audio ? done.record.audio.duration_sec * done.record.audio.processed_channels : 0));
-        this.metrics.processingSeconds.observe((Date.now() - started) / 1000);
-      }
-      await msg.ack();
-    } catch (thrown) {
-      const reason: unknown = controller.signal.aborted ? controller.signal.reason : thrown;
-      if (reason instanceof Shutdown) {
-        this.log.info({ job_id: jobId }, 'job interrupted by shutdown; it will run again on the next start');
-        await msg.nak({ counted: false });
-        return;
-      }
-      if (reason instanceof Deleted) {
-        this.log.info({ job_id: jobId }, 'job deleted while processing');
-        await msg.ack();
-        return;
-      }
-      if (!isJobVerdict(reason)) {
-        // A storage fault (disk full, NATS unreachable) or an unexpected exception: not a verdict on the job.
-        await this.undoStart(jobId);
-        throw new GiveBack(stage, reason, isTransientStorageError(reason));
-      }
-      const error = toJobError(reason);
-      // What the caller is not told (a download's network error, a refused address) goes to the log.
-      if (reason instanceof Error && reason.cause) this.log.warn({ job_id: jobId, code: error.code, err: reason.cause }, 'job failed; detail');
-      const done = await this.finish(jobId, error, null);
-      if (done) this.metrics.processingSeconds.observe((Date.now() - started) / 1000);
-      await msg.ack();
-    } finally {
-      stopTrailing();
-      clearInterval(heartbeat);
-      this.running.delete(jobId);
-      if (tmpFile) await rm(tmpFile, { force: true }).catch(() => undefined);
-      if (release) await release().catch(() => undefined);
+    if (!isJobVerdict(reason)) {
+      // A storage fault (disk full, NATS unreachable) or an unexpected exception: not a verdict on the job.
+      await this.undoStart(jobId);
+      throw new GiveBack(run.stage, reason, isTransientStorageError(reason));
     }
+    const error = toJobError(reason);
+    // What the caller is not told (a download's network error, a refused address) goes to the log.
+    if (reason instanceof Error && reason.cause) this.log.warn({ job_id: jobId, code: error.code, err: reason.cause }, 'job failed; detail');
+    const done = await this.finish(jobId, error, null);
+    if (done) this.metrics.processingSeconds.observe((Date.now() - run.started) / 1000);
+    await msg.ack();
+  }
+
+  /** Stops the run's timers and removes what it left (temporary file, local copy of the upload). */
+  private async endRun(run: JobRun): Promise<void> {
+    run.progress.stop();
+    clearInterval(run.heartbeat);
+    this.running.delete(run.jobId);
+    for (const cleanup of run.cleanups) await cleanup().catch(() => undefined);
   }
 
   /** Puts a job given back into the queued state again; its attempt does not count (best effort: storage may be failing). */

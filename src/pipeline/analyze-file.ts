@@ -1,42 +1,21 @@
 /**
- * File analysis orchestration: decode + front end (src/audio FileAnalyzer) -> windowed
+ * File analysis orchestration: decode + front end (src/audio FileFrontend) -> windowed
  * model runners (worker pool) -> per-step outputs -> post-processing (src/analysis).
  * Memory: the features of at most a few windows plus per-step outputs (a few floats per
  * 64 ms step); never the whole audio.
  */
 import type { AudioInfo, AudioSource, FeatureChunk, OpenOptions } from '../audio/types';
 import { AurisError } from '../analysis/errors';
-import { AnalysisOptions, normalizeAnalysisOptions, selectChannels, STEP_MS } from '../analysis/options';
+import { type AnalysisRequest, type AnalysisRequestInput, parseAnalysisRequest, selectChannels, STEP_MS, volumeThresholdOf } from '../analysis/options';
 import { modelsToRun } from '../analysis/policies';
-import { buildChannelResult, ChannelResult } from '../analysis/postprocess';
+import { buildChannelResult, type ChannelResult, type PostProcessOptions } from '../analysis/postprocess';
 import { InferenceEngine, sharedEngine } from '../inference/engine';
 import { StepBuffer } from '../inference/step-buffer';
 import type { ModelInfo } from '../inference/registry';
 import type { WindowedRunner } from '../inference/runner';
-import { defaultOpen, FileAnalyzerLike, OpenFileAnalyzer } from './audio';
+import { defaultOpen, type FileFrontendLike, type OpenFileFrontend } from './audio';
 
-export interface AnalyzeFileOptions {
-  /** Model names (array or comma-separated). */
-  models: readonly string[] | string;
-  /** ms, a positive multiple of 64. */
-  outputPeriodMs: number | string;
-  /** Analyse only this channel (0-based). */
-  channel?: number | null;
-  includeSummary?: boolean;
-  includeTransitions?: boolean;
-  includeRaw?: boolean;
-  /** Silence gate in dBFS, [-120, 0] (default -50). */
-  volumeThreshold?: number | null;
-  /** Reject files longer than this, combined over the analysed channels (passed to the decoder). */
-  maxDurationSec?: number;
-  /** Audio decoded per read, seconds (decoder default when unset). */
-  chunkSeconds?: number;
-  /** Models directory, used when no engine is given (default: $AURIS_MODELS_DIR or <package>/models). */
-  modelsDir?: string;
-  /** Output steps per model call (default: the engine's, 1024). */
-  windowSteps?: number;
-}
-
+/** Progress, audio facts and cancellation of one analysis (the job worker's view too). */
 export interface AnalyzeHooks {
   /** Called with 0..1 (decoded steps / expected steps), at most every 1 %; 1 at the end. */
   onProgress?(fraction: number): void;
@@ -44,18 +23,30 @@ export interface AnalyzeHooks {
   onInfo?(info: AudioInfo): void;
   /** Cancels the analysis: rejects with AurisError ABORTED. */
   signal?: AbortSignal;
-  /** Engine to use (default: the shared engine of options.modelsDir). */
+}
+
+/** How to run a file analysis (what to analyse is the AnalysisRequest). */
+export interface AnalyzeFileSettings extends AnalyzeHooks {
+  /** Engine to use (default: the shared engine of `modelsDir`). */
   engine?: InferenceEngine;
-  /** Decoder (default: src/audio FileAnalyzer.open). Tests inject synthetic FeatureChunks here. */
-  open?: OpenFileAnalyzer;
+  /** Models directory, used when no engine is given (default: $AURIS_MODELS_DIR or <package>/models). */
+  modelsDir?: string;
+  /** Front end (default: src/audio FileFrontend.open). Tests inject synthetic FeatureChunks here. */
+  open?: OpenFileFrontend;
+  /** Reject files longer than this, combined over the analysed channels (passed to the front end). */
+  maxDurationSec?: number;
+  /** Audio decoded per read, seconds (front end default when unset). */
+  chunkSeconds?: number;
+  /** Output steps per model call (default: the engine's, 1024). */
+  windowSteps?: number;
 }
 
 export interface FileAnalysis {
   /** `result.channels` of the results envelope. */
   channels: Record<string, ChannelResult>;
   info: AudioInfo;
-  /** The validated options (models = reported models). */
-  options: AnalysisOptions;
+  /** The validated request (models = reported models). */
+  request: AnalysisRequest;
   /** Models that ran (reported + speech when gating). */
   modelsRun: string[];
   /** 64 ms steps per analysed channel. */
@@ -111,139 +102,164 @@ export function expectedSteps(info: Pick<AudioInfo, 'frames' | 'sampleRate'>): n
 const MAX_IN_FLIGHT_READS = 2;
 
 /**
- * Analyses one audio file. Options are validated first (INVALID_ARGUMENT, UNKNOWN_MODEL);
- * a channel the file lacks -> INVALID_CHANNEL; decoder errors (AudioError codes) pass through.
+ * Analyses one audio file. The request is validated first (INVALID_ARGUMENT, UNKNOWN_MODEL
+ * against the engine's models; a validated AnalysisRequest passes unchanged); a channel the
+ * file lacks -> INVALID_CHANNEL; front-end errors (AudioError codes) pass through.
+ * Stages: prepare -> open the front end -> feed the model runners -> post-process.
  */
-export async function analyzeFile(source: AudioSource, options: AnalyzeFileOptions, hooks: AnalyzeHooks = {}): Promise<FileAnalysis> {
-  const { signal } = hooks;
+export async function analyzeFile(source: AudioSource, input: AnalysisRequestInput, settings: AnalyzeFileSettings = {}): Promise<FileAnalysis> {
+  const { signal } = settings;
   if (signal?.aborted) throw aborted(signal);
-  const engineOptions: { modelsDir?: string } = {};
-  if (options.modelsDir !== undefined) engineOptions.modelsDir = options.modelsDir;
-  const engine = hooks.engine ?? (await sharedEngine(engineOptions));
-  const opts = normalizeAnalysisOptions(
-    {
-      models: options.models,
-      outputPeriodMs: options.outputPeriodMs,
-      channel: options.channel ?? undefined,
-      includeSummary: options.includeSummary ?? false,
-      includeTransitions: options.includeTransitions ?? false,
-      includeRaw: options.includeRaw ?? false,
-      volumeThreshold: options.volumeThreshold ?? undefined,
-    },
-    engine.models(),
-  );
-  const run = modelsToRun(opts.models);
-  const infos: ModelInfo[] = engine.registry.resolve(run);
-
-  const openOptions: OpenOptions = {};
-  if (opts.channel !== undefined) openOptions.channel = opts.channel;
-  if (options.chunkSeconds !== undefined) openOptions.chunkSeconds = options.chunkSeconds;
-  if (options.maxDurationSec !== undefined) openOptions.maxDurationSec = options.maxDurationSec;
-  const open = hooks.open ?? defaultOpen();
-  const opening = Promise.resolve().then(() => open(source, openOptions));
-  let analyzer: FileAnalyzerLike;
+  const plan = await prepare(input, settings);
+  const frontend = await openFrontend(source, plan.request, settings);
   try {
-    analyzer = await abortable(opening, signal);
+    const info = frontend.info;
+    settings.onInfo?.(info);
+    const states = channelStates(plan, selectChannels(info.channels, plan.request.channel), expectedSteps(info), settings.windowSteps);
+    const progress = progressReporter(settings.onProgress);
+    await feedRunners(frontend, states, expectedSteps(info) * states.size, progress, signal);
+    // Real duration from the header; unknown (frames -1) -> whole steps.
+    const headerMs = info.sampleRate > 0 && info.frames > 0 ? (info.frames / info.sampleRate) * 1000 : 0;
+    const { channels, steps } = postProcess(plan, states, headerMs);
+    progress(1);
+    const maxSteps = Math.max(...Object.values(steps));
+    return { channels, info, request: plan.request, modelsRun: plan.modelsRun, steps, durationMs: headerMs > 0 ? headerMs : maxSteps * STEP_MS };
+  } finally {
+    await frontend.close();
+  }
+}
+
+/** What one analysis runs: the validated request, the engine, the models that run. */
+interface AnalysisPlan {
+  request: AnalysisRequest;
+  engine: InferenceEngine;
+  /** Reported models + speech when it gates. */
+  modelsRun: string[];
+  infos: ModelInfo[];
+}
+
+async function prepare(input: AnalysisRequestInput, settings: AnalyzeFileSettings): Promise<AnalysisPlan> {
+  const engineOptions: { modelsDir?: string } = {};
+  if (settings.modelsDir !== undefined) engineOptions.modelsDir = settings.modelsDir;
+  const engine = settings.engine ?? (await sharedEngine(engineOptions));
+  const request = parseAnalysisRequest(input, engine.models());
+  const modelsRun = modelsToRun(request.models);
+  return { request, engine, modelsRun, infos: engine.registry.resolve(modelsRun) };
+}
+
+/** Opens the front end; cancelled while opening -> ABORTED, and the front end is closed once open. */
+async function openFrontend(source: AudioSource, request: AnalysisRequest, settings: AnalyzeFileSettings): Promise<FileFrontendLike> {
+  const openOptions: OpenOptions = {};
+  if (request.channel !== undefined) openOptions.channel = request.channel;
+  if (settings.chunkSeconds !== undefined) openOptions.chunkSeconds = settings.chunkSeconds;
+  if (settings.maxDurationSec !== undefined) openOptions.maxDurationSec = settings.maxDurationSec;
+  const open = settings.open ?? defaultOpen();
+  const opening = Promise.resolve().then(() => open(source, openOptions));
+  try {
+    return await abortable(opening, settings.signal);
   } catch (e) {
-    // Cancelled while opening: close the decoder once it is open.
     opening.then((a) => a.close(), () => undefined);
     throw e;
   }
-  try {
-    const info = analyzer.info;
-    hooks.onInfo?.(info);
-    const channels = selectChannels(info.channels, opts.channel);
-    const expected = expectedSteps(info);
-    // Unknown length (frames -1): no intermediate progress, just 0 and 1.
-    const totalSteps = expected * channels.length;
+}
 
-    const states = new Map<number, ChannelState>();
-    for (const ch of channels) {
-      const st: ChannelState = { channel: ch, steps: 0, levels: new StepBuffer(1, expected + 1), probs: new Map(), runners: [] };
-      for (const m of infos) {
-        const store = new StepBuffer(m.rawKeys.length, expected + 1);
-        st.probs.set(m.name, store);
-        const runnerOptions: { windowSteps?: number } = {};
-        if (options.windowSteps !== undefined) runnerOptions.windowSteps = options.windowSteps;
-        st.runners.push(engine.runner(m, (_start, probs) => store.append(probs), runnerOptions));
-      }
-      states.set(ch, st);
+/** Per analysed channel: its step buffers and one windowed runner per model that runs. */
+function channelStates(plan: AnalysisPlan, channels: number[], expected: number, windowSteps: number | undefined): Map<number, ChannelState> {
+  const runnerOptions: { windowSteps?: number } = {};
+  if (windowSteps !== undefined) runnerOptions.windowSteps = windowSteps;
+  const states = new Map<number, ChannelState>();
+  for (const ch of channels) {
+    const st: ChannelState = { channel: ch, steps: 0, levels: new StepBuffer(1, expected + 1), probs: new Map(), runners: [] };
+    for (const m of plan.infos) {
+      const store = new StepBuffer(m.rawKeys.length, expected + 1);
+      st.probs.set(m.name, store);
+      st.runners.push(plan.engine.runner(m, (_start, probs) => store.append(probs), runnerOptions));
     }
-
-    let decoded = 0;
-    let lastProgress = -1;
-    const progress = (f: number): void => {
-      if (!hooks.onProgress) return;
-      const p = Math.min(f, 1);
-      if (p >= 1 || p - lastProgress >= 0.01) {
-        lastProgress = p;
-        hooks.onProgress(p);
-      }
-    };
-    progress(0);
-
-    const inFlight: Promise<unknown>[] = [];
-    for (;;) {
-      if (signal?.aborted) throw aborted(signal);
-      const chunks: FeatureChunk[] | null = await abortable(analyzer.read(), signal);
-      if (chunks === null) break;
-      const pushes: Promise<void>[] = [];
-      for (const chunk of chunks) {
-        const st = states.get(chunk.channel);
-        if (!st) throw new Error(`decoder returned channel ${chunk.channel}, which was not requested`);
-        if (chunk.startStep !== st.steps) {
-          throw new Error(`decoder returned steps from ${chunk.startStep} for channel ${chunk.channel}, expected ${st.steps}`);
-        }
-        if (chunk.steps === 0) continue;
-        st.levels.append(chunk.levels.subarray(0, chunk.steps));
-        for (const r of st.runners) pushes.push(r.push(chunk.features, chunk.steps));
-        st.steps += chunk.steps;
-        decoded += chunk.steps;
-      }
-      const all = Promise.all(pushes);
-      all.catch(() => undefined);
-      inFlight.push(all);
-      if (inFlight.length > MAX_IN_FLIGHT_READS) await abortable(inFlight.shift()!, signal);
-      if (totalSteps > 0) progress(Math.min(0.99, decoded / totalSteps));
-    }
-    const ends: Promise<void>[] = [];
-    for (const st of states.values()) for (const r of st.runners) ends.push(r.end());
-    await abortable(Promise.all([...inFlight, ...ends]), signal);
-
-    // Real duration from the header; unknown (frames -1) -> whole steps.
-    const durationMs = info.sampleRate > 0 && info.frames > 0 ? (info.frames / info.sampleRate) * 1000 : 0;
-    const rawKeys = engine.registry.rawKeys();
-    const result: Record<string, ChannelResult> = {};
-    const steps: Record<string, number> = {};
-    for (const st of states.values()) {
-      if (st.steps === 0) throw new AurisError('INVALID_ARGUMENT', `channel ${st.channel} has no audio`);
-      const probs: Record<string, Float32Array> = {};
-      for (const [name, store] of st.probs) probs[name] = store.view();
-      result[String(st.channel)] = buildChannelResult(
-        { steps: st.steps, durationMs: durationMs > 0 ? durationMs : st.steps * STEP_MS, levels: st.levels.view(), probs },
-        {
-          models: opts.models,
-          rawKeys,
-          outputPeriodMs: opts.outputPeriodMs,
-          volumeThreshold: opts.volumeThreshold,
-          includeSummary: opts.includeSummary,
-          includeTransitions: opts.includeTransitions,
-          includeRaw: opts.includeRaw,
-        },
-      );
-      steps[String(st.channel)] = st.steps;
-    }
-    progress(1);
-    const maxSteps = Math.max(...Object.values(steps));
-    return {
-      channels: result,
-      info,
-      options: opts,
-      modelsRun: run,
-      steps,
-      durationMs: durationMs > 0 ? durationMs : maxSteps * STEP_MS,
-    };
-  } finally {
-    await analyzer.close();
+    states.set(ch, st);
   }
+  return states;
+}
+
+/** Calls onProgress with 0..1 at most every 1 % (and always with 1). */
+function progressReporter(onProgress: ((fraction: number) => void) | undefined): (fraction: number) => void {
+  let last = -1;
+  return (f) => {
+    if (!onProgress) return;
+    const p = Math.min(f, 1);
+    if (p >= 1 || p - last >= 0.01) {
+      last = p;
+      onProgress(p);
+    }
+  };
+}
+
+/**
+ * Reads the front end to its end and pushes each chunk to the channel's runners, at most
+ * MAX_IN_FLIGHT_READS reads ahead of inference; then ends the runners and waits for them.
+ * `totalSteps` 0 (unknown length): no intermediate progress, just 0 and 1.
+ */
+async function feedRunners(
+  frontend: FileFrontendLike,
+  states: Map<number, ChannelState>,
+  totalSteps: number,
+  progress: (fraction: number) => void,
+  signal: AbortSignal | undefined,
+): Promise<void> {
+  progress(0);
+  let decoded = 0;
+  const inFlight: Promise<unknown>[] = [];
+  for (;;) {
+    if (signal?.aborted) throw aborted(signal);
+    const chunks: FeatureChunk[] | null = await abortable(frontend.read(), signal);
+    if (chunks === null) break;
+    const pushes: Promise<void>[] = [];
+    for (const chunk of chunks) decoded += pushChunk(states, chunk, pushes);
+    const all = Promise.all(pushes);
+    all.catch(() => undefined);
+    inFlight.push(all);
+    if (inFlight.length > MAX_IN_FLIGHT_READS) await abortable(inFlight.shift()!, signal);
+    if (totalSteps > 0) progress(Math.min(0.99, decoded / totalSteps));
+  }
+  const ends: Promise<void>[] = [];
+  for (const st of states.values()) for (const r of st.runners) ends.push(r.end());
+  await abortable(Promise.all([...inFlight, ...ends]), signal);
+}
+
+/** Appends one chunk to its channel's levels and runners (pushes collected); returns its steps. */
+function pushChunk(states: Map<number, ChannelState>, chunk: FeatureChunk, pushes: Promise<void>[]): number {
+  const st = states.get(chunk.channel);
+  if (!st) throw new Error(`decoder returned channel ${chunk.channel}, which was not requested`);
+  if (chunk.startStep !== st.steps) {
+    throw new Error(`decoder returned steps from ${chunk.startStep} for channel ${chunk.channel}, expected ${st.steps}`);
+  }
+  if (chunk.steps === 0) return 0;
+  st.levels.append(chunk.levels.subarray(0, chunk.steps));
+  for (const r of st.runners) pushes.push(r.push(chunk.features, chunk.steps));
+  st.steps += chunk.steps;
+  return chunk.steps;
+}
+
+/** Each channel's steps through post-processing (src/analysis) into its SPEC channel result. */
+function postProcess(plan: AnalysisPlan, states: Map<number, ChannelState>, headerMs: number): { channels: Record<string, ChannelResult>; steps: Record<string, number> } {
+  const { request } = plan;
+  const options: PostProcessOptions = {
+    models: request.models,
+    rawKeys: plan.engine.registry.rawKeys(),
+    outputPeriodMs: request.outputPeriodMs,
+    volumeThreshold: volumeThresholdOf(request),
+    includeSummary: request.includeSummary,
+    includeTransitions: request.includeTransitions,
+    includeRaw: request.includeRaw,
+  };
+  const channels: Record<string, ChannelResult> = {};
+  const steps: Record<string, number> = {};
+  for (const st of states.values()) {
+    if (st.steps === 0) throw new AurisError('INVALID_ARGUMENT', `channel ${st.channel} has no audio`);
+    const probs: Record<string, Float32Array> = {};
+    for (const [name, store] of st.probs) probs[name] = store.view();
+    const durationMs = headerMs > 0 ? headerMs : st.steps * STEP_MS;
+    channels[String(st.channel)] = buildChannelResult({ steps: st.steps, durationMs, levels: st.levels.view(), probs }, options);
+    steps[String(st.channel)] = st.steps;
+  }
+  return { channels, steps };
 }

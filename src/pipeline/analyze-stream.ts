@@ -17,7 +17,7 @@ import { openStreamCount, StreamFrontend } from '../audio';
 import { g711ToS16, type G711Law } from '../audio/g711';
 import type { FeatureChunk, SampleEncoding } from '../audio/types';
 import { AurisError } from '../analysis/errors';
-import { STEP_MS } from '../analysis/options';
+import { type AnalysisRequest, STEP_MS, volumeThresholdOf } from '../analysis/options';
 import { modelsToRun } from '../analysis/policies';
 import { effectiveDurationMs, endTimestampMs, roundFractions, SegmentBuilder, StepDecider, type Segment, type TimeStepResult } from '../analysis/postprocess';
 import type { InferenceEngine } from '../inference/engine';
@@ -28,21 +28,13 @@ import { StreamRunner } from '../inference/stream-runner';
 /** Sample encodings of a live stream: the front end's PCM, or G.711 (8-bit, expanded to s16le here). */
 export type StreamEncoding = SampleEncoding | G711Law;
 
-export interface StreamSessionOptions {
-  /** Requested models (validated names), output order. */
-  models: readonly string[];
-  outputPeriodMs: number;
-  includeRaw: boolean;
-  includeSummary: boolean;
-  /** Collect transitions (segments of equal labels) for the end (default false). */
-  includeTransitions?: boolean;
-  /** dBFS. */
-  volumeThreshold: number;
+/** A live stream's analysis: the AnalysisRequest of file jobs (one channel, always) plus the stream's audio format. */
+export interface StreamSessionOptions extends AnalysisRequest {
+  /** The analysed channel (0-based). */
+  channel: number;
   sampleRate: number;
   encoding: StreamEncoding;
   channels: number;
-  /** The analysed channel (0-based). */
-  channel: number;
   /** Most output steps per model call (default 256). */
   maxWindowSteps?: number;
   /** Use the models' stateful streaming graphs where they have one (default true). */
@@ -116,7 +108,7 @@ export class StreamSession {
       models: options.models,
       rawKeys: engine.registry.rawKeys(),
       outputPeriodMs: options.outputPeriodMs,
-      volumeThreshold: options.volumeThreshold,
+      volumeThreshold: volumeThresholdOf(options),
       includeRaw: options.includeRaw,
     });
     this.summaryTime = this.decider.policies.map((p) => new Float64Array(p.summaryClasses.length));

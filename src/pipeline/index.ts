@@ -1,4 +1,6 @@
 /** File analysis orchestration. */
 export { analyzeFile, expectedSteps } from './analyze-file';
-export type { AnalyzeFileOptions, AnalyzeHooks, FileAnalysis } from './analyze-file';
-export type { FileAnalyzerLike, OpenFileAnalyzer } from './audio';
+export type { AnalyzeFileSettings, AnalyzeHooks, FileAnalysis } from './analyze-file';
+export { pipelineAnalyzer } from './analyzer';
+export type { Analyzer, AnalyzeRun, ChannelResults } from './analyzer';
+export type { FileFrontendLike, OpenFileFrontend } from './audio';

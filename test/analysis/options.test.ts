@@ -2,7 +2,7 @@ import { strict as assert } from 'node:assert';
 import { describe, it } from 'node:test';
 import {
   MAX_OUTPUT_PERIOD_MS,
-  normalizeAnalysisOptions,
+  parseAnalysisRequest,
   parseModelList,
   parseOutputPeriod,
   parseVolumeThreshold,
@@ -44,7 +44,7 @@ describe('options', () => {
 
   it('normalizes a whole request', () => {
     assert.deepEqual(
-      normalizeAnalysisOptions(
+      parseAnalysisRequest(
         { models: 'gender,speech', outputPeriodMs: '128', channel: '1', includeSummary: 'true', includeRaw: true, volumeThreshold: '-40' },
         KNOWN,
       ),
@@ -58,8 +58,8 @@ describe('options', () => {
         volumeThreshold: -40,
       },
     );
-    assert.throws(() => normalizeAnalysisOptions({ models: 'speech', outputPeriodMs: 64, channel: -1 }), { code: 'INVALID_CHANNEL' });
-    assert.throws(() => normalizeAnalysisOptions({ models: 'speech', outputPeriodMs: 64, includeSummary: 'yes' }), {
+    assert.throws(() => parseAnalysisRequest({ models: 'speech', outputPeriodMs: 64, channel: -1 }), { code: 'INVALID_CHANNEL' });
+    assert.throws(() => parseAnalysisRequest({ models: 'speech', outputPeriodMs: 64, includeSummary: 'yes' }), {
       code: 'INVALID_ARGUMENT',
     });
   });

@@ -11,7 +11,7 @@ import type { AudioInfo, FeatureChunk, OpenOptions } from '../../src/audio/types
 import { buildChannelResult, modelsToRun } from '../../src/analysis';
 import { closeSharedEngines, FLOATS_PER_STEP, InferenceEngine, sharedEngine, writePlaceholderModels } from '../../src/inference';
 import { seededRandom } from '../../src/inference/placeholder';
-import { analyzeFile, FileAnalyzerLike, OpenFileAnalyzer } from '../../src/pipeline';
+import { analyzeFile, FileFrontendLike, OpenFileFrontend } from '../../src/pipeline';
 
 const F = FLOATS_PER_STEP;
 
@@ -32,11 +32,11 @@ function fakeChannel(steps: number, seed: number, level: (s: number) => number):
 function fakeOpen(
   channels: FakeChannel[],
   opts: { chunkSteps?: number; frames?: number; sampleRate?: number } = {},
-): { open: OpenFileAnalyzer; state: { opened: number; closed: number; reads: number; lastOptions?: OpenOptions } } {
+): { open: OpenFileFrontend; state: { opened: number; closed: number; reads: number; lastOptions?: OpenOptions } } {
   const state: { opened: number; closed: number; reads: number; lastOptions?: OpenOptions } = { opened: 0, closed: 0, reads: 0 };
   const steps = channels[0]!.levels.length;
   const chunk = opts.chunkSteps ?? 40;
-  const open: OpenFileAnalyzer = async (_source, options) => {
+  const open: OpenFileFrontend = async (_source, options) => {
     state.opened++;
     state.lastOptions = options;
     const info: AudioInfo = {
@@ -49,7 +49,7 @@ function fakeOpen(
     };
     const selected = options.channel !== undefined ? [options.channel] : channels.map((_, i) => i);
     let pos = 0;
-    const analyzer: FileAnalyzerLike = {
+    const analyzer: FileFrontendLike = {
       info,
       async read(): Promise<FeatureChunk[] | null> {
         await new Promise((r) => setImmediate(r));
@@ -116,8 +116,8 @@ describe('analyzeFile (synthetic decoder, placeholder models)', () => {
     const models = ['speech', 'arousal', 'gender'];
     const res = await analyzeFile(
       source,
-      { models, outputPeriodMs: 256, includeSummary: true, includeTransitions: true, includeRaw: true, windowSteps: 1024 },
-      { engine, open },
+      { models, outputPeriodMs: 256, includeSummary: true, includeTransitions: true, includeRaw: true },
+      { engine, open, windowSteps: 1024 },
     );
     assert.deepEqual(Object.keys(res.channels), ['0', '1']);
     assert.equal(state.closed, 1);
@@ -135,7 +135,7 @@ describe('analyzeFile (synthetic decoder, placeholder models)', () => {
 
   it('small windows give the same results (to float rounding) as one window', async () => {
     const { open } = fakeOpen(stereo, { chunkSteps: 7 });
-    const res = await analyzeFile(source, { models: ['gender'], outputPeriodMs: 64, includeRaw: true, windowSteps: 16 }, { engine, open });
+    const res = await analyzeFile(source, { models: ['gender'], outputPeriodMs: 64, includeRaw: true }, { engine, open, windowSteps: 16 });
     const ref = await reference(stereo[0]!, ['gender'], { outputPeriodMs: 64 });
     const got = res.channels['0']!.time_series;
     assert.equal(got.length, STEPS);
@@ -210,7 +210,7 @@ describe('analyzeFile (synthetic decoder, placeholder models)', () => {
   it('without an engine, uses the shared engine of options.modelsDir (as the job worker does)', async () => {
     const { open } = fakeOpen([fakeChannel(30, 6, loud)]);
     try {
-      const res = await analyzeFile(source, { models: ['speech'], outputPeriodMs: 64, modelsDir: tmp }, { open });
+      const res = await analyzeFile(source, { models: ['speech'], outputPeriodMs: 64 }, { open, modelsDir: tmp });
       assert.equal(res.channels['0']!.time_series.length, 30);
       assert.equal(await sharedEngine({ modelsDir: tmp }), await sharedEngine({ modelsDir: tmp }));
     } finally {
@@ -219,7 +219,7 @@ describe('analyzeFile (synthetic decoder, placeholder models)', () => {
   });
 
   it('decoder errors pass through with their code', async () => {
-    const open: OpenFileAnalyzer = async () => {
+    const open: OpenFileFrontend = async () => {
       throw Object.assign(new Error('not audio'), { code: 'UNSUPPORTED_FORMAT' });
     };
     await assert.rejects(analyzeFile(source, { models: 'speech', outputPeriodMs: 64 }, { engine, open }), { code: 'UNSUPPORTED_FORMAT' });

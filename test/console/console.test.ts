@@ -11,7 +11,7 @@ import { after, before, describe, test } from 'node:test';
 import type { BrowserContext, Page } from 'playwright-core';
 import type { AurisServer } from '../../src/http/server';
 import { defaultModelsDir } from '../../src/inference/env';
-import { modelsIn } from '../../src/jobs/analyzer';
+import { modelsIn } from '../../src/inference/registry';
 import { openNatsBackends } from '../../src/jobs/nats';
 import { envSkip } from '../env';
 import { natsUnavailable, TestNatsServer } from '../nats/server';

@@ -12,7 +12,8 @@ import { join } from 'node:path';
 import type { AudioInfo, AudioSource } from '../../src/audio/types';
 import type { DeepPartial, Config } from '../../src/config';
 import { defaultConfig } from '../../src/config';
-import type { AnalyzeHooks, AnalyzeOptions, Analyzer, ChannelsResult } from '../../src/jobs/analyzer';
+import type { AnalysisRequest } from '../../src/analysis/options';
+import type { Analyzer, AnalyzeRun, ChannelResults } from '../../src/pipeline/analyzer';
 import { createServer, type AurisServer, type ServerOptions } from '../../src/http/server';
 
 export const KEY_A = 'key-project-a-0001';
@@ -142,7 +143,7 @@ export function fakeWav(bytes = 1000): Buffer {
  */
 export class FakeAnalyzer implements Analyzer {
   models = ['speech', 'arousal', 'gender'];
-  calls: Array<{ source: AudioSource; options: AnalyzeOptions }> = [];
+  calls: Array<{ source: AudioSource; options: AnalysisRequest; run: AnalyzeRun }> = [];
   info: AudioInfo = { sampleRate: 16000, channels: 1, frames: 32000, durationSec: 2, format: 'WAV', subtype: 'PCM_16' };
   /** When set, each progress step waits for release(). */
   gated = false;
@@ -174,8 +175,8 @@ export class FakeAnalyzer implements Analyzer {
     });
   }
 
-  async analyze(source: AudioSource, options: AnalyzeOptions, hooks: AnalyzeHooks): Promise<ChannelsResult> {
-    this.calls.push({ source, options });
+  async analyze(source: AudioSource, options: AnalysisRequest, hooks: AnalyzeRun): Promise<ChannelResults> {
+    this.calls.push({ source, options, run: hooks });
     this.running++;
     try {
       hooks.onProgress?.(0);

@@ -79,7 +79,7 @@ describe('job lifecycle', () => {
     assert.deepEqual(call.options.models, ['speech', 'gender']);
     assert.equal(call.options.outputPeriodMs, 512);
     assert.equal(call.options.includeSummary, true);
-    assert.equal(call.options.maxDurationSec, 3600);
+    assert.equal(call.run.maxDurationSec, 3600);
     // The upload is deleted once the job has finished (right after the record says so).
     const own = async (): Promise<string[]> => (await server.backends.blobs.keys()).filter((k) => k.includes(job.job_id));
     await waitFor(async () => (await own()).length === 1, 5000, 'upload deletion');

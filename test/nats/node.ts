@@ -13,7 +13,8 @@ import { readFile } from 'node:fs/promises';
 import type { AudioSource } from '../../src/audio/types';
 import { loadConfig } from '../../src/config';
 import { createServer } from '../../src/http/server';
-import type { AnalyzeHooks, AnalyzeOptions, Analyzer, ChannelsResult } from '../../src/jobs/analyzer';
+import type { AnalysisRequest } from '../../src/analysis/options';
+import type { Analyzer, AnalyzeRun, ChannelResults } from '../../src/pipeline/analyzer';
 import { deferredLogger, natsOptionsFromConfig, openNatsBackends, roleServerOptions } from '../../src/jobs/nats';
 
 export interface FakeJobSpec {
@@ -36,7 +37,7 @@ class SleepAnalyzer implements Analyzer {
     return ['speech', 'arousal', 'gender'];
   }
 
-  async analyze(source: AudioSource, options: AnalyzeOptions, hooks: AnalyzeHooks): Promise<ChannelsResult> {
+  async analyze(source: AudioSource, options: AnalysisRequest, hooks: AnalyzeRun): Promise<ChannelResults> {
     const bytes = 'path' in source ? await readFile(source.path) : source.buffer;
     const spec = JSON.parse(bytes.subarray(12).toString('utf8')) as FakeJobSpec;
     appendFileSync(this.markers, `start ${process.pid} ${spec.token}\n`);

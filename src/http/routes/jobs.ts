@@ -10,7 +10,9 @@ import { type CreatedJob, IdempotencyConflictError, type JobService, type Owner 
 import { IDEMPOTENCY_KEY_RE } from '../../jobs/idempotency';
 import { metadataOf } from '../metadata';
 import { installedVocabulary } from './models';
-import { BackendUnavailableError, BlobTooLargeError, type JobRequest } from '../../jobs/types';
+import { BackendUnavailableError, BlobTooLargeError, type JobParams } from '../../jobs/types';
+import { jobRequestOf } from '../../jobs/request';
+import type { AnalysisRequest } from '../../analysis/options';
 import { ApiError } from '../errors';
 import {
   AUDIO_MEDIA_TYPES,
@@ -35,21 +37,26 @@ export interface JobRoutesOptions {
   volumeRange: { min: number; max: number };
 }
 
-interface CreateQuery {
-  models: string;
-  output_period: number;
-  channel?: number;
-  include_summary?: boolean;
-  include_transitions?: boolean;
-  include_raw_values?: boolean;
-  volume_threshold?: number;
-  callback?: string;
-  metadata?: string;
-}
+/** The query string of POST /file-processing/jobs once the schema checked it: the client's JobParams, models as one comma list. */
+type CreateQuery = Omit<JobParams, 'models'> & { models: string; metadata?: string };
 
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const security = [{ ApiKey: [] }];
 const TAG = ['File processing'];
+
+/** The analysis a creation query asks for (`models`: its de-duplicated list). */
+function analysisRequestOfQuery(q: CreateQuery, models: string[]): AnalysisRequest {
+  const analysis: AnalysisRequest = {
+    models,
+    outputPeriodMs: q.output_period,
+    includeSummary: q.include_summary ?? false,
+    includeTransitions: q.include_transitions ?? false,
+    includeRaw: q.include_raw_values ?? false,
+  };
+  if (q.channel !== undefined) analysis.channel = q.channel;
+  if (q.volume_threshold !== undefined) analysis.volumeThreshold = q.volume_threshold;
+  return analysis;
+}
 
 function ownerOf(req: FastifyRequest): Owner {
   if (!req.owner) throw new ApiError('MISSING_API_KEY', 'The x-api-key header is required.');
@@ -125,16 +132,7 @@ export async function jobRoutes(app: FastifyInstance, opts: JobRoutesOptions): P
           valid_models: valid,
         });
       }
-      const request: JobRequest = {
-        models,
-        output_period: q.output_period,
-        channel: q.channel ?? null,
-        include_summary: q.include_summary ?? false,
-        include_transitions: q.include_transitions ?? false,
-        include_raw_values: q.include_raw_values ?? false,
-        volume_threshold: q.volume_threshold ?? null,
-        callback: q.callback ?? null,
-      };
+      const request = jobRequestOf(analysisRequestOfQuery(q, models), q.callback ?? null);
       if (request.callback !== null) {
         checkHttpUrl(request.callback, 'callback', 'INVALID_PARAMETER');
         checkCallbackHost(request.callback, callbackPolicy);
