@@ -55,6 +55,14 @@ class Bank:
         return self.item.get((clip.idx, version))
 
 
+def merge(a: Bank, b: Bank) -> Bank:
+    """One bank holding the items of both (e.g. the labelled bank and the bank of teacher-labelled speech)."""
+    return Bank(np.concatenate([a.feats, b.feats]), np.concatenate([a.off, b.off[1:] + a.off[-1]]),
+                np.concatenate([a.voiced, b.voiced]), np.concatenate([a.voff, b.voff[1:] + a.voff[-1]]),
+                np.concatenate([a.clip_idx, b.clip_idx]), np.concatenate([a.version, b.version]),
+                np.concatenate([a.codec, b.codec]), np.concatenate([a.active, b.active]))
+
+
 def bank_clips(clips):
     return [c for c in clips if any(SD.label(t, c) is not None for t in SD.TASKS)]
 
@@ -97,9 +105,11 @@ def _chunk(job):
     return {v: [_features(x) for x in w] for v, w in (("clean", clean), ("phone", phone), ("noisy", noisy))}, codecs
 
 
-def build(clips, store: D.AudioStore | None = None, workers: int = 2, seed: int = 11, chunk: int = 300) -> Bank:
-    """The bank of `clips`: read from its cache, or built (decoding through `store`, loaded here when not given)."""
-    use = bank_clips(clips)
+def build(clips, store: D.AudioStore | None = None, workers: int = 2, seed: int = 11, chunk: int = 300,
+          select=None) -> Bank:
+    """The bank of the labelled clips of `clips` (or of `select`, a subset): read from its cache, or built (decoding
+    through `store`, loaded here when not given)."""
+    use = bank_clips(clips) if select is None else list(select)
     key = hashlib.sha1(f"{BANK_VERSION}|{seed}|{chunk}|{D.rows_sha256(use)}".encode()).hexdigest()[:12]
     fn = os.path.join(D.CACHE, f"bank_{key}.npz")
     if os.path.exists(fn):
@@ -129,4 +139,13 @@ def build(clips, store: D.AudioStore | None = None, workers: int = 2, seed: int 
     os.replace(tmp, fn)
     print(f"[bank] {len(use)} clips x {len(VERSIONS)} versions, {bank.feats.shape[0] / 62.5 / 3600:.1f} h in "
           f"{time.time() - t0:.0f}s", flush=True)
+    return bank
+
+
+def training_bank(clips, distill=False) -> Bank:
+    """The labelled bank; with distillation (gender), merged with the bank of the teacher-labelled speech."""
+    bank = build(clips)
+    if distill:
+        from .distill_data import unlabelled_clips
+        bank = merge(bank, build(clips, select=unlabelled_clips(clips)))
     return bank

@@ -56,9 +56,13 @@ def _fold(job):
     set_runs(hp.pop("runs"))
     torch.set_num_threads(1)
     clips = D.load_clips()
-    bank = B.build(clips)
+    distill = hp.pop("distill", False)
+    bank = B.training_bank(clips, distill)
     others = [c for c in SD.CORPORA if c != corpus]
     items = SD.clips_of(task, clips, corpora=others, split_name="train")
+    if distill:  # teacher targets on unlabelled speech, from a probe that never saw this corpus' labels
+        from .distill import distill_items
+        items += distill_items(clips, exclude=(corpus,))
     args = argparse.Namespace(seed=1, **hp)
     logf = open(os.path.join(RUNS, task, f"{corpus}.log"), "w")
     model = ST.train(task, bank, items, args, log=lambda s: (logf.write(s + "\n"), logf.flush()))
@@ -248,6 +252,7 @@ def main():
     ap.add_argument("--out", default=os.path.join(ROOT, "models"), help="folder whose <task>/loco.json gets the report")
     ap.add_argument("--cfg", default=None, help="JSON overrides of the model config (an experiment's recipe)")
     ap.add_argument("--runs", default=RUNS, help="folder for the fold files (<runs>/<task>/<corpus>.*)")
+    ap.add_argument("--distill", action="store_true", help="gender: add teacher-labelled speech (distill.py)")
     a = ap.parse_args()
     if a.cfg:  # set before the pool forks: the folds inherit it
         ST.CONFIGS[a.task] = {**ST.CONFIGS[a.task], **json.loads(a.cfg)}
@@ -257,12 +262,13 @@ def main():
     os.makedirs(os.path.join(RUNS, a.task), exist_ok=True)
     if not a.report_only:
         corpora = a.corpora.split(",") if a.corpora else corpora_of(a.task, clips)
-        hp = {"examples": a.examples, "epochs": a.epochs, "lr": ST.DEFAULTS["lr"], "ema": ST.DEFAULTS["ema"], "runs": RUNS}
+        hp = {"examples": a.examples, "epochs": a.epochs, "lr": ST.DEFAULTS["lr"], "ema": ST.DEFAULTS["ema"], "runs": RUNS,
+              "distill": a.distill}
         with Pool(a.jobs) as pool:
             for done in pool.imap_unordered(_fold, [(a.task, c, hp) for c in corpora]):
                 print(f"[loco {a.task}] fold {done} done", flush=True)
     rep = report(a.task, clips, bank)
-    rep["recipe"] = {"examples": a.examples, "epochs": a.epochs, "cfg": ST.CONFIGS[a.task]}
+    rep["recipe"] = {"examples": a.examples, "epochs": a.epochs, "cfg": ST.CONFIGS[a.task], "distill": a.distill}
     os.makedirs(os.path.join(a.out, a.task), exist_ok=True)
     with open(os.path.join(a.out, a.task, "loco.json"), "w") as fh:
         json.dump(rep, fh, indent=1)

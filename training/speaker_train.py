@@ -20,6 +20,7 @@ import torch.nn.functional as F
 
 from . import bank as B
 from . import data as D
+from . import distill_data as DD
 from . import speaker_data as SD
 from .features import FRAMES_PER_STEP, logmel_fast
 from .model import Net
@@ -42,13 +43,18 @@ class Sampler:
     """Draws training examples [4*STEPS, 64] with per-step labels and voiced weights from the bank."""
 
     def __init__(self, task, bank: B.Bank, items):
+        """`items`: (clip, class) pairs, or (clip, class, target) with a soft target (class probabilities, e.g. a
+        teacher's opinion on an unlabelled clip; the class then only places the clip in the balanced draw)."""
         self.task, self.bank = task, bank
         self.n_classes = len(SD.CLASSES[task])
+        eye = np.eye(self.n_classes, dtype=np.float32)
         # class -> corpus -> speaker -> cell -> [clip]; a cell is an emotion for gender, else the class itself
         tree: dict = {}
-        for c, y in items:
+        self.target = {}
+        for c, y, *soft in items:
             cell = c.emotion if task == "gender" else y
-            tree.setdefault(y, {}).setdefault(c.source, {}).setdefault(c.speaker, {}).setdefault(cell, []).append(c)
+            tree.setdefault(y, {}).setdefault(c.source, {}).setdefault(DD.speaker_of(c), {}).setdefault(cell, []).append(c)
+            self.target[c.idx] = np.asarray(soft[0], dtype=np.float32) if soft else eye[y]
         self.tree = tree
         rng = np.random.default_rng(0)
         quiet = (rng.standard_normal(256 * 400) * 10 ** (-85 / 20)).astype(np.float32)
@@ -69,13 +75,14 @@ class Sampler:
         T = STEPS * FRAMES_PER_STEP
         s0 = int(rng.integers(0, len(self.silence) - T))
         X = self.silence[s0:s0 + T].copy()
-        lab = np.full(STEPS, -1, dtype=np.int64)
+        lab = np.zeros((STEPS, self.n_classes), dtype=np.float32)  # per-step class probabilities (0: no label)
         w = np.zeros(STEPS, dtype=np.float32)
         pos = int(rng.integers(0, 8)) if rng.random() < 0.5 else 0
         keys = sorted(cells, key=str)
         while pos < STEPS - 4:
             cl = cells[keys[rng.integers(len(keys))]]
-            i = self.bank.find(cl[rng.integers(len(cl))], version)
+            clip = cl[rng.integers(len(cl))]
+            i = self.bank.find(clip, version)
             f, v = self.bank.features(i), self.bank.voiced_of(i)
             take = min(v.size, STEPS - pos)
             if take <= 0:
@@ -83,7 +90,7 @@ class Sampler:
             st = int(rng.integers(0, v.size - take + 1))
             level = (-20.0 - float(self.bank.active[i]) + rng.uniform(-6, 4)) * LN10_DB
             X[pos * 4:(pos + take) * 4] = f[st * 4:(st + take) * 4].astype(np.float32) + level
-            lab[pos:pos + take] = y
+            lab[pos:pos + take] = self.target[clip.idx]
             w[pos:pos + take] = v[st:st + take]
             pos += take + int(rng.integers(1, 10))
             if rng.random() < 0.25:
@@ -94,6 +101,11 @@ class Sampler:
     def batch(self, n, rng):
         xs, ys, ws = zip(*(self.example(rng) for _ in range(n)))
         return torch.from_numpy(np.stack(xs)), torch.from_numpy(np.stack(ys)), torch.from_numpy(np.stack(ws))
+
+
+def smooth(targets, eps=0.05):
+    """Label smoothing of per-step class probabilities [.., steps, classes] (as cross_entropy's label_smoothing)."""
+    return targets * (1 - eps) + eps / targets.shape[-1]
 
 
 def train(task, bank, items, args, log=print):
@@ -117,8 +129,8 @@ def train(task, bank, items, args, log=print):
                 f0 = int(rng.integers(0, 56))
                 xb[:, :, f0:f0 + int(rng.integers(1, 8))] = xb.mean()
             logits = model.logits(xb)
-            wv = wb * (yb >= 0).float()
-            loss = F.cross_entropy(logits, yb.clamp(min=0), reduction="none", label_smoothing=0.05)
+            wv = wb * (yb.sum(-1) > 0).float()
+            loss = F.cross_entropy(logits, smooth(yb).transpose(1, 2), reduction="none")  # logits [B, C, S]
             t, c = weighted_step(model, ema, opt, sched, loss, wv)
             tot += t
             cnt += c
@@ -167,14 +179,18 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--cfg", default=None, help="JSON overrides of the model config (experiments), e.g. '{\"c2\": 96}'")
+    ap.add_argument("--distill", action="store_true", help="gender: add teacher-labelled speech (distill.py)")
     args = ap.parse_args()
     if args.cfg:
         CONFIGS[args.task] = {**CONFIGS[args.task], **json.loads(args.cfg)}
     torch.set_num_threads(args.threads)
     clips = D.load_clips()
     SD.write_validation_csv(args.task, clips, os.path.join(D.HERE, "validation"))
-    bank = B.build(clips)
+    bank = B.training_bank(clips, args.distill)
     items = SD.clips_of(args.task, clips, split_name="train")
+    if args.distill:  # teacher targets on unlabelled speech (distill.py)
+        from .distill import distill_items
+        items += distill_items(clips)
     model = train(args.task, bank, items, args, log=lambda s: print(s, flush=True))
     val = SD.clips_of(args.task, clips, split_name="val")
     res = {}
