@@ -6,11 +6,11 @@ import type { Readable } from 'node:stream';
 import type { Config } from '../../config';
 import { type AddressPolicy, literalRefusal, parseAllowlist } from '../../download/ssrf';
 import { serializeJob } from '../../jobs/record';
-import { type CreatedJob, IdempotencyConflictError, type JobService, type Owner } from '../../jobs/service';
+import { type CreatedJob, IdempotencyConflictError, type JobService, type NewJobExtras, type Owner } from '../../jobs/service';
 import { IDEMPOTENCY_KEY_RE } from '../../jobs/idempotency';
 import { metadataOf } from '../metadata';
 import { installedVocabulary } from './models';
-import { BackendUnavailableError, BlobTooLargeError, type JobParams } from '../../jobs/types';
+import { BackendUnavailableError, BlobTooLargeError, type JobParams, type JobRequest } from '../../jobs/types';
 import { jobRequestOf } from '../../jobs/request';
 import type { AnalysisRequest } from '../../analysis/options';
 import { ApiError } from '../errors';
@@ -67,235 +67,233 @@ function mediaType(req: FastifyRequest): string {
   return (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
 }
 
-export async function jobRoutes(app: FastifyInstance, opts: JobRoutesOptions): Promise<void> {
-  const { config, service } = opts;
-  const callbackPolicy = parseAllowlist(config.download.urlAllowlist);
+/** What the job routes' handlers share. */
+interface JobRoutesContext extends JobRoutesOptions {
+  callbackPolicy: AddressPolicy;
+}
 
+type CreateRequest = FastifyRequest<{ Querystring: CreateQuery; Body: unknown }>;
+type JobIdRequest = FastifyRequest<{ Params: { jobId: string } }>;
+
+export async function jobRoutes(app: FastifyInstance, opts: JobRoutesOptions): Promise<void> {
+  const ctx: JobRoutesContext = { ...opts, callbackPolicy: parseAllowlist(opts.config.download.urlAllowlist) };
   // Audio bodies are not parsed: the handler streams them to the blob store under the size cap.
   app.addContentTypeParser([...AUDIO_MEDIA_TYPES], (_req, payload, done) => done(null, payload));
 
   app.post<{ Querystring: CreateQuery; Body: unknown }>(
     '/file-processing/jobs',
-    {
-      preValidation: plainIntegers(['output_period', 'channel']),
-      schema: {
-        operationId: 'createJob',
-        tags: TAG,
-        summary: 'Create a job',
-        description:
-          'Creates a job for one audio file. URL method: `Content-Type: application/json` with `{"url": "..."}`. ' +
-          `Direct upload: the raw bytes with the audio media type (${AUDIO_MEDIA_TYPES.join(', ')}), at most ${config.limits.maxUploadBytes} bytes.`,
-        security,
-        querystring: createJobQuerySchema(config, opts.volumeRange),
-        headers: {
-          type: 'object',
-          properties: {
-            'idempotency-key': {
-              type: 'string',
-              description:
-                'Makes the creation safe to retry: the same key with the same request (parameters, metadata and body) within 24 h returns the job it created (201, `Idempotent-Replayed: true`); with a different request, 409 IDEMPOTENCY_CONFLICT.',
-              example: '5f8c1a52-7a0e-4b1e-9d0c-3a9f2e1c7b44',
-            },
-          },
-        },
-        body: { content: { [JSON_MEDIA_TYPE]: { schema: urlBodySchema } } },
-        response: {
-          201: {
-            description: 'The job was created and queued. Location: the job URL.',
-            headers: {
-              Location: { type: 'string', description: 'Path of the job' },
-              'Idempotent-Replayed': { type: 'string', enum: ['true'], description: 'Present when an earlier request with the same Idempotency-Key created the job' },
-            },
-            content: { [JSON_MEDIA_TYPE]: { schema: { $ref: 'Job#' } } },
-          },
-          ...problemResponses([400, 401, 409, 413, 415, 429, 500, 503]),
-        },
-      },
-    },
-    async (req, reply) => {
-      const owner = ownerOf(req);
-      const q = req.query;
-      // Ajv coerces "1e309" / "Infinity" to Infinity and lets it through integer/range checks.
-      for (const [k, v] of Object.entries(q)) {
-        if (typeof v === 'number' && !Number.isFinite(v)) {
-          drain(req);
-          throw new ApiError('INVALID_PARAMETER', `${k}: must be a finite number`, { errors: [{ parameter: k, message: 'must be a finite number' }] });
-        }
-      }
-      const models = [...new Set(q.models.split(','))];
-      const valid = opts.listModels();
-      const unknown = models.filter((m) => !valid.includes(m));
-      if (unknown.length) {
-        drain(req);
-        throw new ApiError('UNKNOWN_MODEL', `Unknown model(s): ${unknown.join(', ')}. Valid models: ${valid.join(', ') || '(none installed)'}.`, {
-          unknown_models: unknown,
-          valid_models: valid,
-        });
-      }
-      const request = jobRequestOf(analysisRequestOfQuery(q, models), q.callback ?? null);
-      if (request.callback !== null) {
-        checkHttpUrl(request.callback, 'callback', 'INVALID_PARAMETER');
-        checkCallbackHost(request.callback, callbackPolicy);
-      }
-
-      // The unfinished-jobs limit applies to jobs about to be created, not to an idempotent replay.
-      const admit = async (): Promise<void> => {
-        const active = await service.activeJobsOfKey(owner.key_id);
-        if (active >= config.limits.maxActiveJobsPerKey) {
-          drain(req);
-          throw new ApiError(
-            'TOO_MANY_ACTIVE_JOBS',
-            `This API key has ${active} unfinished jobs, the limit is ${config.limits.maxActiveJobsPerKey}; wait for some to finish.`,
-            { retry_after: 5 },
-            5,
-          );
-        }
-      };
-
-      const type = mediaType(req);
-      const idempotencyKey = idempotencyKeyOf(req);
-      const urlBody = type === JSON_MEDIA_TYPE ? (req.body as { url: string; metadata?: unknown }) : null;
-      let metadata;
-      try {
-        metadata = metadataOf(q.metadata, urlBody?.metadata);
-      } catch (err) {
-        drain(req);
-        throw err;
-      }
-      const extras = { metadata, idempotencyKey, admit };
-      let created;
-      if (urlBody) {
-        checkHttpUrl(urlBody.url, 'url', 'INVALID_BODY');
-        created = await createOr409(() => service.create(owner, request, { method: 'url', url: urlBody.url }, extras));
-      } else if ((AUDIO_MEDIA_TYPES as readonly string[]).includes(type) && req.body) {
-        const declared = Number(req.headers['content-length']);
-        if (Number.isFinite(declared) && declared > config.limits.maxUploadBytes) {
-          drain(req);
-          throw tooLarge(config);
-        }
-        try {
-          created = await createOr409(() => service.create(owner, request, { method: 'upload', contentType: type, body: req.body as Readable }, extras));
-        } catch (err) {
-          if (err instanceof ApiError) {
-            drain(req);
-            throw err;
-          }
-          if (err instanceof BlobTooLargeError) {
-            drain(req);
-            throw tooLarge(config);
-          }
-          if (err instanceof BackendUnavailableError) {
-            drain(req);
-            throw err; // 503 with Retry-After
-          }
-          if (/^(ENOSPC|EDQUOT|EROFS|EACCES|EPERM|ENOTDIR|EIO)$/.test(String((err as NodeJS.ErrnoException).code))) {
-            drain(req);
-            throw err; // the data directory cannot be written: 503 (server.ts), not the client's fault
-          }
-          if (req.raw.destroyed || !req.raw.complete) {
-            throw new ApiError('INVALID_BODY', 'The upload was interrupted before the body was complete.');
-          }
-          throw err;
-        }
-        if (created.job.record.source.size_bytes === 0 && !created.replayed) {
-          await service.delete(owner, created.job.record.job_id);
-          throw new ApiError('INVALID_BODY', 'The uploaded audio is empty.');
-        }
-      } else {
-        throw unsupportedMediaType(type);
-      }
-      const { job, replayed } = created;
-      const location = `/file-processing/jobs/${job.record.job_id}`;
-      // A replay answers as the first request did (201, same job), marked as a replay.
-      if (replayed) void reply.header('idempotent-replayed', 'true');
-      return reply.code(201).header('location', location).type(JSON_MEDIA_TYPE).send(serializeJob(job.record));
-    },
+    { preValidation: plainIntegers(['output_period', 'channel']), schema: createJobSchema(opts) },
+    (req, reply) => createJob(ctx, req, reply),
   );
-
-  app.get<{ Params: { jobId: string } }>(
-    '/file-processing/jobs/:jobId',
-    {
-      schema: {
-        operationId: 'getJob',
-        tags: TAG,
-        summary: 'Get a job',
-        description: 'The job record. Poll it, or pass `callback` at creation to be notified with this same body.',
-        security,
-        params: jobIdParamsSchema,
-        response: {
-          200: { description: 'The job', content: { [JSON_MEDIA_TYPE]: { schema: { $ref: 'Job#' } } } },
-          ...problemResponses([401, 404, 429, 500]),
-        },
-      },
-    },
-    async (req, reply) => {
-      const job = await findJob(service, ownerOf(req), req.params.jobId);
-      return reply.type(JSON_MEDIA_TYPE).send(serializeJob(job.record));
-    },
+  app.get<{ Params: { jobId: string } }>('/file-processing/jobs/:jobId', { schema: getJobSchema }, async (req, reply) => {
+    const job = await findJob(ctx.service, ownerOf(req), req.params.jobId);
+    return reply.type(JSON_MEDIA_TYPE).send(serializeJob(job.record));
+  });
+  app.get<{ Params: { jobId: string } }>('/file-processing/jobs/:jobId/results', { schema: getResultsSchema(opts.config) }, (req, reply) =>
+    sendResults(ctx, req, reply),
   );
-
-  app.get<{ Params: { jobId: string } }>(
-    '/file-processing/jobs/:jobId/results',
-    {
-      schema: {
-        operationId: 'getJobResults',
-        tags: TAG,
-        summary: 'Get the results of a job',
-        description:
-          'The results envelope once the job has succeeded. While the job is queued or processing: 409 RESULTS_NOT_READY with Retry-After; after a failure: 409 JOB_FAILED with the job error.',
-        security,
-        params: jobIdParamsSchema,
-        response: {
-          200: { description: 'The results envelope', content: { [JSON_MEDIA_TYPE]: { schema: resultsSchema(installedVocabulary(config.modelsDir)) } } },
-          ...problemResponses([401, 404, 409, 429, 500]),
-        },
-      },
-    },
-    async (req, reply) => {
-      const owner = ownerOf(req);
-      const id = req.params.jobId;
-      if (!UUID_RE.test(id)) throw notFound(id);
-      const r = await service.results(owner, id);
-      switch (r.state) {
-        case 'missing':
-          throw notFound(id);
-        case 'failed':
-          throw new ApiError('JOB_FAILED', `Job ${id} failed (${r.job.record.error?.code}): ${r.job.record.error?.message}`, {
-            job_status: r.job.record.status,
-            job_error: r.job.record.error,
-          });
-        case 'not_ready':
-          throw new ApiError('RESULTS_NOT_READY', `Job ${id} is ${r.job.record.status}; results are not ready yet.`, { job_status: r.job.record.status, retry_after: 1 }, 1);
-        case 'ready':
-          return reply.type(JSON_MEDIA_TYPE).header('content-length', r.size).send(r.stream);
-      }
-    },
-  );
-
-  app.delete<{ Params: { jobId: string } }>(
-    '/file-processing/jobs/:jobId',
-    {
-      schema: {
-        operationId: 'deleteJob',
-        tags: TAG,
-        summary: 'Delete a job',
-        description: 'Deletes the job, its uploaded audio and its results, whatever its status (a running job is stopped). No callback is sent for a deleted job.',
-        security,
-        params: jobIdParamsSchema,
-        response: {
-          204: { description: 'Deleted', type: 'null' },
-          ...problemResponses([401, 404, 429, 500]),
-        },
-      },
-    },
-    async (req, reply) => {
-      const owner = ownerOf(req);
-      const id = req.params.jobId;
-      if (!UUID_RE.test(id) || !(await service.delete(owner, id))) throw notFound(id);
-      return reply.code(204).send();
-    },
-  );
+  app.delete<{ Params: { jobId: string } }>('/file-processing/jobs/:jobId', { schema: deleteJobSchema }, async (req, reply) => {
+    const id = req.params.jobId;
+    if (!UUID_RE.test(id) || !(await ctx.service.delete(ownerOf(req), id))) throw notFound(id);
+    return reply.code(204).send();
+  });
 }
+
+/**
+ * POST /file-processing/jobs in named stages (as fastify's lib/handleRequest.js): the job's
+ * request from the query -> the job from the body (URL or upload) -> 201 with the record.
+ * One error exit: creationError().
+ */
+async function createJob(ctx: JobRoutesContext, req: CreateRequest, reply: FastifyReply): Promise<FastifyReply> {
+  try {
+    const owner = ownerOf(req);
+    const request = jobRequestOfQuery(ctx, req.query);
+    const created = await createFromBody(ctx, req, owner, request);
+    return sendCreated(reply, created);
+  } catch (err) {
+    throw creationError(ctx.config, req, err);
+  }
+}
+
+/** The record's request from the (schema-checked) query: finite numbers, installed models, an acceptable callback. */
+function jobRequestOfQuery(ctx: JobRoutesContext, q: CreateQuery): JobRequest {
+  // Ajv coerces "1e309" / "Infinity" to Infinity and lets it through integer/range checks.
+  for (const [k, v] of Object.entries(q)) {
+    if (typeof v === 'number' && !Number.isFinite(v)) {
+      throw new ApiError('INVALID_PARAMETER', `${k}: must be a finite number`, { errors: [{ parameter: k, message: 'must be a finite number' }] });
+    }
+  }
+  const models = [...new Set(q.models.split(','))];
+  const valid = ctx.listModels();
+  const unknown = models.filter((m) => !valid.includes(m));
+  if (unknown.length) {
+    throw new ApiError('UNKNOWN_MODEL', `Unknown model(s): ${unknown.join(', ')}. Valid models: ${valid.join(', ') || '(none installed)'}.`, {
+      unknown_models: unknown,
+      valid_models: valid,
+    });
+  }
+  const request = jobRequestOf(analysisRequestOfQuery(q, models), q.callback ?? null);
+  if (request.callback !== null) {
+    checkHttpUrl(request.callback, 'callback', 'INVALID_PARAMETER');
+    checkCallbackHost(request.callback, ctx.callbackPolicy);
+  }
+  return request;
+}
+
+/** The job of the body: `{"url": ...}` as JSON, or the audio bytes; with the Idempotency-Key and metadata. */
+async function createFromBody(ctx: JobRoutesContext, req: CreateRequest, owner: Owner, request: JobRequest): Promise<CreatedJob> {
+  const type = mediaType(req);
+  const idempotencyKey = idempotencyKeyOf(req);
+  const urlBody = type === JSON_MEDIA_TYPE ? (req.body as { url: string; metadata?: unknown }) : null;
+  const extras: NewJobExtras = { metadata: metadataOf(req.query.metadata, urlBody?.metadata), idempotencyKey, admit: () => admitNewJob(ctx, owner) };
+  if (urlBody) {
+    checkHttpUrl(urlBody.url, 'url', 'INVALID_BODY');
+    return createOr409(() => ctx.service.create(owner, request, { method: 'url', url: urlBody.url }, extras));
+  }
+  if ((AUDIO_MEDIA_TYPES as readonly string[]).includes(type) && req.body) {
+    const declared = Number(req.headers['content-length']);
+    if (Number.isFinite(declared) && declared > ctx.config.limits.maxUploadBytes) throw tooLarge(ctx.config);
+    const created = await createOr409(() => ctx.service.create(owner, request, { method: 'upload', contentType: type, body: req.body as Readable }, extras));
+    if (created.job.record.source.size_bytes === 0 && !created.replayed) {
+      await ctx.service.delete(owner, created.job.record.job_id);
+      throw new ApiError('INVALID_BODY', 'The uploaded audio is empty.');
+    }
+    return created;
+  }
+  throw unsupportedMediaType(type);
+}
+
+/** The unfinished-jobs limit of the key: applies to a job about to be created, not to an idempotent replay. */
+async function admitNewJob(ctx: JobRoutesContext, owner: Owner): Promise<void> {
+  const active = await ctx.service.activeJobsOfKey(owner.key_id);
+  const limit = ctx.config.limits.maxActiveJobsPerKey;
+  if (active >= limit) {
+    throw new ApiError('TOO_MANY_ACTIVE_JOBS', `This API key has ${active} unfinished jobs, the limit is ${limit}; wait for some to finish.`, { retry_after: 5 }, 5);
+  }
+}
+
+function sendCreated(reply: FastifyReply, { job, replayed }: CreatedJob): FastifyReply {
+  // A replay answers as the first request did (201, same job), marked as a replay.
+  if (replayed) void reply.header('idempotent-replayed', 'true');
+  return reply.code(201).header('location', `/file-processing/jobs/${job.record.job_id}`).type(JSON_MEDIA_TYPE).send(serializeJob(job.record));
+}
+
+/**
+ * The error answer of a failed creation. A refusal (problem answer, 503 of an unavailable
+ * backend or an unwritable data directory) lets an unread upload flow to nowhere first, so the
+ * client can read the answer; an upload that broke off is INVALID_BODY; anything else passes (500).
+ */
+function creationError(config: Config, req: CreateRequest, err: unknown): unknown {
+  const error = err instanceof BlobTooLargeError ? tooLarge(config) : err;
+  // Storage errno: the data directory cannot be written: 503 (server.ts), not the client's fault.
+  const storageFault = /^(ENOSPC|EDQUOT|EROFS|EACCES|EPERM|ENOTDIR|EIO)$/.test(String((error as NodeJS.ErrnoException | null)?.code));
+  if (error instanceof ApiError || error instanceof BackendUnavailableError || storageFault) {
+    drain(req);
+    return error;
+  }
+  if (isStream(req.body) && (req.raw.destroyed || !req.raw.complete)) {
+    return new ApiError('INVALID_BODY', 'The upload was interrupted before the body was complete.');
+  }
+  return error;
+}
+
+async function sendResults(ctx: JobRoutesContext, req: JobIdRequest, reply: FastifyReply): Promise<FastifyReply> {
+  const owner = ownerOf(req);
+  const id = req.params.jobId;
+  if (!UUID_RE.test(id)) throw notFound(id);
+  const r = await ctx.service.results(owner, id);
+  switch (r.state) {
+    case 'missing':
+      throw notFound(id);
+    case 'failed':
+      throw new ApiError('JOB_FAILED', `Job ${id} failed (${r.job.record.error?.code}): ${r.job.record.error?.message}`, {
+        job_status: r.job.record.status,
+        job_error: r.job.record.error,
+      });
+    case 'not_ready':
+      throw new ApiError('RESULTS_NOT_READY', `Job ${id} is ${r.job.record.status}; results are not ready yet.`, { job_status: r.job.record.status, retry_after: 1 }, 1);
+    case 'ready':
+      return reply.type(JSON_MEDIA_TYPE).header('content-length', r.size).send(r.stream);
+  }
+}
+
+function createJobSchema({ config, volumeRange }: JobRoutesOptions) {
+  return {
+    operationId: 'createJob',
+    tags: TAG,
+    summary: 'Create a job',
+    description:
+      'Creates a job for one audio file. URL method: `Content-Type: application/json` with `{"url": "..."}`. ' +
+      `Direct upload: the raw bytes with the audio media type (${AUDIO_MEDIA_TYPES.join(', ')}), at most ${config.limits.maxUploadBytes} bytes.`,
+    security,
+    querystring: createJobQuerySchema(config, volumeRange),
+    headers: {
+      type: 'object',
+      properties: {
+        'idempotency-key': {
+          type: 'string',
+          description:
+            'Makes the creation safe to retry: the same key with the same request (parameters, metadata and body) within 24 h returns the job it created (201, `Idempotent-Replayed: true`); with a different request, 409 IDEMPOTENCY_CONFLICT.',
+          example: '5f8c1a52-7a0e-4b1e-9d0c-3a9f2e1c7b44',
+        },
+      },
+    },
+    body: { content: { [JSON_MEDIA_TYPE]: { schema: urlBodySchema } } },
+    response: {
+      201: {
+        description: 'The job was created and queued. Location: the job URL.',
+        headers: {
+          Location: { type: 'string', description: 'Path of the job' },
+          'Idempotent-Replayed': { type: 'string', enum: ['true'], description: 'Present when an earlier request with the same Idempotency-Key created the job' },
+        },
+        content: { [JSON_MEDIA_TYPE]: { schema: { $ref: 'Job#' } } },
+      },
+      ...problemResponses([400, 401, 409, 413, 415, 429, 500, 503]),
+    },
+  };
+}
+
+const getJobSchema = {
+  operationId: 'getJob',
+  tags: TAG,
+  summary: 'Get a job',
+  description: 'The job record. Poll it, or pass `callback` at creation to be notified with this same body.',
+  security,
+  params: jobIdParamsSchema,
+  response: {
+    200: { description: 'The job', content: { [JSON_MEDIA_TYPE]: { schema: { $ref: 'Job#' } } } },
+    ...problemResponses([401, 404, 429, 500]),
+  },
+};
+
+function getResultsSchema(config: Config) {
+  return {
+    operationId: 'getJobResults',
+    tags: TAG,
+    summary: 'Get the results of a job',
+    description:
+      'The results envelope once the job has succeeded. While the job is queued or processing: 409 RESULTS_NOT_READY with Retry-After; after a failure: 409 JOB_FAILED with the job error.',
+    security,
+    params: jobIdParamsSchema,
+    response: {
+      200: { description: 'The results envelope', content: { [JSON_MEDIA_TYPE]: { schema: resultsSchema(installedVocabulary(config.modelsDir)) } } },
+      ...problemResponses([401, 404, 409, 429, 500]),
+    },
+  };
+}
+
+const deleteJobSchema = {
+  operationId: 'deleteJob',
+  tags: TAG,
+  summary: 'Delete a job',
+  description: 'Deletes the job, its uploaded audio and its results, whatever its status (a running job is stopped). No callback is sent for a deleted job.',
+  security,
+  params: jobIdParamsSchema,
+  response: {
+    204: { description: 'Deleted', type: 'null' },
+    ...problemResponses([401, 404, 429, 500]),
+  },
+};
 
 /**
  * Integer parameters as plain decimal digits only: the schema's type coercion would also take
@@ -319,7 +317,6 @@ function idempotencyKeyOf(req: FastifyRequest): string | undefined {
   if (raw === undefined) return undefined;
   const key = Array.isArray(raw) ? raw[0]! : raw;
   if (!IDEMPOTENCY_KEY_RE.test(key)) {
-    drain(req);
     throw new ApiError('INVALID_PARAMETER', 'Idempotency-Key must be 1 to 255 visible ASCII characters (a UUID is a good choice).', {
       errors: [{ parameter: 'Idempotency-Key', message: 'must be 1 to 255 visible ASCII characters' }],
     });
@@ -392,10 +389,10 @@ function checkCallbackHost(value: string, policy: AddressPolicy): void {
   throw new ApiError('INVALID_PARAMETER', `callback: ${message}.`, { errors: [{ parameter: 'callback', message }] });
 }
 
+const isStream = (body: unknown): body is Readable => !!body && typeof (body as Readable).resume === 'function';
+
 /** Lets an unread upload body flow to nowhere so the client can read the error answer. */
 function drain(req: FastifyRequest): void {
-  const body = req.body as Readable | undefined;
-  if (body && typeof (body as Readable).resume === 'function') (body as Readable).resume();
+  if (isStream(req.body)) req.body.resume();
 }
 
-export type { FastifyReply };
