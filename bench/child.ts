@@ -4,27 +4,17 @@
  * Prints `BENCH_RESULT {...}` with the task's numbers and process.resourceUsage().
  */
 import * as fs from 'node:fs';
-import * as path from 'node:path';
+import { FileFrontend } from '../src/audio';
 import type { AudioInfo, AudioSource, FeatureChunk, OpenOptions } from '../src/audio/types';
 import { reportFromChild, Section } from './measure';
 import { wavLayout } from './wav';
 import { SileroVad, SILERO_WINDOW } from './silero';
 
-const ROOT = path.resolve(__dirname, '..', '..');
 const FLOATS_PER_STEP = 4 * 64;
 
-interface FileAnalyzerLike {
-  readonly info: AudioInfo;
-  read(): Promise<FeatureChunk[] | null>;
-  close(): void | Promise<void>;
-}
-
-/** FileAnalyzer.open of src/audio, loaded at run time (the addon may not be built). */
-function openFile(source: AudioSource, options: OpenOptions): Promise<FileAnalyzerLike> {
-  const mod = require(path.join(ROOT, 'dist', 'src', 'audio')) as { FileAnalyzer?: { open?: (s: AudioSource, o: OpenOptions) => FileAnalyzerLike | Promise<FileAnalyzerLike> } };
-  const open = mod.FileAnalyzer?.open;
-  if (typeof open !== 'function') throw new Error('src/audio does not export FileAnalyzer.open');
-  return Promise.resolve(open.call(mod.FileAnalyzer, source, options));
+/** FileFrontend.open of src/audio (the addon loads on the first open). */
+function openFile(source: AudioSource, options: OpenOptions): Promise<FileFrontend> {
+  return FileFrontend.open(source, options);
 }
 
 /** Features of every channel of a file, read through the front end (steps, levels, features). */
@@ -59,8 +49,8 @@ const tasks: Record<string, (args: Args) => Promise<Record<string, unknown>>> = 
   },
 
   /**
-   * The native front end alone: FileAnalyzer read loop (decode + resample + levels + log-mel)
-   * over every channel, with the loop's own per-stage wall times (FileAnalyzer.stats:
+   * The native front end alone: FileFrontend read loop (decode + resample + levels + log-mel)
+   * over every channel, with the loop's own per-stage wall times (FileFrontend.stats:
    * decode / resample / features) when the addon keeps them.
    */
   async frontend(args) {
@@ -90,13 +80,8 @@ const tasks: Record<string, (args: Args) => Promise<Record<string, unknown>>> = 
       inferWallSec: sec.wallSec,
       inferCpuSec: sec.cpuSec,
     };
-    // The read loop's own per-stage wall times, when the addon keeps them.
-    try {
-      const st = (fa as unknown as { stats?: unknown }).stats;
-      if (st !== undefined) result.loopStages = st;
-    } catch {
-      /* not supported by this addon build */
-    }
+    // The read loop's own per-stage wall times.
+    result.loopStages = fa.stats;
     return result;
   },
 

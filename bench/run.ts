@@ -187,8 +187,8 @@ async function main(): Promise<void> {
     );
     await attempt(input, 'front end', async () => {
       const r = await bestNode('frontend', { file: input.path });
-      const out = [fromSection(input, 'front end', 'auris addon FileAnalyzer read loop: decode + resample + levels + log-mel, all channels', r)];
-      // The loop's own per-stage wall times (FileAnalyzer.stats), when the addon keeps them.
+      const out = [fromSection(input, 'front end', 'auris addon FileFrontend read loop: decode + resample + levels + log-mel, all channels', r)];
+      // The loop's own per-stage wall times (FileFrontend.stats), when the addon keeps them.
       const st = r.data.loopStages as { decodeSec?: number; resampleSec?: number; featuresSec?: number } | undefined;
       if (st) {
         for (const [key, label] of [['decode', 'decoding (libsndfile / libmpg123)'], ['resample', 'resampling to 16 kHz (libsoxr)'], ['features', 'computing step levels + log-mel']] as const) {
@@ -197,7 +197,7 @@ async function main(): Promise<void> {
           out.push({
             input: input.id,
             name: `front end: ${key}`,
-            what: `wall time the read loop spent ${label} (FileAnalyzer.stats; no CPU figure)`,
+            what: `wall time the read loop spent ${label} (FileFrontend.stats; no CPU figure)`,
             audioSec: input.durationSec,
             wallSec: sec,
             cpuSec: NaN,

@@ -11,7 +11,7 @@ export * from './analysis';
 export * from './inference';
 export * from './pipeline';
 export type { AudioInfo, AudioSource, FeatureChunk, OpenOptions } from './audio/types';
-/** The native audio front end (probe, FileAnalyzer, StreamFrontend, AudioError). */
+/** The native audio front end (probe, FileFrontend, StreamFrontend, AudioError). */
 export * as audio from './audio';
 /** For file hosts: verify the service's signed download requests (docs/download.md). */
 export { verifyDownloadRequest, DownloadVerificationError, KeyConfigError, MemoryJtiStore } from './download/verify';

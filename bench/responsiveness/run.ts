@@ -2,7 +2,7 @@
  * `npm run bench:responsiveness`: how free the event loop stays and how much memory grows while
  * the heavy work runs elsewhere (numbers only, never pass/fail; the tests check only that timers
  * fire at all while the work is pending):
- *  - FileAnalyzer reading a 10-minute stereo 44.1 kHz WAV in 30 s chunks: longest gap between
+ *  - FileFrontend reading a 10-minute stereo 44.1 kHz WAV in 30 s chunks: longest gap between
  *    5 ms timer ticks, ticks seen against ticks due, and RSS growth (10 min of stereo PCM is
  *    100 MB as s16, 200 MB as float: a bounded reader stays far below);
  *  - the inference pool (1 worker) running a large placeholder model: longest timer gap against
@@ -12,7 +12,7 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { FileAnalyzer } from '../../src/audio';
+import { FileFrontend } from '../../src/audio';
 import { FLOATS_PER_STEP, InferencePool, ModelRegistry, writePlaceholderModels } from '../../src/inference';
 import { seededRandom } from '../../src/inference/placeholder';
 import { writeLongWav } from '../../test/audio/helpers';
@@ -57,7 +57,7 @@ async function longFile(dir: string): Promise<Record<string, unknown>> {
   const file = path.join(dir, 'ten-minutes.wav');
   writeLongWav(file, seconds, rate, 2);
   const monitor = new LoopMonitor();
-  const fa = await FileAnalyzer.open({ path: file }, { chunkSeconds: 30 });
+  const fa = await FileFrontend.open({ path: file }, { chunkSeconds: 30 });
   let reads = 0;
   try {
     while (await fa.read()) reads++;
@@ -65,7 +65,7 @@ async function longFile(dir: string): Promise<Record<string, unknown>> {
     fa.close();
   }
   const m = monitor.stop();
-  return { what: 'FileAnalyzer, 10 min stereo 44.1 kHz WAV', reads, ...m, xRealTime: round((seconds * 1000) / m.elapsedMs) };
+  return { what: 'FileFrontend, 10 min stereo 44.1 kHz WAV', reads, ...m, xRealTime: round((seconds * 1000) / m.elapsedMs) };
 }
 
 async function pool(dir: string): Promise<Record<string, unknown>> {

@@ -1,4 +1,4 @@
-// FileFrontend binding, exported as the class `Analyzer` (src/audio wraps it as FileAnalyzer):
+// FileFrontend binding, exported as the class `Analyzer` (src/audio wraps it as FileFrontend):
 //   new Analyzer(source, options); open(); read(); close(); stats()
 // open() and read() run on the thread pool, one at a time; close() during either frees the
 // native state when that worker finishes.
@@ -125,7 +125,7 @@ class FileFrontendWrap::OpenWorker final : public PromiseWorker {
     wrap_->workerDone();
   }
   Napi::Value result(Napi::Env env) override {
-    if (!wrap_->core_) fail(ErrorCode::InvalidArgument, "FileAnalyzer was closed while opening");
+    if (!wrap_->core_) fail(ErrorCode::InvalidArgument, "FileFrontend was closed while opening");
     return infoObject(env, wrap_->core_->info());
   }
 
@@ -168,10 +168,10 @@ class FileFrontendWrap::ReadWorker final : public PromiseWorker {
   bool more_ = false;
 };
 
-// The error messages name FileAnalyzer: the class callers see (src/audio).
+// The error messages name FileFrontend: the class callers see (src/audio) and the core it wraps.
 Napi::Value FileFrontendWrap::Open(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  if (closed_) return rejected(env, ErrorCode::InvalidArgument, "FileAnalyzer is closed");
+  if (closed_) return rejected(env, ErrorCode::InvalidArgument, "FileFrontend is closed");
   if (opened_) return rejected(env, ErrorCode::InvalidArgument, "open() may be called only once");
   opened_ = true;
   busy_ = true;
@@ -181,8 +181,8 @@ Napi::Value FileFrontendWrap::Open(const Napi::CallbackInfo& info) {
 Napi::Value FileFrontendWrap::Read(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (failure_) return rejected(env, failure_->code, failure_->message);
-  if (closed_) return rejected(env, ErrorCode::InvalidArgument, "FileAnalyzer is closed");
-  if (!core_) return rejected(env, ErrorCode::InvalidArgument, "FileAnalyzer is not open");
+  if (closed_) return rejected(env, ErrorCode::InvalidArgument, "FileFrontend is closed");
+  if (!core_) return rejected(env, ErrorCode::InvalidArgument, "FileFrontend is not open");
   if (busy_) return rejected(env, ErrorCode::InvalidArgument, "a read() is already in progress");
   busy_ = true;
   return PromiseWorker::start(new ReadWorker(env, this));

@@ -4,7 +4,7 @@
  * contract, docs/features.md for the numbers and docs/audio.md for formats and errors.
  *
  *   probe(source)                       -> AudioInfo (header only)
- *   FileAnalyzer.open(source, options)  -> chunked features of a file, off the main thread
+ *   FileFrontend.open(source, options)  -> chunked features of a file, off the main thread
  *   new StreamFrontend(options)         -> features of raw PCM pushed in chunks
  *   decodeAll / resample / computeFeatures: helpers for tests and benchmarks
  *
@@ -34,7 +34,7 @@ export const SILENCE_DB = -120;
 /** decodeAll() refuses longer inputs (seconds). */
 export const DECODE_ALL_MAX_SEC = 600;
 
-/** Wall time spent per stage by a FileAnalyzer so far (seconds), for benchmarks. */
+/** Wall time spent per stage by a FileFrontend so far (seconds), for benchmarks. */
 export interface FrontendStats {
   decodeSec: number;
   resampleSec: number;
@@ -54,7 +54,7 @@ export interface Features {
 // Native addon
 // ---------------------------------------------------------------------------------------
 
-interface NativeAnalyzer {
+interface NativeFileFrontend {
   open(): Promise<AudioInfo>;
   read(): Promise<FeatureChunk[] | null>;
   close(): void;
@@ -73,7 +73,7 @@ interface NativeAddon {
   decodeAll(source: AudioSource, maxSeconds?: number): Promise<{ info: AudioInfo; samples: Float32Array }>;
   resample(samples: Float32Array, inRate: number, chunkSize?: number): Float32Array;
   computeFeatures(samples: Float32Array): Features;
-  Analyzer: new (source: AudioSource, options?: OpenOptions) => NativeAnalyzer;
+  Analyzer: new (source: AudioSource, options?: OpenOptions) => NativeFileFrontend;
   StreamFrontend: new (options: StreamOptions) => NativeStream;
   streamCount?(): number;
   versions: Record<string, string>;
@@ -158,15 +158,15 @@ export function probe(source: AudioSource): Promise<AudioInfo> {
  * end. Concurrent read() calls are served one after the other. A Buffer source is kept
  * referenced until close(); it must not be modified meanwhile.
  */
-export class FileAnalyzer {
+export class FileFrontend {
   readonly info: AudioInfo;
   /** The analysed channels, in the order of the chunks returned by read(). */
   readonly channels: readonly number[];
-  private readonly handle: NativeAnalyzer;
+  private readonly handle: NativeFileFrontend;
   private tail: Promise<unknown> = Promise.resolve();
   private closed = false;
 
-  private constructor(handle: NativeAnalyzer, info: AudioInfo, channels: number[]) {
+  private constructor(handle: NativeFileFrontend, info: AudioInfo, channels: number[]) {
     this.handle = handle;
     this.info = info;
     this.channels = channels;
@@ -177,7 +177,7 @@ export class FileAnalyzer {
    * INVALID_CHANNEL for a channel the file lacks, DURATION_LIMIT_EXCEEDED when the header
    * already shows more than `maxDurationSec` (frames / rate * analysed channels).
    */
-  static async open(source: AudioSource, options: OpenOptions = {}): Promise<FileAnalyzer> {
+  static async open(source: AudioSource, options: OpenOptions = {}): Promise<FileFrontend> {
     return async(async () => {
       const handle = new (native().Analyzer)(source, options);
       let info: AudioInfo;
@@ -189,14 +189,14 @@ export class FileAnalyzer {
       }
       const channels =
         options.channel !== undefined ? [options.channel] : Array.from({ length: info.channels }, (_, i) => i);
-      return new FileAnalyzer(handle, info, channels);
+      return new FileFrontend(handle, info, channels);
     });
   }
 
   /** Next chunk of every analysed channel, or null once the file is done. */
   read(): Promise<FeatureChunk[] | null> {
     const next = this.tail.then(() => {
-      if (this.closed) throw new AudioError('INVALID_ARGUMENT', 'FileAnalyzer is closed');
+      if (this.closed) throw new AudioError('INVALID_ARGUMENT', 'FileFrontend is closed');
       return this.handle.read();
     });
     this.tail = next.catch(() => undefined);
@@ -233,8 +233,8 @@ export class FileAnalyzer {
 
 /**
  * Front end of raw interleaved PCM pushed in chunks of any size (a chunk may end inside a
- * sample frame). Uses the same resampler and framer as FileAnalyzer, so streaming a file's
- * samples gives exactly the features of FileAnalyzer on that file. push()/end() are
+ * sample frame). Uses the same resampler and framer as FileFrontend, so streaming a file's
+ * samples gives exactly the features of FileFrontend on that file. push()/end() are
  * synchronous: keep chunks small (they run on the calling thread). Each returns one chunk per
  * analysed channel, or [] when no 64 ms step was completed by this call.
  */

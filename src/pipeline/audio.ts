@@ -3,7 +3,7 @@
  * features, see src/audio/types.ts), or a test double with the same shape. src/audio loads the
  * native addon only on first use, so importing it here costs nothing until a real file is analysed.
  */
-import { FileAnalyzer } from '../audio';
+import { FileFrontend } from '../audio';
 import type { AudioInfo, AudioSource, FeatureChunk, OpenOptions } from '../audio/types';
 
 export interface FileFrontendLike {
@@ -17,5 +17,5 @@ export type OpenFileFrontend = (source: AudioSource, options: OpenOptions) => Fi
 
 /** FileFrontend.open from src/audio. */
 export function defaultOpen(): OpenFileFrontend {
-  return (source, options) => FileAnalyzer.open(source, options);
+  return (source, options) => FileFrontend.open(source, options);
 }

@@ -28,7 +28,7 @@ function fakeChannel(steps: number, seed: number, level: (s: number) => number):
   };
 }
 
-/** A decoder double: serves `channels` in chunks of `chunkSteps`, like src/audio's FileAnalyzer. */
+/** A decoder double: serves `channels` in chunks of `chunkSteps`, like src/audio's FileFrontend. */
 function fakeOpen(
   channels: FakeChannel[],
   opts: { chunkSteps?: number; frames?: number; sampleRate?: number } = {},

@@ -1,5 +1,5 @@
 /**
- * The JS API around the addon: probe, FileAnalyzer life cycle (read order, end, close,
+ * The JS API around the addon: probe, FileFrontend life cycle (read order, end, close,
  * concurrent calls), Buffer sources surviving garbage collection, parallel analyzers.
  */
 import assert from 'node:assert/strict';
@@ -7,14 +7,14 @@ import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { describe, it } from 'node:test';
-import { AudioError, FeatureChunk, FileAnalyzer, nativeVersions, probe } from '../../src/audio';
+import { AudioError, FeatureChunk, FileFrontend, nativeVersions, probe } from '../../src/audio';
 import { concatChannel, firstDifference, testSignal, tmpFile, wavBytes } from './helpers';
 
 const RATE = 48000;
 const file = tmpFile('api.wav');
 fs.writeFileSync(file, wavBytes({ rate: RATE, channels: 3, bits: 24 }, testSignal(Math.round(RATE * 6.5), 3, RATE, 8)));
 
-async function readAll(fa: FileAnalyzer): Promise<FeatureChunk[]> {
+async function readAll(fa: FileFrontend): Promise<FeatureChunk[]> {
   const out: FeatureChunk[] = [];
   for await (const chunks of fa) out.push(...chunks);
   return out;
@@ -33,9 +33,9 @@ describe('probe()', () => {
   });
 });
 
-describe('FileAnalyzer', () => {
+describe('FileFrontend', () => {
   it('info, channels, consecutive chunks, null at the end (and after)', async () => {
-    const fa = await FileAnalyzer.open({ path: file }, { chunkSeconds: 2 });
+    const fa = await FileFrontend.open({ path: file }, { chunkSeconds: 2 });
     assert.equal(fa.info.channels, 3);
     assert.deepEqual(fa.channels, [0, 1, 2]);
     const seen: number[] = [];
@@ -65,8 +65,8 @@ describe('FileAnalyzer', () => {
   });
 
   it('read() calls made without awaiting are served in order', async () => {
-    const reference = await readAll(await FileAnalyzer.open({ path: file }, { chunkSeconds: 1 }));
-    const fa = await FileAnalyzer.open({ path: file }, { chunkSeconds: 1 });
+    const reference = await readAll(await FileFrontend.open({ path: file }, { chunkSeconds: 1 }));
+    const fa = await FileFrontend.open({ path: file }, { chunkSeconds: 1 });
     const pending = Array.from({ length: 12 }, () => fa.read());
     const results = await Promise.all(pending);
     fa.close();
@@ -78,7 +78,7 @@ describe('FileAnalyzer', () => {
   });
 
   it('close() during a read lets that read finish, later reads fail', async () => {
-    const fa = await FileAnalyzer.open({ path: file }, { chunkSeconds: 3 });
+    const fa = await FileFrontend.open({ path: file }, { chunkSeconds: 3 });
     const p = fa.read();
     fa.close();
     const first = await p.catch((e: unknown) => e);
@@ -87,7 +87,7 @@ describe('FileAnalyzer', () => {
   });
 
   it('an early exit from for-await closes the analyzer', async () => {
-    const fa = await FileAnalyzer.open({ path: file }, { chunkSeconds: 1 });
+    const fa = await FileFrontend.open({ path: file }, { chunkSeconds: 1 });
     for await (const chunks of fa) {
       assert.ok(chunks.length === 3);
       break;
@@ -96,9 +96,9 @@ describe('FileAnalyzer', () => {
   });
 
   it('several analyzers in parallel give the same features as one at a time', async () => {
-    const sequential = await readAll(await FileAnalyzer.open({ path: file }));
+    const sequential = await readAll(await FileFrontend.open({ path: file }));
     const parallel = await Promise.all(
-      [0, 1, 2, 3].map(async (i) => readAll(await FileAnalyzer.open(i % 2 ? { path: file } : { buffer: fs.readFileSync(file) }, { chunkSeconds: 0.5 + i }))),
+      [0, 1, 2, 3].map(async (i) => readAll(await FileFrontend.open(i % 2 ? { path: file } : { buffer: fs.readFileSync(file) }, { chunkSeconds: 0.5 + i }))),
     );
     for (const run of parallel) {
       for (const c of [0, 1, 2]) assert.equal(firstDifference(concatChannel(run, c).features, concatChannel(sequential, c).features), -1);
@@ -111,8 +111,8 @@ describe('FileAnalyzer', () => {
       const fs = require('fs');
       (async () => {
         const ref = [];
-        for await (const c of await a.FileAnalyzer.open({ path: process.argv[1] })) ref.push(c[0].features.slice());
-        let fa = await a.FileAnalyzer.open({ buffer: fs.readFileSync(process.argv[1]) }, { chunkSeconds: 0.5 });
+        for await (const c of await a.FileFrontend.open({ path: process.argv[1] })) ref.push(c[0].features.slice());
+        let fa = await a.FileFrontend.open({ buffer: fs.readFileSync(process.argv[1]) }, { chunkSeconds: 0.5 });
         const got = [];
         for (;;) {
           global.gc(); await new Promise((r) => setImmediate(r)); global.gc();

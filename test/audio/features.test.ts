@@ -1,7 +1,7 @@
 /**
  * The framer (docs/features.md): levels, shapes, an independent straightforward JS
  * implementation of the log-mel definition, and the invariance of the output to how the
- * samples are chunked (computeFeatures == StreamFrontend with random pushes == FileAnalyzer
+ * samples are chunked (computeFeatures == StreamFrontend with random pushes == FileFrontend
  * with any chunkSeconds == computeFeatures(resample(decoded channel))).
  */
 import assert from 'node:assert/strict';
@@ -13,7 +13,7 @@ import {
   decodeAll,
   FEATURES_PER_STEP,
   FeatureChunk,
-  FileAnalyzer,
+  FileFrontend,
   resample,
   StreamFrontend,
 } from '../../src/audio';
@@ -139,7 +139,7 @@ function streamAll(stream: StreamFrontend, bytes: Uint8Array, seed: number, maxP
 }
 
 async function analyzeFile(path: string, opts: { chunkSeconds?: number; channel?: number } = {}): Promise<FeatureChunk[]> {
-  const fa = await FileAnalyzer.open({ path }, opts);
+  const fa = await FileFrontend.open({ path }, opts);
   const all: FeatureChunk[] = [];
   try {
     for (;;) {
@@ -168,7 +168,7 @@ describe('chunking does not change the features', () => {
     }
   });
 
-  it('FileAnalyzer: every chunkSeconds gives the same features, == computeFeatures(resample(channel))', async () => {
+  it('FileFrontend: every chunkSeconds gives the same features, == computeFeatures(resample(channel))', async () => {
     const rate = 44100;
     const file = tmpFile('features-stereo.wav');
     fs.writeFileSync(file, wavBytes({ rate, channels: 2, bits: 16 }, testSignal(Math.round(rate * 9.3), 2, rate, 4)));
@@ -190,7 +190,7 @@ describe('chunking does not change the features', () => {
     assert.equal(firstDifference(only1.features, expected[1]!.features), -1, 'channel selection');
   });
 
-  it('StreamFrontend with random chunk sizes == FileAnalyzer on the same file (s16le, 44.1 kHz stereo)', async () => {
+  it('StreamFrontend with random chunk sizes == FileFrontend on the same file (s16le, 44.1 kHz stereo)', async () => {
     const rate = 44100;
     const file = tmpFile('stream-vs-file.wav');
     const wav = wavBytes({ rate, channels: 2, bits: 16 }, testSignal(Math.round(rate * 5.1), 2, rate, 11));

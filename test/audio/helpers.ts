@@ -6,7 +6,7 @@ import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { AudioError, FileAnalyzer, type AudioSource, type FeatureChunk, type OpenOptions } from '../../src/audio';
+import { AudioError, FileFrontend, type AudioSource, type FeatureChunk, type OpenOptions } from '../../src/audio';
 
 let tmp: string | undefined;
 
@@ -134,7 +134,7 @@ export function wavHeader(spec: WavSpec, dataBytes: number): Buffer {
   return h;
 }
 
-/** Concatenates the chunks of one channel (as returned by FileAnalyzer/StreamFrontend). */
+/** Concatenates the chunks of one channel (as returned by FileFrontend/StreamFrontend). */
 export function concatChannel(chunks: FeatureChunk[], channel: number): { levels: Float32Array; features: Float32Array; steps: number } {
   const mine = chunks.filter((c) => c.channel === channel);
   const steps = mine.reduce((n, c) => n + c.steps, 0);
@@ -167,9 +167,9 @@ export function maxAbsDiff(a: Float32Array, b: Float32Array): number {
 
 /** 'OK' if the source opens and reads to the end, else its AudioError code (other errors throw). */
 export async function decodeOutcome(source: AudioSource, opts: OpenOptions = {}): Promise<string> {
-  let fa: FileAnalyzer | undefined;
+  let fa: FileFrontend | undefined;
   try {
-    fa = await FileAnalyzer.open(source, opts);
+    fa = await FileFrontend.open(source, opts);
     while ((await fa.read()) !== null);
     return 'OK';
   } catch (e) {

@@ -9,7 +9,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { describe, it } from 'node:test';
-import { AudioError, AUDIO_ERROR_CODES, AudioSource, decodeAll, FileAnalyzer, OpenOptions, probe } from '../../src/audio';
+import { AudioError, AUDIO_ERROR_CODES, AudioSource, decodeAll, FileFrontend, OpenOptions, probe } from '../../src/audio';
 import { decodeOutcome, rng, sox, testSignal, tmpFile, wavBytes, wavHeader } from './helpers';
 
 /** 'OK' if the source opens and reads to the end, else the AudioError code. */
@@ -145,7 +145,7 @@ describe('malformed input gets a stable code and the process survives', () => {
     assert.equal(info.truncated, true);
     assert.equal(info.frames, 5000);
     assert.equal((await probe({ buffer: wav })).truncated, false);
-    const fa = await FileAnalyzer.open({ buffer: cut });
+    const fa = await FileFrontend.open({ buffer: cut });
     try {
       assert.equal(fa.info.truncated, true);
       let steps = 0;
@@ -163,7 +163,7 @@ describe('malformed input gets a stable code and the process survives', () => {
         const out = [];
         for (const f of JSON.parse(process.argv[1])) {
           let fa;
-          try { fa = await a.FileAnalyzer.open({ path: f }); while ((await fa.read()) !== null); out.push('OK'); }
+          try { fa = await a.FileFrontend.open({ path: f }); while ((await fa.read()) !== null); out.push('OK'); }
           catch (e) { out.push(e.code || String(e)); }
           finally { if (fa) fa.close(); }
         }
@@ -209,7 +209,7 @@ describe('bad sources and options', () => {
   it('INVALID_ARGUMENT for a malformed source, with a precise message', async () => {
     const bad: unknown[] = [undefined, null, 'file.wav', {}, { path: 1 }, { path: '' }, { buffer: 'abc' }, { buffer: [1, 2] }, { path: file, buffer: Buffer.alloc(4) }];
     for (const source of bad) {
-      for (const p of [probe(source as AudioSource), FileAnalyzer.open(source as AudioSource), decodeAll(source as AudioSource)]) {
+      for (const p of [probe(source as AudioSource), FileFrontend.open(source as AudioSource), decodeAll(source as AudioSource)]) {
         await assert.rejects(p, (e: unknown) => e instanceof AudioError && e.code === 'INVALID_ARGUMENT' && /source/.test(e.message), JSON.stringify(source));
       }
     }
@@ -240,7 +240,7 @@ describe('bad sources and options', () => {
     assert.equal(await codeOf(probe({ path: path.dirname(file) })), 'IO_ERROR');
     const fifo = tmpFile('a.fifo');
     execFileSync('mkfifo', [fifo]);
-    assert.equal(await codeOf(FileAnalyzer.open({ path: fifo })), 'IO_ERROR');
+    assert.equal(await codeOf(FileFrontend.open({ path: fifo })), 'IO_ERROR');
   });
 
   it('DURATION_LIMIT_EXCEEDED from the header (frames / rate * analysed channels)', async () => {
@@ -248,7 +248,7 @@ describe('bad sources and options', () => {
     assert.equal(await outcome({ path: file }, { maxDurationSec: 19 }), 'DURATION_LIMIT_EXCEEDED');
     assert.equal(await outcome({ path: file }, { maxDurationSec: 21 }), 'OK');
     assert.equal(await outcome({ path: file }, { maxDurationSec: 11, channel: 1 }), 'OK');
-    const e = await FileAnalyzer.open({ path: file }, { maxDurationSec: 5 }).catch((x: unknown) => x);
+    const e = await FileFrontend.open({ path: file }, { maxDurationSec: 5 }).catch((x: unknown) => x);
     assert.ok(e instanceof AudioError && /limit/.test(e.message));
   });
 
@@ -257,7 +257,7 @@ describe('bad sources and options', () => {
     const flac = tmpFile('nolength.flac');
     fs.writeFileSync(flac, execFileSync('sh', ['-c', `ffmpeg -v error -i '${file}' -f flac - | cat`], { maxBuffer: 1 << 26 }));
     assert.equal((await probe({ path: flac })).frames, -1);
-    const fa = await FileAnalyzer.open({ path: flac }, { maxDurationSec: 12, chunkSeconds: 1 });
+    const fa = await FileFrontend.open({ path: flac }, { maxDurationSec: 12, chunkSeconds: 1 });
     let steps = 0;
     const err = await (async () => {
       for (;;) {

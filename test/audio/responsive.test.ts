@@ -1,11 +1,11 @@
 /**
  * A long file (10 minutes) is analysed off the main thread: a setInterval keeps ticking while
- * FileAnalyzer's reads are pending. How long the event loop stalls and how much memory grows are
+ * FileFrontend's reads are pending. How long the event loop stalls and how much memory grows are
  * measured by `npm run bench:responsiveness` (bench/responsiveness), not asserted here.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { FileAnalyzer } from '../../src/audio';
+import { FileFrontend } from '../../src/audio';
 import { tmpFile, writeLongWav } from './helpers';
 
 describe('long files', () => {
@@ -20,7 +20,7 @@ describe('long files', () => {
       if (reading) ticksWhileReading++;
     }, 5);
 
-    const fa = await FileAnalyzer.open({ path: file }, { chunkSeconds: 30 });
+    const fa = await FileFrontend.open({ path: file }, { chunkSeconds: 30 });
     let steps = 0, reads = 0;
     try {
       for (;;) {

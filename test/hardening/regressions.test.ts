@@ -40,12 +40,12 @@ describe('fuzz regression corpus', () => {
 
   it('the whole corpus in a child process: exits normally (no abort, no sanitizer-style crash)', () => {
     const script = `
-      const { FileAnalyzer } = require(${JSON.stringify(resolve(__dirname, '../../src/audio'))});
+      const { FileFrontend } = require(${JSON.stringify(resolve(__dirname, '../../src/audio'))});
       const fs = require('fs'), path = require('path');
       (async () => {
         for (const f of fs.readdirSync(${JSON.stringify(DIR)})) {
           let fa;
-          try { fa = await FileAnalyzer.open({ path: path.join(${JSON.stringify(DIR)}, f) }, { maxDurationSec: 20 }); while ((await fa.read()) !== null); } catch (e) { if (!e.code) throw e; } finally { fa && fa.close(); }
+          try { fa = await FileFrontend.open({ path: path.join(${JSON.stringify(DIR)}, f) }, { maxDurationSec: 20 }); while ((await fa.read()) !== null); } catch (e) { if (!e.code) throw e; } finally { fa && fa.close(); }
         }
         console.log('done');
       })();`;
