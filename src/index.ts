@@ -1,11 +1,11 @@
 /**
  * auris: self-hostable audio analysis (speech/music/other, arousal, voice gender per time step).
  *
- *   analyzeFile(source, options, hooks)  -> per-channel results (src/pipeline)
- *   buildEnvelope(jobId, channels)       -> SPEC results envelope (src/analysis)
- *   InferenceEngine / sharedEngine       -> model registry + worker pool (src/inference)
- *   openStream(target, options)          -> live analysis over WebSocket or gRPC (src/client)
- *   startApp(options)                    -> the whole service in this process (src/app.ts)
+ *   analyzeFile(source, request, settings)  -> per-channel results (src/pipeline; request: an AnalysisRequest)
+ *   buildEnvelope(jobId, channels)          -> SPEC results envelope (src/analysis)
+ *   InferenceEngine / sharedEngine          -> model registry + worker pool (src/inference)
+ *   openStream(target, options)             -> live analysis over WebSocket or gRPC (src/client)
+ *   startApp(options)                       -> the whole service in this process (src/app.ts)
  */
 export * from './analysis';
 export * from './inference';
