@@ -6,6 +6,7 @@ import json
 import os
 
 from . import data as D
+from .voice_variants import VARIANT_TASKS
 
 PURPOSE = {
     "speech": "Per-step (64 ms) classification of audio into music / other (environmental and man-made sounds) / speech.",
@@ -185,7 +186,6 @@ NORM_TXT = {
 def _run(t, task):
     ema = f"the moving average of the weights (decay {t['ema']}) after the final epoch" if t.get("ema") else "the final epoch"
     cfg = f", model config `{t['cfg']}`" if t.get("cfg") else ""
-    from .train import VARIANT_TASKS
     var = ", without WORLD variants" if task in VARIANT_TASKS and t.get("variants") is False else ""
     how = f"; reproduce with `{t['reproduce']}`" if t.get("reproduce") else ""
     return f"{t['examples']} synthetic examples, {t['epochs']} epochs, seed {t['seed']}{cfg}{var}; {ema} is exported{how}"

@@ -18,7 +18,8 @@ import os
 import numpy as np
 
 from . import data as D
-from .train import CLASSES, evaluate, val_set
+from .card import write_model_dir
+from .evaluation import CLASSES, evaluate, summary_metrics, val_set
 
 
 PROB_FLOOR = 1e-30
@@ -173,7 +174,6 @@ def build(task: str, members: list[str], out: str, version: str) -> dict:
     diff = check_merged(paths, fn, len(CLASSES[task]))
     clips = D.load_clips()
     res = evaluate(OrtModel(fn), task, val_set(task, clips, D.AudioStore(clips)))
-    from .train import summary_metrics
     man = dict(mans[0])
     man["version"] = version
     man["metrics"] = summary_metrics(task, res)
@@ -186,7 +186,6 @@ def build(task: str, members: list[str], out: str, version: str) -> dict:
         "onnx_vs_members_max_abs_diff": diff,
     }
     man["training"] = {"ensemble_of": [dict(m["training"], architecture=m["model"]["architecture"]) for m in mans]}
-    from .card import write_model_dir
     write_model_dir(task, d, man, res, clips)
     o = res["overall"]
     print(f"[{task}] ensemble of {len(mans)} -> {fn} ({os.path.getsize(fn) / 1024:.0f} KB), clip acc {o['clip_accuracy']:.3f}"

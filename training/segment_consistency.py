@@ -21,7 +21,7 @@ from . import data as D
 from . import speaker_data as SD
 from .loco import RUNS
 from .model import Net
-from .speaker_train import CONFIGS
+from .speaker_config import CONFIGS
 
 GAP_STEPS = 8  # 512 ms of silence or less does not end a segment (pauses between words)
 

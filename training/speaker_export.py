@@ -12,6 +12,7 @@ from . import data as D
 from . import speaker_data as SD
 from .model import context_steps, fold_lifter, macs_per_step
 from .speaker_card import manifest_metrics, write_card
+from .speaker_config import CONFIGS, DEFAULTS
 
 VERSIONS = {"gender": "2.0.0", "arousal": "2.0.0", "emotions": "1.0.0"}
 FEATURES = {"kind": "logmel", "sample_rate": 16000, "n_fft": 512, "hop": 256, "n_mels": 64,
@@ -42,7 +43,6 @@ def export_onnx(model, fn: str, n_classes: int) -> float:
 
 
 def reproduce_cmd(task, args) -> str:
-    from .speaker_train import DEFAULTS
     cmd = f"python -m training.speaker_train --task {task}"
     for k, v in DEFAULTS.items():
         if getattr(args, k) != v:
@@ -52,7 +52,6 @@ def reproduce_cmd(task, args) -> str:
 
 
 def export(task, model, clips, res, out_root, args):
-    from .speaker_train import CONFIGS
     d = os.path.join(out_root, task)
     os.makedirs(d, exist_ok=True)
     classes = SD.CLASSES[task]

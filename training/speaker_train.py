@@ -24,18 +24,12 @@ from . import distill_data as DD
 from . import speaker_data as SD
 from .features import FRAMES_PER_STEP, logmel_fast
 from .model import Net
+from .speaker_config import CONFIGS, DEFAULTS  # noqa: F401 (also read as speaker_train.CONFIGS / DEFAULTS)
+from .speaker_export import export
 from .train import weighted_step
 
 STEPS = 64
 VERSION_P = {"clean": 0.4, "phone": 0.3, "noisy": 0.3}
-# model configs (model.py's Net): gain normalisation by the local mean (gender) or the local max (arousal,
-# emotions: how loud a word is against its neighbours carries arousal)
-CONFIGS = {
-    "gender": dict(c1=32, c2=64, dil=(1, 2, 4, 8), norm_k=63, lifter=12),
-    "arousal": dict(c1=32, c2=64, dil=(1, 2, 4, 8), norm_k=63, norm="max", dropout=0.2),
-    "emotions": dict(c1=32, c2=64, dil=(1, 2, 4, 8), norm_k=63, norm="max", dropout=0.2),
-}
-DEFAULTS = dict(examples=12800, epochs=10, lr=3e-3, ema=0.998)
 LN10_DB = np.log(10.0) / 10.0  # natural-log power per dB
 
 
@@ -201,7 +195,6 @@ def main():
             k = [j for j, (c, _) in enumerate(val) if c.source == src]
             res[version]["per_source"][src] = scores(args.task, [val[j][1] for j in k], [probs[j] for j in k])
     print(json.dumps(res, indent=1), flush=True)
-    from .speaker_export import export
     export(args.task, model, clips, res, args.out or os.path.join(os.path.dirname(D.HERE), "models"), args)
 
 
