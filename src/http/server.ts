@@ -4,17 +4,13 @@
  */
 import fastifyCors from '@fastify/cors';
 import fastifyHelmet from '@fastify/helmet';
-import fastifySwagger from '@fastify/swagger';
-import fastifySwaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyServerOptions } from 'fastify';
-import { rm, writeFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
-import { join } from 'node:path';
 import { MAX_VOLUME_THRESHOLD_DB, MIN_VOLUME_THRESHOLD_DB } from '../analysis/options';
 import { CallbackDispatcher } from '../callbacks/dispatcher';
 import { CallbackSecrets } from '../callbacks/signing';
 import { type Config, defaultConfig, type DeepPartial, mergeConfig } from '../config';
-import { createDownloadService, type DownloadDeps } from '../download';
+import { createDownloadService, type DownloadDeps, type DownloadService } from '../download';
 import { type Analyzer, pipelineAnalyzer } from '../pipeline/analyzer';
 import { openEmbeddedBackends } from '../jobs/embedded';
 import { JobMetrics } from '../jobs/metrics';
@@ -24,17 +20,19 @@ import { BackendUnavailableError, isTerminal, type Backends } from '../jobs/type
 import { JobWorker } from '../jobs/worker';
 import { ApiKeyRegistry, generateDevKey, RateLimiter } from './auth';
 import { AuthFailureThrottle } from './auth-throttle';
+import { addAuthentication, type AuthenticateOptions } from './authenticate';
 import { problemClientErrorHandler } from './client-errors';
 import { API_ERRORS, ApiError, PROBLEM_CONTENT_TYPE, problemSchema } from './errors';
 import { consolePlugin } from './console';
-import { addCallbackDocs } from './openapi-callbacks';
 import { addMethodNotAllowed, trackRouteMethods } from './method-not-allowed';
+import { addOpenApiRoute, registerOpenApi } from './openapi';
 import { jobRoutes, unsupportedMediaType } from './routes/jobs';
 import { downloadKeyRoutes } from './routes/download-keys';
 import { listJobRoutes } from './routes/list';
 import { callbackSecretRoutes } from './routes/callback-secret';
 import { modelRoutes } from './routes/models';
-import { AUDIO_MEDIA_TYPES, jobRecordSchema } from './schemas';
+import { dataDirProblem, operationRoutes } from './routes/operations';
+import { jobRecordSchema } from './schemas';
 
 /** Range accepted for volume_threshold: dBFS of the step level (docs/results.md). */
 export const VOLUME_THRESHOLD_RANGE = { min: MIN_VOLUME_THRESHOLD_DB, max: MAX_VOLUME_THRESHOLD_DB };
@@ -107,8 +105,25 @@ export interface AurisServer {
 export async function createServer(opts: ServerOptions = {}): Promise<AurisServer> {
   const base = opts.config ?? defaultConfig();
   const config = opts.overrides ? mergeConfig(base, opts.overrides) : base;
+  const app = createFastify(config, opts);
+  const access = accessControl(config, app);
+  const parts = await buildServices(config, opts, app);
+  await recoverJobs(parts, app);
+  addProblemHandlers(app);
+  await registerSecurityHeaders(app, config);
+  app.addSchema(problemSchema);
+  app.addSchema(jobRecordSchema);
+  await registerOpenApi(app);
+  addAuthentication(app, access);
+  const state = { closing: false, listening: false };
+  await registerRoutes(app, config, parts, () => readinessProblems(state, config, opts, parts));
+  return serverHandle(app, config, opts, parts, access, state);
+}
+
+/** The Fastify instance: timeouts against slow clients, logs without credentials, router errors as problem+json. */
+function createFastify(config: Config, opts: ServerOptions): FastifyInstance {
   const t = { ...HTTP_TIMEOUTS, ...opts.httpTimeouts };
-  const app = Fastify({
+  return Fastify({
     logger: withRedaction(opts.logger ?? { level: config.logLevel }),
     connectionTimeout: t.connectionMs,
     keepAliveTimeout: t.keepAliveMs,
@@ -126,7 +141,15 @@ export async function createServer(opts: ServerOptions = {}): Promise<AurisServe
     forceCloseConnections: 'idle',
     clientErrorHandler: problemClientErrorHandler(MAX_HEADER_BYTES),
   });
+}
 
+interface AccessControl extends AuthenticateOptions {
+  /** The development key, when no key was configured. */
+  devKey: string | null;
+}
+
+/** The accepted API keys (a development key when none is configured), the rate limit and the failed-auth throttle. */
+function accessControl(config: Config, app: FastifyInstance): AccessControl {
   let devKey: string | null = null;
   let keys = config.apiKeys;
   if (keys.length === 0) {
@@ -138,10 +161,28 @@ export async function createServer(opts: ServerOptions = {}): Promise<AurisServe
       'no API key configured (API_KEYS / API_KEYS_FILE): generated a development key for this run',
     );
   }
-  const registry = new ApiKeyRegistry(keys);
-  const limiter = new RateLimiter(config.limits.rateLimitRps, config.limits.rateLimitBurst);
-  const authThrottle = new AuthFailureThrottle(config.limits.authFailureLimit, config.limits.authFailureWindowSec * 1000);
+  return {
+    devKey,
+    registry: new ApiKeyRegistry(keys),
+    limiter: new RateLimiter(config.limits.rateLimitRps, config.limits.rateLimitBurst),
+    throttle: new AuthFailureThrottle(config.limits.authFailureLimit, config.limits.authFailureWindowSec * 1000),
+  };
+}
 
+/** What the routes and the background loops work on. */
+interface Services {
+  download: DownloadService;
+  metrics: JobMetrics;
+  backends: Backends;
+  analyzer: Analyzer;
+  service: JobService;
+  worker: JobWorker;
+  secrets: CallbackSecrets;
+  dispatcher: CallbackDispatcher;
+  sweeper: RetentionSweeper;
+}
+
+async function buildServices(config: Config, opts: ServerOptions, app: FastifyInstance): Promise<Services> {
   const download = await createDownloadService(config, opts.download, app.log.child({ component: 'download' })); // signing keys (generated on first start), SSRF guard
   let backendsRef: Backends | null = null;
   const metrics = new JobMetrics(() => backendsRef?.jobs ?? null);
@@ -158,8 +199,11 @@ export async function createServer(opts: ServerOptions = {}): Promise<AurisServe
   }
   const dispatcher = new CallbackDispatcher(backends.events, config.callbacks, metrics, app.log.child({ component: 'callbacks' }), backends.jobs, secrets, download.guard);
   const sweeper = new RetentionSweeper(backends, service, config.sweepIntervalMs, app.log.child({ component: 'retention' }));
+  return { download, metrics, backends, analyzer, service, worker, secrets, dispatcher, sweeper };
+}
 
-  // Recovery: drop orphaned blobs, re-enqueue unfinished jobs the queue does not hold.
+/** Recovery: drop orphaned blobs, re-enqueue unfinished jobs the queue does not hold. */
+async function recoverJobs({ backends, sweeper }: Services, app: FastifyInstance): Promise<void> {
   const orphans = await sweeper.removeOrphans();
   if (orphans) app.log.info({ removed: orphans }, 'removed blobs of no job');
   const pending = new Set(await backends.queue.pending());
@@ -172,8 +216,10 @@ export async function createServer(opts: ServerOptions = {}): Promise<AurisServe
   }
   if (requeued) app.log.info({ requeued }, 're-enqueued unfinished jobs');
   await sweeper.sweep();
+}
 
-  // Errors: every one as application/problem+json with a stable code.
+/** Errors: every one as application/problem+json with a stable code. */
+function addProblemHandlers(app: FastifyInstance): void {
   app.setErrorHandler((err: FastifyError | ApiError, req, reply) => {
     const apiErr = toApiError(err, mediaTypeOf(req.headers['content-type']));
     if (apiErr.status >= 500) req.log.error({ err }, 'request failed');
@@ -184,12 +230,13 @@ export async function createServer(opts: ServerOptions = {}): Promise<AurisServe
     const e = new ApiError('NOT_FOUND', `No route ${req.method} ${req.url.split('?')[0]}.`);
     return reply.code(404).type(PROBLEM_CONTENT_TYPE).send(JSON.stringify(e.toProblem(req.url.split('?')[0])));
   });
+}
 
-  // Security headers on every response; CSP is set per page by the console (src/http/console.ts).
+/** Security headers on every response, and CORS for browser apps on the configured origins. */
+async function registerSecurityHeaders(app: FastifyInstance, config: Config): Promise<void> {
+  // CSP is set per page by the console (src/http/console.ts).
   await app.register(fastifyHelmet, { contentSecurityPolicy: false, hsts: false, crossOriginResourcePolicy: { policy: 'same-site' } });
-
-  // CORS for browser apps on the configured origins; a preflight (OPTIONS) is answered here,
-  // before the API key check, which it must not need (browsers send no credentials on it).
+  // A preflight (OPTIONS) is answered here, before the API key check, which it must not need.
   if (config.corsOrigins.length) {
     await app.register(fastifyCors, {
       origin: config.corsOrigins.includes('*') ? '*' : config.corsOrigins,
@@ -200,56 +247,10 @@ export async function createServer(opts: ServerOptions = {}): Promise<AurisServe
       strictPreflight: false,
     });
   }
+}
 
-  app.addSchema(problemSchema);
-  app.addSchema(jobRecordSchema);
-
-  await app.register(fastifySwagger, {
-    openapi: {
-      openapi: '3.0.3',
-      info: {
-        title: 'auris file-processing API',
-        version: '0.1.0',
-        description:
-          'Asynchronous audio analysis jobs (speech/music/other, arousal, voice gender per time step). ' +
-          'Every error is an RFC 9457 application/problem+json body with a stable `code`; failed jobs carry `error.code`. See docs/api.md.',
-      },
-      servers: [{ url: '/' }],
-      components: { securitySchemes: { ApiKey: { type: 'apiKey', in: 'header', name: 'x-api-key' } } },
-      tags: [{ name: 'File processing' }, { name: 'Models' }, { name: 'Operations' }],
-    },
-    refResolver: { buildLocalReference: (json, _base, _frag, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
-    transformObject: (doc) => addCallbackDocs(addAudioBodies((doc as { openapiObject: OpenApiDoc }).openapiObject) as never),
-  });
-  await app.register(fastifySwaggerUi, { routePrefix: '/docs' });
-
-  // Auth and the per-key rate limit on the job endpoints and POST /stream-tokens.
-  app.addHook('onRequest', async (req, reply) => {
-    if (!(req.url.startsWith('/file-processing/') || req.url.startsWith('/stream-tokens')) || req.method === 'OPTIONS') return;
-    const blocked = authThrottle.blockedFor(req.ip);
-    if (blocked > 0) {
-      void reply.header('retry-after', String(blocked));
-      throw new ApiError('TOO_MANY_AUTH_FAILURES', `Too many requests with a missing or invalid API key from this address; retry after ${blocked} s.`, { retry_after: blocked }, blocked);
-    }
-    const raw = req.headers['x-api-key'];
-    const key = Array.isArray(raw) ? raw[0] : raw;
-    const owner = key ? registry.lookup(key) : null;
-    if (!owner) {
-      if (authThrottle.fail(req.ip)) app.log.warn({ client: req.ip, failures: authThrottle.limit }, 'too many failed authentications: address throttled');
-      if (!key) throw new ApiError('MISSING_API_KEY', 'The x-api-key header is required.');
-      throw new ApiError('INVALID_API_KEY', 'The x-api-key is not valid.');
-    }
-    req.owner = owner;
-    const wait = limiter.take(owner.key_id);
-    void reply.headers(limiter.headers(owner.key_id)); // RateLimit-Policy / RateLimit beside Retry-After
-    if (wait > 0) {
-      void reply.header('retry-after', String(wait));
-      throw new ApiError('RATE_LIMITED', `Too many requests for this API key; retry after ${wait} s.`, { retry_after: wait }, wait);
-    }
-  });
-
-  let closing = false;
-  let listening = false;
+async function registerRoutes(app: FastifyInstance, config: Config, parts: Services, notReady: () => Promise<string[]>): Promise<void> {
+  const { analyzer, backends, download, secrets, service, metrics } = parts;
   const routeMethods = trackRouteMethods(app, ['/file-processing/', '/models']);
   await app.register(jobRoutes, { config, service, listModels: () => analyzer.listModels(), volumeRange: VOLUME_THRESHOLD_RANGE });
   await app.register(listJobRoutes, { list: () => backends.jobs.list() }); // GET /file-processing/jobs (the project's jobs)
@@ -257,60 +258,35 @@ export async function createServer(opts: ServerOptions = {}): Promise<AurisServe
   await app.register(callbackSecretRoutes, { secrets }); // GET /file-processing/callback-secret
   await app.register(modelRoutes, { modelsDir: config.modelsDir }); // GET /models
   addMethodNotAllowed(app, routeMethods); // e.g. PUT on a job: 405 with Allow, not 404
-
-  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  addOpenApiRoute(app);
   await app.register(consolePlugin); // the web console at GET / (web/, src/http/console.ts)
-  app.get(
-    '/healthz',
-    {
-      schema: {
-        operationId: 'healthz',
-        tags: ['Operations'],
-        summary: 'Liveness',
-        response: { 200: { type: 'object', properties: { status: { type: 'string' } } } },
-      },
-    },
-    async () => ({ status: 'ok' }),
-  );
-  app.get(
-    '/readyz',
-    {
-      schema: {
-        operationId: 'readyz',
-        tags: ['Operations'],
-        summary: 'Readiness: storage open, workers running, models installed',
-        response: {
-          200: {
-            type: 'object',
-            properties: { status: { type: 'string' }, models: { type: 'array', items: { type: 'string' } }, workers: { type: 'integer' } },
-          },
-          503: { description: 'Not ready (SERVICE_UNAVAILABLE)', content: { [PROBLEM_CONTENT_TYPE]: { schema: { $ref: 'Problem#' } } } },
-        },
-      },
-    },
-    async (_req, reply) => {
-      const models = analyzer.listModels();
-      const reasons: string[] = [];
-      if (closing) reasons.push('shutting down');
-      if (!listening) reasons.push('starting');
-      if (models.length === 0) reasons.push(`no models installed in ${config.modelsDir}`);
-      if (config.concurrency > 0 && opts.startWorker !== false && !worker.isRunning) reasons.push('workers not running');
-      if (!opts.backends) {
-        const storage = await dataDirProblem(config.dataDir); // disk full, read-only, replaced by a file
-        if (storage) reasons.push(storage);
-      }
-      if (reasons.length) {
-        throw new ApiError('SERVICE_UNAVAILABLE', `Not ready: ${reasons.join('; ')}.`, { reasons }, 5);
-      }
-      return reply.send({ status: 'ready', models, workers: config.concurrency });
-    },
-  );
-  app.get(
-    '/metrics',
-    { schema: { operationId: 'metrics', tags: ['Operations'], summary: 'Prometheus metrics', produces: ['text/plain'] } },
-    async (_req, reply) => reply.type(metrics.registry.contentType).send(await metrics.registry.metrics()),
-  );
+  await app.register(operationRoutes, { listModels: () => analyzer.listModels(), workers: config.concurrency, notReady, metrics: metrics.registry });
+}
 
+/** Why /readyz answers 503: shutting down, not listening yet, no models, stopped workers, unwritable storage. */
+async function readinessProblems(state: { closing: boolean; listening: boolean }, config: Config, opts: ServerOptions, parts: Services): Promise<string[]> {
+  const reasons: string[] = [];
+  if (state.closing) reasons.push('shutting down');
+  if (!state.listening) reasons.push('starting');
+  if (parts.analyzer.listModels().length === 0) reasons.push(`no models installed in ${config.modelsDir}`);
+  if (config.concurrency > 0 && opts.startWorker !== false && !parts.worker.isRunning) reasons.push('workers not running');
+  if (!opts.backends) {
+    const storage = await dataDirProblem(config.dataDir); // disk full, read-only, replaced by a file
+    if (storage) reasons.push(storage);
+  }
+  return reasons;
+}
+
+/** listen() starts the background loops once the port is bound; close() stops everything in order. */
+function serverHandle(
+  app: FastifyInstance,
+  config: Config,
+  opts: ServerOptions,
+  parts: Services,
+  access: AccessControl,
+  state: { closing: boolean; listening: boolean },
+): AurisServer {
+  const { backends, service, worker, dispatcher, sweeper, metrics, analyzer } = parts;
   const server: AurisServer = {
     app,
     config,
@@ -320,24 +296,24 @@ export async function createServer(opts: ServerOptions = {}): Promise<AurisServe
     dispatcher,
     sweeper,
     metrics,
-    devKey,
-    keys: registry,
-    authThrottle,
+    devKey: access.devKey,
+    keys: access.registry,
+    authThrottle: access.throttle,
     url: '',
     async listen() {
       await app.listen({ host: config.host, port: config.port });
       const addr = app.server.address() as AddressInfo;
       const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
       server.url = `http://${host}:${addr.port}`;
-      listening = true;
+      state.listening = true;
       if (opts.startWorker !== false) worker.start();
       if (opts.startDispatcher !== false) dispatcher.start();
       sweeper.start();
       return server.url;
     },
     async close() {
-      if (closing) return;
-      closing = true;
+      if (state.closing) return;
+      state.closing = true;
       await app.close();
       await worker.stop();
       await dispatcher.stop();
@@ -347,18 +323,6 @@ export async function createServer(opts: ServerOptions = {}): Promise<AurisServe
     },
   };
   return server;
-}
-
-/** Why the embedded data directory cannot take a write right now, or null. */
-async function dataDirProblem(dir: string): Promise<string | null> {
-  const probe = join(dir, `.readyz-${process.pid}`);
-  try {
-    await writeFile(probe, 'ok');
-    await rm(probe, { force: true });
-    return null;
-  } catch (e) {
-    return `data directory ${dir} is not writable (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`;
-  }
 }
 
 const mediaTypeOf = (header: string | undefined): string => (header ?? '').split(';')[0]!.trim().toLowerCase();
@@ -412,24 +376,6 @@ function toApiError(err: FastifyError | ApiError, contentType: string): ApiError
   }
   if (fe.statusCode === 503) return new ApiError('SERVICE_UNAVAILABLE', 'The server is shutting down.');
   return new ApiError('INTERNAL_ERROR', 'An unexpected error occurred.');
-}
-
-interface OpenApiDoc {
-  paths?: Record<string, Record<string, { requestBody?: { content?: Record<string, unknown>; required?: boolean; description?: string } }>>;
-  [k: string]: unknown;
-}
-
-/** The direct-upload bodies are streamed, not schema-validated; list them in the document. */
-function addAudioBodies(doc: OpenApiDoc): OpenApiDoc {
-  const op = doc.paths?.['/file-processing/jobs']?.post;
-  if (op) {
-    op.requestBody ??= {};
-    op.requestBody.required = true;
-    op.requestBody.description = 'URL method: JSON `{"url": ...}`. Direct upload: the raw audio bytes with their audio media type.';
-    op.requestBody.content ??= {};
-    for (const t of AUDIO_MEDIA_TYPES) op.requestBody.content[t] = { schema: { type: 'string', format: 'binary' } };
-  }
-  return doc;
 }
 
 export { API_ERRORS };

@@ -42,134 +42,173 @@ function closeText(code: number, message: string | undefined): string {
   return code === 1006 ? 'The connection to the server was lost.' : `Stream ended (close ${code}).`;
 }
 
-export function initLive(deps: LiveDeps): void {
+/** The Live view's controls and messages. */
+interface LiveUi {
+  lanes: HTMLElement;
+  setRunning(running: boolean): void;
+  say(text: string): void;
+  fail(text: string): void;
+  clearError(): void;
+}
+
+function liveUi(): LiveUi & { start: HTMLButtonElement; stop: HTMLButtonElement; clear: HTMLButtonElement } {
   const start = $<HTMLButtonElement>('live-start');
   const stop = $<HTMLButtonElement>('live-stop');
-  const clear = $<HTMLButtonElement>('live-clear');
   const status = $('live-status');
   const error = $('live-error');
-  const lanes = $('live-lanes');
+  return {
+    start,
+    stop,
+    clear: $<HTMLButtonElement>('live-clear'),
+    lanes: $('live-lanes'),
+    setRunning: (running) => {
+      start.disabled = running;
+      stop.disabled = !running;
+    },
+    say: (text) => void (status.textContent = text),
+    fail: (text) => void (error.textContent = text),
+    clearError: () => void (error.textContent = ''),
+  };
+}
+
+export function initLive(deps: LiveDeps): void {
+  const ui = liveUi();
   let session: Session | null = null;
 
-  const setRunning = (running: boolean): void => {
-    start.disabled = running;
-    stop.disabled = !running;
-  };
-  const say = (text: string): void => void (status.textContent = text);
-  const fail = (text: string): void => void (error.textContent = text);
-
-  const lane = (model: string): HTMLElement => {
-    let row = lanes.querySelector<HTMLElement>(`[data-model="${model}"] .live-steps`);
-    if (row) return row;
-    const wrap = document.createElement('div');
-    wrap.className = 'live-lane';
-    wrap.dataset.model = model;
-    const name = document.createElement('span');
-    name.className = 'live-model';
-    name.textContent = model;
-    const now = document.createElement('span');
-    now.className = 'live-now';
-    row = document.createElement('div');
-    row.className = 'live-steps';
-    row.setAttribute('role', 'img');
-    row.setAttribute('aria-label', `${model} over time`);
-    wrap.append(name, now, row);
-    lanes.append(wrap);
-    return row;
-  };
-
-  const addStep = (step: TimeStep): void => {
-    for (const [model, r] of Object.entries(step.results)) {
-      const block = document.createElement('span');
-      block.className = 'live-step';
-      block.dataset.label = r.result;
-      block.dataset.t = String(step.timestamp);
-      block.title = `${(step.timestamp / 1000).toFixed(2)} s: ${r.result} (${r.confidence.toFixed(2)})`;
-      block.style.background = classColour(r.result);
-      const row = lane(model);
-      row.append(block);
-      row.scrollLeft = row.scrollWidth;
-      const now = row.parentElement!.querySelector('.live-now')!;
-      now.textContent = `${r.result} ${r.confidence.toFixed(2)}`;
-    }
-  };
-
-  const release = (s: Session): void => {
-    for (const t of s.mic.getTracks()) t.stop();
-    void s.ctx.close().catch(() => undefined);
-  };
-
   const begin = async (): Promise<void> => {
-    error.textContent = '';
+    ui.clearError();
     const models = deps.models();
-    if (models.length === 0) return fail('Choose at least one model in the New job form.');
-    if (!navigator.mediaDevices?.getUserMedia) return fail('This page cannot use the microphone: it needs HTTPS (or localhost).');
-    setRunning(true);
-    say('Opening the microphone…');
-    let mic: MediaStream;
-    try {
-      mic = await navigator.mediaDevices.getUserMedia({ audio: { channelCount: 1, echoCancellation: false, noiseSuppression: false, autoGainControl: false } });
-    } catch (err) {
-      setRunning(false);
-      say('');
-      return fail(micErrorText(err));
-    }
-    const ctx = new AudioContext();
-    let token: string;
-    try {
-      await ctx.audioWorklet.addModule(new URL('./mic-worklet.js', import.meta.url));
-      token = await deps.api.createStreamToken();
-    } catch (err) {
-      release({ ws: null as unknown as WebSocket, ctx, mic, ended: true });
-      setRunning(false);
-      say('');
-      return fail(err instanceof ApiProblem ? `${err.message} (${err.code})` : `The live stream could not start (${(err as Error).message}).`);
-    }
-    const query = new URLSearchParams({ token, models: models.join(','), output_period: String(deps.outputPeriodMs()), sample_rate: String(ctx.sampleRate), encoding: 'f32le' });
-    const url = new URL(`/stream?${query}`, location.href);
-    url.protocol = location.protocol === 'https:' ? 'wss:' : 'ws:';
-    const ws = new WebSocket(url);
-    ws.binaryType = 'arraybuffer';
-    const s: Session = { ws, ctx, mic, ended: false };
+    if (models.length === 0) return ui.fail('Choose at least one model in the New job form.');
+    if (!navigator.mediaDevices?.getUserMedia) return ui.fail('This page cannot use the microphone: it needs HTTPS (or localhost).');
+    ui.setRunning(true);
+    ui.say('Opening the microphone…');
+    const inputs = await openInputs(deps, ui);
+    if (!inputs) return;
+    const s = streamMicrophone(inputs, models, deps.outputPeriodMs(), ui, (ended) => {
+      if (session === ended) session = null;
+    });
     session = s;
-    const node = new AudioWorkletNode(ctx, 'auris-mic', { numberOfInputs: 1, numberOfOutputs: 0, channelCount: 1 });
-    node.port.onmessage = (ev: MessageEvent<ArrayBuffer>) => {
-      if (ws.readyState === WebSocket.OPEN && !s.ended) ws.send(ev.data);
-    };
-    ctx.createMediaStreamSource(mic).connect(node);
-    let serverError: string | undefined;
-    ws.onopen = () => say(`Listening at ${ctx.sampleRate} Hz… results appear after the models' lookahead (up to 1.5 s).`);
-    ws.onmessage = (ev: MessageEvent<string>) => {
-      const msg = JSON.parse(ev.data) as TimeStep & { type?: string; code?: string; message?: string };
-      if (msg.type === undefined) addStep(msg);
-      else if (msg.type === 'error') serverError = `${msg.message ?? ''} [${msg.code ?? ''}]`;
-    };
-    ws.onclose = (ev) => {
-      release(s);
-      if (session === s) session = null;
-      setRunning(false);
-      if (ev.code === 1000) say('Stopped.');
-      else {
-        say('');
-        fail(closeText(ev.code, serverError));
-      }
-    };
   };
 
-  start.addEventListener('click', () => void begin());
-  stop.addEventListener('click', () => {
+  ui.start.addEventListener('click', () => void begin());
+  ui.stop.addEventListener('click', () => {
     const s = session;
     if (!s || s.ended) return;
     s.ended = true;
     for (const t of s.mic.getTracks()) t.stop();
-    say('Finishing: the last results are on their way…');
+    ui.say('Finishing: the last results are on their way…');
     if (s.ws.readyState === WebSocket.OPEN) s.ws.send(JSON.stringify({ type: 'end' }));
     else s.ws.close();
   });
-  clear.addEventListener('click', () => {
-    lanes.replaceChildren();
-    error.textContent = '';
-    if (!session) say('');
+  ui.clear.addEventListener('click', () => {
+    ui.lanes.replaceChildren();
+    ui.clearError();
+    if (!session) ui.say('');
   });
-  setRunning(false);
+  ui.setRunning(false);
+}
+
+interface Inputs {
+  mic: MediaStream;
+  ctx: AudioContext;
+  token: string;
+}
+
+/** The microphone, the audio context with the capture worklet, and a stream token; null (and the reason shown) on failure. */
+async function openInputs(deps: LiveDeps, ui: LiveUi): Promise<Inputs | null> {
+  const failed = (text: string): null => {
+    ui.setRunning(false);
+    ui.say('');
+    ui.fail(text);
+    return null;
+  };
+  let mic: MediaStream;
+  try {
+    mic = await navigator.mediaDevices.getUserMedia({ audio: { channelCount: 1, echoCancellation: false, noiseSuppression: false, autoGainControl: false } });
+  } catch (err) {
+    return failed(micErrorText(err));
+  }
+  const ctx = new AudioContext();
+  try {
+    await ctx.audioWorklet.addModule(new URL('./mic-worklet.js', import.meta.url));
+    return { mic, ctx, token: await deps.api.createStreamToken() };
+  } catch (err) {
+    release({ mic, ctx });
+    return failed(err instanceof ApiProblem ? `${err.message} (${err.code})` : `The live stream could not start (${(err as Error).message}).`);
+  }
+}
+
+/** Opens GET /stream and sends the microphone's samples to it; each step result extends the lanes. */
+function streamMicrophone({ mic, ctx, token }: Inputs, models: string[], outputPeriodMs: number, ui: LiveUi, onClosed: (s: Session) => void): Session {
+  const query = new URLSearchParams({ token, models: models.join(','), output_period: String(outputPeriodMs), sample_rate: String(ctx.sampleRate), encoding: 'f32le' });
+  const url = new URL(`/stream?${query}`, location.href);
+  url.protocol = location.protocol === 'https:' ? 'wss:' : 'ws:';
+  const ws = new WebSocket(url);
+  ws.binaryType = 'arraybuffer';
+  const s: Session = { ws, ctx, mic, ended: false };
+  const node = new AudioWorkletNode(ctx, 'auris-mic', { numberOfInputs: 1, numberOfOutputs: 0, channelCount: 1 });
+  node.port.onmessage = (ev: MessageEvent<ArrayBuffer>) => {
+    if (ws.readyState === WebSocket.OPEN && !s.ended) ws.send(ev.data);
+  };
+  ctx.createMediaStreamSource(mic).connect(node);
+  let serverError: string | undefined;
+  ws.onopen = () => ui.say(`Listening at ${ctx.sampleRate} Hz… results appear after the models' lookahead (up to 1.5 s).`);
+  ws.onmessage = (ev: MessageEvent<string>) => {
+    const msg = JSON.parse(ev.data) as TimeStep & { type?: string; code?: string; message?: string };
+    if (msg.type === undefined) addStep(ui.lanes, msg);
+    else if (msg.type === 'error') serverError = `${msg.message ?? ''} [${msg.code ?? ''}]`;
+  };
+  ws.onclose = (ev) => {
+    release(s);
+    onClosed(s);
+    ui.setRunning(false);
+    if (ev.code === 1000) ui.say('Stopped.');
+    else {
+      ui.say('');
+      ui.fail(closeText(ev.code, serverError));
+    }
+  };
+  return s;
+}
+
+function release(s: Pick<Session, 'mic' | 'ctx'>): void {
+  for (const t of s.mic.getTracks()) t.stop();
+  void s.ctx.close().catch(() => undefined);
+}
+
+/** The row of steps of one model (created on its first step). */
+function lane(lanes: HTMLElement, model: string): HTMLElement {
+  let row = lanes.querySelector<HTMLElement>(`[data-model="${model}"] .live-steps`);
+  if (row) return row;
+  const wrap = document.createElement('div');
+  wrap.className = 'live-lane';
+  wrap.dataset.model = model;
+  const name = document.createElement('span');
+  name.className = 'live-model';
+  name.textContent = model;
+  const now = document.createElement('span');
+  now.className = 'live-now';
+  row = document.createElement('div');
+  row.className = 'live-steps';
+  row.setAttribute('role', 'img');
+  row.setAttribute('aria-label', `${model} over time`);
+  wrap.append(name, now, row);
+  lanes.append(wrap);
+  return row;
+}
+
+function addStep(lanes: HTMLElement, step: TimeStep): void {
+  for (const [model, r] of Object.entries(step.results)) {
+    const block = document.createElement('span');
+    block.className = 'live-step';
+    block.dataset.label = r.result;
+    block.dataset.t = String(step.timestamp);
+    block.title = `${(step.timestamp / 1000).toFixed(2)} s: ${r.result} (${r.confidence.toFixed(2)})`;
+    block.style.background = classColour(r.result);
+    const row = lane(lanes, model);
+    row.append(block);
+    row.scrollLeft = row.scrollWidth;
+    const now = row.parentElement!.querySelector('.live-now')!;
+    now.textContent = `${r.result} ${r.confidence.toFixed(2)}`;
+  }
 }

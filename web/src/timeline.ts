@@ -175,17 +175,41 @@ export function channelView(input: ChannelViewInput): { root: HTMLElement; redra
   root.append(el('h3', { id: headingId }, `Channel ${channelId}`));
 
   const grid = el('div', { class: 'tracks' });
-  const cursor = el('div', { class: 'cursor', 'aria-hidden': 'true' });
-  cursor.hidden = true;
   const redraws: Array<() => void> = [];
+  addWaveformTrack(grid, input, endMs, redraws);
+  // One lane per model, with its raw curves under it when present.
+  for (const model of models) {
+    addModelLane(grid, ch, model, segmentsOf(ch, model, input.durationSec === null ? null : input.durationSec * 1000), endMs);
+    const rawClasses = rawClassesOf(ch, model);
+    if (rawClasses.length) addCurveTrack(grid, ch, model, rawClasses, endMs, redraws);
+  }
+  addTimeAxis(grid, endMs, redraws);
+  root.append(withPointerCursor(grid));
 
-  // Waveform.
+  const legend = labelLegend(ch, models);
+  if (legend) root.append(legend);
+  if (ch.summary && Object.keys(ch.summary).length) root.append(summaryBox(ch.summary));
+
+  const redraw = (): void => {
+    for (const r of redraws) r();
+  };
+  return { root, redraw };
+}
+
+/** A colour swatch (decorative: the label beside it carries the meaning). */
+function swatch(label: string): HTMLElement {
+  const sw = el('span', { class: 'swatch', 'aria-hidden': 'true' });
+  sw.style.background = classColour(label);
+  return sw;
+}
+
+function addWaveformTrack(grid: HTMLElement, input: ChannelViewInput, endMs: number, redraws: Array<() => void>): void {
   const waveLabelId = nextId('wave');
   grid.append(el('div', { class: 'track-label', id: waveLabelId }, 'Waveform'));
   const waveTrack = el('div', { class: 'track wave-track' });
   if (input.samples) {
     const canvas = el('canvas', { class: 'waveform', role: 'img', 'aria-labelledby': waveLabelId, 'aria-describedby': `${waveLabelId}-d` });
-    waveTrack.append(canvas, el('span', { id: `${waveLabelId}-d`, class: 'visually-hidden' }, `Waveform of channel ${channelId}, ${formatTime(endMs)}`));
+    waveTrack.append(canvas, el('span', { id: `${waveLabelId}-d`, class: 'visually-hidden' }, `Waveform of channel ${input.channelId}, ${formatTime(endMs)}`));
     const samples = input.samples;
     redraws.push(() => drawWaveform(canvas, samples, endMs));
   } else {
@@ -193,111 +217,125 @@ export function channelView(input: ChannelViewInput): { root: HTMLElement; redra
     waveTrack.append(el('span', { class: 'note' }, input.waveformNote));
   }
   grid.append(waveTrack);
+}
 
-  // One lane per model, with its raw curves under it when present.
-  for (const model of models) {
-    const segs = segmentsOf(ch, model, input.durationSec === null ? null : input.durationSec * 1000);
-    const labelId = nextId('lane');
-    grid.append(el('div', { class: 'track-label', id: labelId }, model));
-    const lane = el('div', {
-      class: 'track lane',
-      role: 'list',
-      'aria-labelledby': labelId,
-      'aria-describedby': laneHintId(),
-      'data-model': model,
-    });
-    segs.forEach((s, i) => {
-      const seg = el('div', {
-        class: 'seg',
-        role: 'listitem',
-        tabindex: i === 0 ? '0' : '-1',
-        'data-label': s.result,
-        'data-start': String(s.timestamp_start),
-        'data-end': String(s.timestamp_end),
-        'data-confidence': String(s.confidence),
-        'aria-label': segmentText(model, s),
-      });
-      seg.style.left = `${(s.timestamp_start / endMs) * 100}%`;
-      seg.style.width = `${(Math.max(0, s.timestamp_end - s.timestamp_start) / endMs) * 100}%`;
-      seg.style.background = classColour(s.result);
-      seg.append(el('span', { class: 'seg-text', 'aria-hidden': 'true' }, s.result));
-      lane.append(seg);
-    });
-    const segEls = (): HTMLElement[] => [...lane.querySelectorAll<HTMLElement>('.seg')];
-    const focusSeg = (i: number): void => {
-      const all = segEls();
-      const target = all[Math.max(0, Math.min(all.length - 1, i))];
-      if (!target) return;
-      for (const s of all) s.tabIndex = -1;
-      target.tabIndex = 0;
-      target.focus();
-    };
-    lane.addEventListener('keydown', (ev) => {
-      const cur = segEls().indexOf(ev.target as HTMLElement);
-      if (cur < 0) return;
-      const moves: Record<string, number> = { ArrowRight: cur + 1, ArrowDown: cur + 1, ArrowLeft: cur - 1, ArrowUp: cur - 1, Home: 0, End: segEls().length - 1 };
-      const to = moves[ev.key];
-      if (to === undefined) {
-        if (ev.key === 'Escape') hideTooltip();
-        return;
-      }
-      ev.preventDefault();
-      focusSeg(to);
-    });
-    lane.addEventListener('focusin', (ev) => {
-      const seg = ev.target as HTMLElement;
-      if (!seg.classList.contains('seg')) return;
-      const r = seg.getBoundingClientRect();
-      const i = segEls().indexOf(seg);
-      const s = segs[i];
-      if (s) showTooltip(tooltipLines(model, s, null), r.left + r.width / 2, r.top);
-    });
-    lane.addEventListener('focusout', hideTooltip);
-    lane.addEventListener('mousemove', (ev) => {
-      const r = lane.getBoundingClientRect();
-      const t = ((ev.clientX - r.left) / r.width) * endMs;
-      const s = segs.find((x) => t >= x.timestamp_start && t < x.timestamp_end) ?? segs[segs.length - 1];
-      if (s) showTooltip(tooltipLines(model, s, t, stepConfidence(ch, model, t)), ev.clientX, r.top);
-    });
-    lane.addEventListener('mouseleave', hideTooltip);
-    grid.append(lane);
+/** The lane of one model: its segments as a list, with keyboard moves and tooltips. */
+function addModelLane(grid: HTMLElement, ch: ChannelResult, model: string, segs: Segment[], endMs: number): void {
+  const labelId = nextId('lane');
+  grid.append(el('div', { class: 'track-label', id: labelId }, model));
+  const lane = el('div', {
+    class: 'track lane',
+    role: 'list',
+    'aria-labelledby': labelId,
+    'aria-describedby': laneHintId(),
+    'data-model': model,
+  });
+  segs.forEach((s, i) => lane.append(segmentElement(model, s, i === 0, endMs)));
+  addLaneKeys(lane);
+  addLaneTooltips(lane, ch, model, segs, endMs);
+  grid.append(lane);
+}
 
-    const rawClasses = rawClassesOf(ch, model);
-    if (rawClasses.length) {
-      const curveLabelId = nextId('curve');
-      const label = el('div', { class: 'track-label sub', id: curveLabelId });
-      label.append(el('span', {}, `${model} raw`));
-      const legend = el('span', { class: 'curve-legend' });
-      for (const c of rawClasses) {
-        const item = el('span', { class: 'key' });
-        const sw = el('span', { class: 'swatch', 'aria-hidden': 'true' });
-        sw.style.background = classColour(c);
-        item.append(sw, document.createTextNode(c));
-        legend.append(item);
-      }
-      label.append(legend);
-      grid.append(label);
-      const curveTrack = el('div', { class: 'track curve-track' });
-      const canvas = el('canvas', {
-        class: 'curve',
-        role: 'img',
-        'aria-labelledby': curveLabelId,
-        'data-model': model,
-      });
-      canvas.setAttribute('aria-label', `Raw probabilities of ${model} over time: ${rawClasses.join(', ')}`);
-      curveTrack.append(canvas);
-      grid.append(curveTrack);
-      redraws.push(() => drawCurves(canvas, ch, model, rawClasses, endMs));
+function segmentElement(model: string, s: Segment, first: boolean, endMs: number): HTMLElement {
+  const seg = el('div', {
+    class: 'seg',
+    role: 'listitem',
+    tabindex: first ? '0' : '-1',
+    'data-label': s.result,
+    'data-start': String(s.timestamp_start),
+    'data-end': String(s.timestamp_end),
+    'data-confidence': String(s.confidence),
+    'aria-label': segmentText(model, s),
+  });
+  seg.style.left = `${(s.timestamp_start / endMs) * 100}%`;
+  seg.style.width = `${(Math.max(0, s.timestamp_end - s.timestamp_start) / endMs) * 100}%`;
+  seg.style.background = classColour(s.result);
+  seg.append(el('span', { class: 'seg-text', 'aria-hidden': 'true' }, s.result));
+  return seg;
+}
+
+const segmentsIn = (lane: HTMLElement): HTMLElement[] => [...lane.querySelectorAll<HTMLElement>('.seg')];
+
+/** Arrow keys, Home and End move the focus between a lane's segments (one tab stop per lane). */
+function addLaneKeys(lane: HTMLElement): void {
+  const focusSeg = (i: number): void => {
+    const all = segmentsIn(lane);
+    const target = all[Math.max(0, Math.min(all.length - 1, i))];
+    if (!target) return;
+    for (const s of all) s.tabIndex = -1;
+    target.tabIndex = 0;
+    target.focus();
+  };
+  lane.addEventListener('keydown', (ev) => {
+    const cur = segmentsIn(lane).indexOf(ev.target as HTMLElement);
+    if (cur < 0) return;
+    const moves: Record<string, number> = { ArrowRight: cur + 1, ArrowDown: cur + 1, ArrowLeft: cur - 1, ArrowUp: cur - 1, Home: 0, End: segmentsIn(lane).length - 1 };
+    const to = moves[ev.key];
+    if (to === undefined) {
+      if (ev.key === 'Escape') hideTooltip();
+      return;
     }
-  }
+    ev.preventDefault();
+    focusSeg(to);
+  });
+}
 
-  // Time axis.
+/** The tooltip of the focused segment, or of the segment and step under the pointer. */
+function addLaneTooltips(lane: HTMLElement, ch: ChannelResult, model: string, segs: Segment[], endMs: number): void {
+  lane.addEventListener('focusin', (ev) => {
+    const seg = ev.target as HTMLElement;
+    if (!seg.classList.contains('seg')) return;
+    const r = seg.getBoundingClientRect();
+    const s = segs[segmentsIn(lane).indexOf(seg)];
+    if (s) showTooltip(tooltipLines(model, s, null), r.left + r.width / 2, r.top);
+  });
+  lane.addEventListener('focusout', hideTooltip);
+  lane.addEventListener('mousemove', (ev) => {
+    const r = lane.getBoundingClientRect();
+    const t = ((ev.clientX - r.left) / r.width) * endMs;
+    const s = segs.find((x) => t >= x.timestamp_start && t < x.timestamp_end) ?? segs[segs.length - 1];
+    if (s) showTooltip(tooltipLines(model, s, t, stepConfidence(ch, model, t)), ev.clientX, r.top);
+  });
+  lane.addEventListener('mouseleave', hideTooltip);
+}
+
+/** The raw-probability curves of one model, with a legend of their classes. */
+function addCurveTrack(grid: HTMLElement, ch: ChannelResult, model: string, rawClasses: string[], endMs: number, redraws: Array<() => void>): void {
+  const curveLabelId = nextId('curve');
+  const label = el('div', { class: 'track-label sub', id: curveLabelId });
+  label.append(el('span', {}, `${model} raw`));
+  const legend = el('span', { class: 'curve-legend' });
+  for (const c of rawClasses) {
+    const item = el('span', { class: 'key' });
+    item.append(swatch(c), document.createTextNode(c));
+    legend.append(item);
+  }
+  label.append(legend);
+  grid.append(label);
+  const curveTrack = el('div', { class: 'track curve-track' });
+  const canvas = el('canvas', {
+    class: 'curve',
+    role: 'img',
+    'aria-labelledby': curveLabelId,
+    'data-model': model,
+  });
+  canvas.setAttribute('aria-label', `Raw probabilities of ${model} over time: ${rawClasses.join(', ')}`);
+  curveTrack.append(canvas);
+  grid.append(curveTrack);
+  redraws.push(() => drawCurves(canvas, ch, model, rawClasses, endMs));
+}
+
+function addTimeAxis(grid: HTMLElement, endMs: number, redraws: Array<() => void>): void {
   grid.append(el('div', { class: 'track-label axis-label' }, 'Time'));
   const axis = el('div', { class: 'axis', 'aria-hidden': 'true' });
   grid.append(axis);
   redraws.push(() => renderAxis(axis, endMs));
+}
 
-  // A vertical cursor over every track at the pointer.
+/** The tracks inside a host with a vertical cursor over every track at the pointer. */
+function withPointerCursor(grid: HTMLElement): HTMLElement {
+  const cursor = el('div', { class: 'cursor', 'aria-hidden': 'true' });
+  cursor.hidden = true;
   const overlayHost = el('div', { class: 'tracks-host' });
   overlayHost.append(grid, cursor);
   grid.addEventListener('mousemove', (ev) => {
@@ -313,62 +351,58 @@ export function channelView(input: ChannelViewInput): { root: HTMLElement; redra
     cursor.style.left = `${ev.clientX - hr.left}px`;
   });
   grid.addEventListener('mouseleave', () => (cursor.hidden = true));
-  root.append(overlayHost);
+  return overlayHost;
+}
 
-  // Legend of the labels used in the lanes.
+/** Legend of the labels used in the lanes, or null when no lane has a segment. */
+function labelLegend(ch: ChannelResult, models: string[]): HTMLElement | null {
   const used = new Set<string>();
   for (const m of models) for (const s of segmentsOf(ch, m, null)) used.add(s.result);
-  if (used.size) {
-    const legend = el('ul', { class: 'legend', 'aria-label': 'Label colours' });
-    for (const label of used) {
-      const li = el('li');
-      const sw = el('span', { class: 'swatch', 'aria-hidden': 'true' });
-      sw.style.background = classColour(label);
-      li.append(sw, document.createTextNode(label));
-      legend.append(li);
-    }
-    root.append(legend);
+  if (!used.size) return null;
+  const legend = el('ul', { class: 'legend', 'aria-label': 'Label colours' });
+  for (const label of used) {
+    const li = el('li');
+    li.append(swatch(label), document.createTextNode(label));
+    legend.append(li);
   }
+  return legend;
+}
 
-  // Summary bars.
-  if (ch.summary && Object.keys(ch.summary).length) {
-    const sumId = nextId('sum');
-    const box = el('div', { class: 'summary', role: 'group', 'aria-labelledby': sumId });
-    box.append(el('h4', { id: sumId }, 'Summary (share of the audio)'));
-    for (const [model, fractions] of Object.entries(ch.summary)) {
-      const fig = el('figure', { class: 'summary-model', 'data-model': model });
-      fig.append(el('figcaption', {}, model));
-      const bar = el('div', { class: 'stack', 'aria-hidden': 'true' });
-      const list = el('ul', { class: 'fractions' });
-      for (const [key, value] of Object.entries(fractions)) {
-        const label = fractionLabel(key);
-        if (value > 0) {
-          const part = el('span', { class: 'part', title: `${label} ${formatPercent(value)}` });
-          part.style.width = `${value * 100}%`;
-          part.style.background = classColour(label);
-          bar.append(part);
-        }
-        const li = el('li', { 'data-key': key, 'data-value': String(value) });
-        const sw = el('span', { class: 'swatch', 'aria-hidden': 'true' });
-        sw.style.background = classColour(label);
-        const meter = el('span', { class: 'meter', 'aria-hidden': 'true' });
-        const fill = el('span', { class: 'fill' });
-        fill.style.width = `${value * 100}%`;
-        fill.style.background = classColour(label);
-        meter.append(fill);
-        li.append(sw, el('span', { class: 'name' }, label), meter, el('span', { class: 'value' }, formatPercent(value)));
-        list.append(li);
+/** The summary fractions: per model, a stacked bar and a list with a meter per fraction. */
+function summaryBox(summary: NonNullable<ChannelResult['summary']>): HTMLElement {
+  const sumId = nextId('sum');
+  const box = el('div', { class: 'summary', role: 'group', 'aria-labelledby': sumId });
+  box.append(el('h4', { id: sumId }, 'Summary (share of the audio)'));
+  for (const [model, fractions] of Object.entries(summary)) {
+    const fig = el('figure', { class: 'summary-model', 'data-model': model });
+    fig.append(el('figcaption', {}, model));
+    const bar = el('div', { class: 'stack', 'aria-hidden': 'true' });
+    const list = el('ul', { class: 'fractions' });
+    for (const [key, value] of Object.entries(fractions)) {
+      const label = fractionLabel(key);
+      if (value > 0) {
+        const part = el('span', { class: 'part', title: `${label} ${formatPercent(value)}` });
+        part.style.width = `${value * 100}%`;
+        part.style.background = classColour(label);
+        bar.append(part);
       }
-      fig.append(bar, list);
-      box.append(fig);
+      list.append(fractionItem(key, label, value));
     }
-    root.append(box);
+    fig.append(bar, list);
+    box.append(fig);
   }
+  return box;
+}
 
-  const redraw = (): void => {
-    for (const r of redraws) r();
-  };
-  return { root, redraw };
+function fractionItem(key: string, label: string, value: number): HTMLElement {
+  const li = el('li', { 'data-key': key, 'data-value': String(value) });
+  const meter = el('span', { class: 'meter', 'aria-hidden': 'true' });
+  const fill = el('span', { class: 'fill' });
+  fill.style.width = `${value * 100}%`;
+  fill.style.background = classColour(label);
+  meter.append(fill);
+  li.append(swatch(label), el('span', { class: 'name' }, label), meter, el('span', { class: 'value' }, formatPercent(value)));
+  return li;
 }
 
 function tooltipLines(model: string, s: Segment, atMs: number | null, step?: { result: string; confidence: number } | null): string[] {
