@@ -5,13 +5,12 @@
 import { randomUUID } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import type { AudioSource } from '../audio/types';
 import { AurisError } from '../analysis/errors';
-import { DEFAULT_VOLUME_THRESHOLD_DB, parseAnalysisRequest } from '../analysis/options';
+import { type AnalysisRequest, DEFAULT_VOLUME_THRESHOLD_DB, parseAnalysisRequest } from '../analysis/options';
 import { buildEnvelope } from '../analysis/postprocess';
 import { InferenceEngine } from '../inference/engine';
 import { analyzeFile } from '../pipeline/analyze-file';
-import { formatError, parseCommand, ProgressBar } from './util';
+import { audioSourceOf, formatError, parseCommand, type Parsed, ProgressBar } from './util';
 
 export const summary = 'analyse an audio file, print the results JSON';
 
@@ -58,35 +57,26 @@ function positiveInt(name: string, v: string): number {
   return n;
 }
 
-async function readStdin(): Promise<Buffer> {
-  const parts: Buffer[] = [];
-  for await (const c of process.stdin) parts.push(c as Buffer);
-  return Buffer.concat(parts);
-}
+const OPTIONS = {
+  models: { type: 'string' },
+  'output-period': { type: 'string', default: '1024' },
+  channel: { type: 'string' },
+  summary: { type: 'boolean', default: false },
+  transitions: { type: 'boolean', default: false },
+  raw: { type: 'boolean', default: false },
+  'volume-threshold': { type: 'string' },
+  out: { type: 'string' },
+  pretty: { type: 'boolean', default: false },
+  'job-id': { type: 'string' },
+  'models-dir': { type: 'string' },
+  threads: { type: 'string' },
+  'max-duration': { type: 'string' },
+  help: { type: 'boolean', short: 'h', default: false },
+} as const;
+type Values = Parsed<typeof OPTIONS>['values'];
 
 export async function run(argv: string[]): Promise<number> {
-  const parsed = parseCommand(
-    'analyze',
-    argv,
-    {
-      models: { type: 'string' },
-      'output-period': { type: 'string', default: '1024' },
-      channel: { type: 'string' },
-      summary: { type: 'boolean', default: false },
-      transitions: { type: 'boolean', default: false },
-      raw: { type: 'boolean', default: false },
-      'volume-threshold': { type: 'string' },
-      out: { type: 'string' },
-      pretty: { type: 'boolean', default: false },
-      'job-id': { type: 'string' },
-      'models-dir': { type: 'string' },
-      threads: { type: 'string' },
-      'max-duration': { type: 'string' },
-      help: { type: 'boolean', short: 'h', default: false },
-    },
-    HELP,
-    VALUE_OPTIONS,
-  );
+  const parsed = parseCommand('analyze', argv, OPTIONS, HELP, VALUE_OPTIONS);
   if (typeof parsed === 'number') return parsed;
   const { values, positionals } = parsed;
   if (positionals.length !== 1 || values.models === undefined) {
@@ -99,30 +89,9 @@ export async function run(argv: string[]): Promise<number> {
   let engine: InferenceEngine | undefined;
   const bar = new ProgressBar(`analyzing ${path.basename(positionals[0]!)}`);
   try {
-    // Parameter errors first, before any model or file is opened.
-    const request = parseAnalysisRequest({
-      models: values.models,
-      outputPeriodMs: values['output-period']!,
-      channel: values.channel,
-      includeSummary: values.summary === true,
-      includeTransitions: values.transitions === true,
-      includeRaw: values.raw === true,
-      volumeThreshold: values['volume-threshold'],
-    });
-    const threads = values.threads !== undefined ? positiveInt('--threads', values.threads) : undefined;
-    const maxDurationSec = values['max-duration'] !== undefined ? Number(values['max-duration']) : undefined;
-    if (maxDurationSec !== undefined && !(maxDurationSec > 0)) {
-      throw new AurisError('INVALID_ARGUMENT', `--max-duration must be a positive number of seconds`);
-    }
-
-    const file = positionals[0]!;
-    const source: AudioSource = file === '-' ? { buffer: await readStdin() } : { path: path.resolve(file) };
-
-    const engineOptions: { modelsDir?: string; size?: number } = {};
-    if (values['models-dir'] !== undefined) engineOptions.modelsDir = path.resolve(values['models-dir']);
-    if (threads !== undefined) engineOptions.size = threads;
+    const { request, engineOptions, maxDurationSec } = parseOptions(values, values.models); // parameter errors first, before any model or file is opened
+    const source = await audioSourceOf(positionals[0]!);
     engine = await InferenceEngine.create(engineOptions);
-
     const result = await analyzeFile(source, request, {
       engine,
       onProgress: (f) => bar.update(f),
@@ -141,4 +110,26 @@ export async function run(argv: string[]): Promise<number> {
   } finally {
     await engine?.close();
   }
+}
+
+/** The analysis request, the engine's options and the duration limit (AurisError INVALID_ARGUMENT on a bad value). */
+function parseOptions(values: Values, models: string): { request: AnalysisRequest; engineOptions: { modelsDir?: string; size?: number }; maxDurationSec?: number } {
+  const request = parseAnalysisRequest({
+    models,
+    outputPeriodMs: values['output-period']!,
+    channel: values.channel,
+    includeSummary: values.summary === true,
+    includeTransitions: values.transitions === true,
+    includeRaw: values.raw === true,
+    volumeThreshold: values['volume-threshold'],
+  });
+  const threads = values.threads !== undefined ? positiveInt('--threads', values.threads) : undefined;
+  const maxDurationSec = values['max-duration'] !== undefined ? Number(values['max-duration']) : undefined;
+  if (maxDurationSec !== undefined && !(maxDurationSec > 0)) {
+    throw new AurisError('INVALID_ARGUMENT', `--max-duration must be a positive number of seconds`);
+  }
+  const engineOptions: { modelsDir?: string; size?: number } = {};
+  if (values['models-dir'] !== undefined) engineOptions.modelsDir = path.resolve(values['models-dir']);
+  if (threads !== undefined) engineOptions.size = threads;
+  return { request, engineOptions, ...(maxDurationSec !== undefined ? { maxDurationSec } : {}) };
 }

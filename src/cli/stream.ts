@@ -3,14 +3,12 @@
  * streaming service as a live stream (raw PCM in chunks, through the typed client of
  * src/client/stream.ts) and prints each time step as one JSON line as it arrives.
  */
-import * as path from 'node:path';
-import type { AudioSource } from '../audio/types';
 import { AurisError } from '../analysis/errors';
 import { DEFAULT_VOLUME_THRESHOLD_DB, parseChannel, parseModelList, parseOutputPeriod, parseVolumeThreshold } from '../analysis/options';
 import { streamFile, type FileStreamOptions } from '../client/file';
 import { StreamClientError, type StreamTarget } from '../client/stream';
 import { createClient, listModels } from '../grpc/client';
-import { formatError, parseCommand } from './util';
+import { audioSourceOf, formatError, parseCommand, type Parsed } from './util';
 
 export const summary = 'send an audio file as a live stream (gRPC or WebSocket), print each step as a JSON line';
 
@@ -47,85 +45,50 @@ exit status: 0 ok, 1 stream error (message and code on stderr), 2 usage error.`;
 
 const VALUE_OPTIONS = ['--transport', '--url', '--server', '--api-key', '--models', '--output-period', '--channel', '--volume-threshold', '--chunk-ms', '--encoding', '--stream-id'];
 
-async function readStdin(): Promise<Buffer> {
-  const parts: Buffer[] = [];
-  for await (const c of process.stdin) parts.push(c as Buffer);
-  return Buffer.concat(parts);
-}
+const OPTIONS = {
+  transport: { type: 'string', default: 'grpc' },
+  url: { type: 'string' },
+  server: { type: 'string' },
+  'api-key': { type: 'string' },
+  models: { type: 'string' },
+  'output-period': { type: 'string', default: '1024' },
+  channel: { type: 'string' },
+  raw: { type: 'boolean', default: false },
+  summary: { type: 'boolean', default: false },
+  transitions: { type: 'boolean', default: false },
+  'volume-threshold': { type: 'string' },
+  realtime: { type: 'boolean', default: false },
+  'chunk-ms': { type: 'string', default: '100' },
+  encoding: { type: 'string', default: 'f32le' },
+  'stream-id': { type: 'string' },
+  help: { type: 'boolean', short: 'h', default: false },
+} as const;
+type Values = Parsed<typeof OPTIONS>['values'];
 
 export async function run(argv: string[]): Promise<number> {
-  const parsed = parseCommand(
-    'stream',
-    argv,
-    {
-      transport: { type: 'string', default: 'grpc' },
-      url: { type: 'string' },
-      server: { type: 'string' },
-      'api-key': { type: 'string' },
-      models: { type: 'string' },
-      'output-period': { type: 'string', default: '1024' },
-      channel: { type: 'string' },
-      raw: { type: 'boolean', default: false },
-      summary: { type: 'boolean', default: false },
-      transitions: { type: 'boolean', default: false },
-      'volume-threshold': { type: 'string' },
-      realtime: { type: 'boolean', default: false },
-      'chunk-ms': { type: 'string', default: '100' },
-      encoding: { type: 'string', default: 'f32le' },
-      'stream-id': { type: 'string' },
-      help: { type: 'boolean', short: 'h', default: false },
-    },
-    HELP,
-    VALUE_OPTIONS,
-  );
+  const parsed = parseCommand('stream', argv, OPTIONS, HELP, VALUE_OPTIONS);
   if (typeof parsed === 'number') return parsed;
   const { values, positionals } = parsed;
   if (positionals.length !== 1) {
     process.stderr.write(`auris stream: ${positionals.length === 0 ? 'missing <file>' : `one file at a time, got ${positionals.length}`}\n\n${HELP}\n`);
     return 2;
   }
-  const encoding = values.encoding;
-  const chunkMs = Number(values['chunk-ms']);
-  const transport = values.transport;
-  if (encoding !== 's16le' && encoding !== 'f32le') {
-    process.stderr.write(`auris stream: --encoding must be s16le or f32le\n`);
+  const usage = usageProblem(values);
+  if (usage) {
+    process.stderr.write(`auris stream: ${usage}\n`);
     return 2;
   }
-  if (transport !== 'grpc' && transport !== 'ws') {
-    process.stderr.write(`auris stream: --transport must be grpc or ws\n`);
-    return 2;
-  }
-  if (!(chunkMs > 0 && chunkMs <= 60_000)) {
-    process.stderr.write(`auris stream: --chunk-ms must be a number of ms in (0, 60000]\n`);
-    return 2;
-  }
-
+  const transport = values.transport as 'grpc' | 'ws';
   const apiKey = values['api-key'] ?? process.env['AURIS_API_KEY'];
   const url = values.url ?? process.env['AURIS_URL'] ?? DEFAULT_URL;
   const address = values.server ?? process.env['AURIS_GRPC_ADDRESS'] ?? DEFAULT_GRPC_ADDRESS;
   try {
-    const outputPeriod = parseOutputPeriod(values['output-period']!);
-    const channel = parseChannel(values.channel) ?? 0;
-    const volumeThreshold = values['volume-threshold'] !== undefined ? parseVolumeThreshold(values['volume-threshold']) : undefined;
+    const options = streamOptions(values); // parameter errors before any audio is read
     if (apiKey === undefined) throw new AurisError('INVALID_ARGUMENT', 'an API key is required: --api-key or $AURIS_API_KEY');
-    const file = positionals[0]!;
-    const source: AudioSource = file === '-' ? { buffer: await readStdin() } : { path: path.resolve(file) };
+    const source = await audioSourceOf(positionals[0]!);
     const models = values.models !== undefined ? parseModelList(values.models) : await defaultModels(transport, url, address, apiKey);
-    const options: FileStreamOptions = {
-      models,
-      outputPeriodMs: outputPeriod,
-      encoding,
-      chunkMs,
-      realtime: values.realtime === true,
-      channel,
-      includeRaw: values.raw === true,
-      includeSummary: values.summary === true,
-      includeTransitions: values.transitions === true,
-      ...(volumeThreshold !== undefined ? { volumeThreshold } : {}),
-      ...(values['stream-id'] !== undefined ? { streamId: values['stream-id'] } : {}),
-    };
     const target: StreamTarget = transport === 'ws' ? { transport, url, apiKey } : { transport, address, apiKey };
-    const stream = await streamFile(target, source, options);
+    const stream = await streamFile(target, source, { ...options, models });
     for await (const m of stream) {
       if (m.type === 'step') process.stdout.write(JSON.stringify(m.step) + '\n');
       else if (m.type === 'summary') process.stdout.write(JSON.stringify({ summary: m.summary }) + '\n');
@@ -136,6 +99,34 @@ export async function run(argv: string[]): Promise<number> {
     process.stderr.write(formatError(e) + '\n');
     return 1;
   }
+}
+
+/** A usage error in the options the client itself interprets (exit status 2), or null. */
+function usageProblem(values: Values): string | null {
+  if (values.encoding !== 's16le' && values.encoding !== 'f32le') return '--encoding must be s16le or f32le';
+  if (values.transport !== 'grpc' && values.transport !== 'ws') return '--transport must be grpc or ws';
+  const chunkMs = Number(values['chunk-ms']);
+  if (!(chunkMs > 0 && chunkMs <= 60_000)) return '--chunk-ms must be a number of ms in (0, 60000]';
+  return null;
+}
+
+/** The stream's parameters, checked by the same rules as the server's (AurisError INVALID_ARGUMENT). */
+function streamOptions(values: Values): Omit<FileStreamOptions, 'models'> {
+  const outputPeriodMs = parseOutputPeriod(values['output-period']!);
+  const channel = parseChannel(values.channel) ?? 0;
+  const volumeThreshold = values['volume-threshold'] !== undefined ? parseVolumeThreshold(values['volume-threshold']) : undefined;
+  return {
+    outputPeriodMs,
+    encoding: values.encoding as 's16le' | 'f32le',
+    chunkMs: Number(values['chunk-ms']),
+    realtime: values.realtime === true,
+    channel,
+    includeRaw: values.raw === true,
+    includeSummary: values.summary === true,
+    includeTransitions: values.transitions === true,
+    ...(volumeThreshold !== undefined ? { volumeThreshold } : {}),
+    ...(values['stream-id'] !== undefined ? { streamId: values['stream-id'] } : {}),
+  };
 }
 
 /** Every installed model, speech first (gRPC ListModels, or GET /models on the REST port). */

