@@ -253,6 +253,20 @@ export interface EventDelivery {
   ack(): Promise<void>;
 }
 
+/** A delivery whose ack runs `confirm` once (a second call does nothing); `acked()` tells whether it ran. */
+export function deliveryOf(event: JobFinishedEvent, confirm: () => Promise<void>): { delivery: EventDelivery; acked(): boolean } {
+  let acked = false;
+  const delivery: EventDelivery = {
+    event,
+    ack: async () => {
+      if (acked) return;
+      acked = true;
+      await confirm();
+    },
+  };
+  return { delivery, acked: () => acked };
+}
+
 /** Durable events: a published event is handed to the subscriber until it is acked, across restarts. */
 export interface EventBus {
   /** Publishes; idempotent per event_id. */

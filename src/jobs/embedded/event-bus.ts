@@ -1,6 +1,6 @@
 import { mkdir, readdir, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { EventBus, EventDelivery, JobFinishedEvent } from '../types';
+import { deliveryOf, type EventBus, type EventDelivery, type JobFinishedEvent } from '../types';
 import { assertSafeName, writeAtomic } from './fsutil';
 
 /**
@@ -67,16 +67,10 @@ export class EmbeddedEventBus implements EventBus {
       if (this.inFlight.size >= this.concurrency) return;
       if (this.inFlight.has(id)) continue;
       this.inFlight.add(id);
-      let acked = false;
-      const delivery: EventDelivery = {
-        event,
-        ack: async () => {
-          if (acked) return;
-          acked = true;
-          this.pending.delete(id);
-          await rm(this.path(id), { force: true });
-        },
-      };
+      const { delivery } = deliveryOf(event, async () => {
+        this.pending.delete(id);
+        await rm(this.path(id), { force: true });
+      });
       void handler(delivery)
         .catch(() => undefined)
         .finally(() => {

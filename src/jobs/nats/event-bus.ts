@@ -6,7 +6,7 @@
  * delivered again after the ack wait. While a handler runs the message sends heartbeats.
  */
 import type { Consumer, JsMsg } from 'nats';
-import type { EventBus, EventDelivery, JobFinishedEvent } from '../types';
+import { deliveryOf, type EventBus, type EventDelivery, type JobFinishedEvent } from '../types';
 import { isUnavailable, mapError, type NatsConn, type NatsLogger, sleep, stopOnAbort } from './connection';
 import type { Names, NatsSettings } from './settings';
 
@@ -101,7 +101,14 @@ export class NatsEventBus implements EventBus {
       if (this.conn.isConnected) m.working();
     }, Math.max(200, Math.floor(this.s.eventsAckWaitMs / 3)));
     beat.unref();
-    const { delivery, acked } = this.delivery(m, event);
+    const { delivery, acked } = deliveryOf(event, async () => {
+      try {
+        this.conn.check();
+        await m.ackAck();
+      } catch (err) {
+        throw mapError(err, 'event ack');
+      }
+    });
     const p = handler(delivery)
       .catch((err: unknown) => this.log.warn({ event_id: event.event_id, err: (err as Error).message }, 'events: handler failed; the event is delivered again later'))
       .finally(() => {
@@ -112,25 +119,6 @@ export class NatsEventBus implements EventBus {
         slots.freed?.();
       });
     slots.running.add(p);
-  }
-
-  /** The event with an ack that confirms with the server once (a second call does nothing). */
-  private delivery(m: JsMsg, event: JobFinishedEvent): { delivery: EventDelivery; acked(): boolean } {
-    let acked = false;
-    const delivery: EventDelivery = {
-      event,
-      ack: async () => {
-        if (acked) return;
-        acked = true;
-        try {
-          this.conn.check();
-          await m.ackAck();
-        } catch (err) {
-          throw mapError(err, 'event ack');
-        }
-      },
-    };
-    return { delivery, acked: () => acked };
   }
 
   async close(): Promise<void> {
