@@ -5,63 +5,11 @@
  * Errors are RFC 9457 problem+json bodies with a stable `code`.
  */
 
-export type JobStatus = 'queued' | 'processing' | 'succeeded' | 'failed';
+export type { ChannelResult, JobRecord, JobRequest, JobStatus, ModelResult, ResultsEnvelope, Segment, TimeStep } from './wire.js';
+import type { JobRecord, JobRequest, ResultsEnvelope } from './wire.js';
 
-export interface JobRequestParams {
-  models: string[];
-  output_period: number;
-  channel: number | null;
-  include_summary: boolean;
-  include_transitions: boolean;
-  include_raw_values: boolean;
-  volume_threshold: number | null;
-  callback?: string | null;
-}
-
-export interface JobRecord {
-  job_id: string;
-  status: JobStatus;
-  progress: number;
-  created_at: string;
-  started_at: string | null;
-  finished_at: string | null;
-  expires_at: string | null;
-  request: JobRequestParams;
-  source: { method: 'url' | 'upload'; url: string | null; content_type: string | null; size_bytes: number | null };
-  audio: { duration_sec: number; channels: number; sample_rate: number; format: string; processed_channels: number } | null;
-  results_url: string | null;
-  results_size_bytes: number | null;
-  error: { code: string; message: string } | null;
-}
-
-export interface ModelResult {
-  result: string;
-  confidence: number;
-}
-
-export interface TimeStep {
-  timestamp: number;
-  results: Record<string, ModelResult>;
-  raw?: Record<string, Record<string, number>>;
-}
-
-export interface Segment {
-  timestamp_start: number;
-  timestamp_end: number;
-  result: string;
-  confidence: number;
-}
-
-export interface ChannelResult {
-  time_series: TimeStep[];
-  summary?: Record<string, Record<string, number>>;
-  transitions?: Record<string, Segment[]>;
-}
-
-export interface ResultsEnvelope {
-  job_id: string;
-  result: { channels: Record<string, ChannelResult> };
-}
+/** What the New job form sends: a job's request without the callback (the console sets none). */
+export type JobRequestParams = Omit<JobRequest, 'callback'> & { callback?: string | null };
 
 /** A problem+json error answered by the API (or a network failure, code NETWORK_ERROR). */
 export class ApiProblem extends Error {
