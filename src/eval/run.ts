@@ -54,8 +54,8 @@ export interface EvalReport {
   tasks: TaskReport[];
 }
 
-/** The real pipeline: analyzeFile with output_period 64 and raw values, channel 0. */
-export function pipelineAnalyzer(opts: { volumeThreshold?: number; modelsDir?: string } = {}): StepAnalyzer {
+/** The eval's StepAnalyzer on the real pipeline: analyzeFile with output_period 64 and raw values, channel 0. */
+export function pipelineStepAnalyzer(opts: { volumeThreshold?: number; modelsDir?: string } = {}): StepAnalyzer {
   // The addon and the models load on the first analysis only (the eval module's tests need neither).
   return async (file, models) => {
     const request: AnalysisRequestInput = { models: [...models], outputPeriodMs: 64, includeRaw: true, channel: 0 };
@@ -255,7 +255,7 @@ async function scoreFiles(
   vad: SileroVad | null,
 ): Promise<{ scorers: Map<EvalTask, TaskScorer>; failures: EvalReport['failures']; audioSec: number }> {
   const log = opts.log ?? (() => undefined);
-  const analyzer = opts.analyzer ?? pipelineAnalyzer({ volumeThreshold: opts.volumeThreshold, modelsDir: opts.modelsDir });
+  const analyzer = opts.analyzer ?? pipelineStepAnalyzer({ volumeThreshold: opts.volumeThreshold, modelsDir: opts.modelsDir });
   const runSilero = vad ? sileroRunner(vad) : null;
   const scorers = new Map<EvalTask, TaskScorer>();
   const failures: EvalReport['failures'] = [];
