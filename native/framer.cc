@@ -57,11 +57,17 @@ const MelBank& melBank() {
   return bank;
 }
 
+// Power spectra of the step being framed, [bin][frame of the step]: a per-thread work buffer,
+// so that an idle framer holds nothing but its samples.
+double* powerScratch() {
+  thread_local std::vector<double> power(4 * (kFftSize / 2 + 1));
+  return power.data();
+}
+
 }  // namespace
 
-Framer::Framer() : fft_(kFftSize), power_(4 * (kFftSize / 2 + 1)) {
+Framer::Framer() : fft_(kFftSize) {
   melBank();
-  buf_.reserve(4 * kStepWindow);
   buf_.assign(kLookahead, 0.0f);  // the 128 samples before the signal are zeros
 }
 
@@ -115,7 +121,7 @@ void Framer::emitStep(const float* w, int realSamples, StepOutput& out) {
   out.levels.push_back(static_cast<float>(10.0 * std::log10(mean + 1e-12)));
 
   const float* frames[4] = {w, w + kHop, w + 2 * kHop, w + 3 * kHop};
-  double* P = power_.data();
+  double* P = powerScratch();
   fft_.power(frames, bank.window, P);
 
   const size_t base = out.features.size();

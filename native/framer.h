@@ -55,8 +55,7 @@ class Framer {
   int64_t total_ = 0;
   int64_t steps_ = 0;
   bool finished_ = false;
-  RealFft4 fft_;
-  std::vector<double> power_;  // [bin][frame of the step]
+  RealFft4 fft_;  // shared tables: a framer owns only its samples (buf_)
 };
 
 }  // namespace auris

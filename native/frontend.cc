@@ -188,7 +188,7 @@ bool FileFrontend::next(int64_t& startStep) {
 }
 
 StreamFrontend::StreamFrontend(int sampleRate, int channels, SampleEncoding encoding, int channel)
-    : inChannels_(channels), encoding_(encoding) {
+    : sampleRate_(sampleRate), inChannels_(channels), encoding_(encoding) {
   if (sampleRate < kMinSampleRate || sampleRate > kMaxSampleRate)
     fail(ErrorCode::InvalidArgument, "sampleRate must be an integer in 8000..384000 Hz");
   if (channels < 1 || channels > kMaxChannels) fail(ErrorCode::InvalidArgument, "channels must be an integer in 1..32");
@@ -201,11 +201,16 @@ StreamFrontend::StreamFrontend(int sampleRate, int channels, SampleEncoding enco
   } else {
     for (int c = 0; c < channels; ++c) channels_.push_back(c);
   }
-  for (size_t i = 0; i < channels_.size(); ++i) frontends_.push_back(std::make_unique<ChannelFrontend>(sampleRate));
-  mono_.resize(kDecodeBlock);
+}
+
+void StreamFrontend::start() {
+  if (!frontends_.empty()) return;
+  for (size_t i = 0; i < channels_.size(); ++i) frontends_.push_back(std::make_unique<ChannelFrontend>(sampleRate_));
 }
 
 void StreamFrontend::consumeFrames(const uint8_t* data, size_t frames, std::vector<StepOutput>& out) {
+  start();
+  if (mono_.size() < std::min(kDecodeBlock, frames)) mono_.resize(std::min(kDecodeBlock, frames));
   for (size_t i = 0; i < channels_.size(); ++i) {
     const int c = channels_[i];
     for (size_t done = 0; done < frames;) {
@@ -259,7 +264,7 @@ void StreamFrontend::end(std::vector<StepOutput>& out) {
   if (ended_) return;
   ended_ = true;
   partial_.clear();  // an incomplete trailing frame is dropped
-  for (size_t i = 0; i < channels_.size(); ++i) frontends_[i]->finish(out[i]);
+  for (size_t i = 0; i < frontends_.size(); ++i) frontends_[i]->finish(out[i]);  // none: no sample came
   stepsDone_ += static_cast<int64_t>(out[0].steps());
 }
 

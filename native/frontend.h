@@ -115,7 +115,9 @@ class FileFrontend {
 
 enum class SampleEncoding { S16LE, F32LE };
 
-/** Raw interleaved PCM pushed in arbitrary byte chunks (a chunk may end inside a frame). */
+/** Raw interleaved PCM pushed in arbitrary byte chunks (a chunk may end inside a frame).
+ *  The constructor only validates: the per-channel resamplers and framers are made by the
+ *  first push(), so a stream that never sends audio costs a few bytes. */
 class StreamFrontend {
  public:
   StreamFrontend(int sampleRate, int channels, SampleEncoding encoding, int channel);
@@ -127,14 +129,16 @@ class StreamFrontend {
 
  private:
   void consumeFrames(const uint8_t* data, size_t frames, std::vector<StepOutput>& out);
+  void start();
 
+  int sampleRate_;
   int inChannels_;
   SampleEncoding encoding_;
   size_t frameBytes_;
   std::vector<int> channels_;
-  std::vector<std::unique_ptr<ChannelFrontend>> frontends_;
+  std::vector<std::unique_ptr<ChannelFrontend>> frontends_;  // empty until the first push()
   std::vector<uint8_t> partial_;  // bytes of an incomplete frame
-  std::vector<float> mono_;
+  std::vector<float> mono_;       // grown to the largest block pushed (at most kDecodeBlock)
   int64_t stepsDone_ = 0;
   bool ended_ = false;
 };

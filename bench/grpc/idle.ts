@@ -1,5 +1,5 @@
 /**
- * `npm run bench:idle-streams` (node dist/bench/grpc/idle.js [--streams N] [--hold-ms M]): the memory a
+ * `npm run bench:idle-streams` (node dist/bench/grpc/idle.js [--streams N] [--hold-ms M] [--audio-ms A]): the memory a
  * crowd of idle gRPC streams costs the streaming server, and whether it comes back once they close
  * (issue: 1,000 calls that sent their config but never audio took RSS from 178 to 507 MB, and it stayed).
  *
@@ -24,12 +24,12 @@ interface Mem {
 }
 
 /** The server's memory after a full GC (MiB), asked over its stdin. */
-async function memory(child: ChildProcessWithoutNullStreams, lines: AsyncIterator<string>): Promise<{ mem: Mem; stats: { active?: number } }> {
-  child.stdin.write('mem\n');
+async function memory(child: ChildProcessWithoutNullStreams, lines: AsyncIterator<string>, command = 'mem'): Promise<{ mem: Mem; stats: { activeStreams?: number }; trimMs?: number }> {
+  child.stdin.write(`${command}\n`);
   for (;;) {
     const { value, done } = await lines.next();
     if (done) throw new Error('server closed');
-    if (value.includes('"mem"')) return JSON.parse(value) as { mem: Mem; stats: { active?: number } };
+    if (value.includes('"mem"')) return JSON.parse(value) as { mem: Mem; stats: { activeStreams?: number }; trimMs?: number };
   }
 }
 
@@ -47,6 +47,9 @@ async function main(): Promise<void> {
   const arg = (name: string, def: number): number => (argv.includes(name) ? Number(argv[argv.indexOf(name) + 1]) : def);
   const n = arg('--streams', 1000);
   const holdMs = arg('--hold-ms', 5000);
+  // --audio-ms M: every stream first sends M ms of noise (its front end and model state exist), then idles
+  const audioMs = arg('--audio-ms', 0);
+  const trimWaitMs = arg('--trim-wait-ms', 11_000);
   const { child, port, lines } = await startServer();
   const config = { models: ['speech', 'gender', 'arousal'], output_period: 1024, sample_rate: 16000, encoding: 'PCM_S16LE' as const };
   try {
@@ -65,6 +68,12 @@ async function main(): Promise<void> {
     const clients = Array.from({ length: Math.ceil(n / 90) }, () => createClient(`127.0.0.1:${port}`));
     const handles = Array.from({ length: n }, (_, i) => openAnalyzeStream(clients[i % clients.length]!, BENCH_KEY, config));
     await Promise.race([Promise.all(handles.map((h) => h.metadata)), sleep(holdMs)]);
+    if (audioMs > 0) {
+      const noise = new Uint8Array(Math.round(audioMs * 16) * 2);
+      for (let i = 0; i < noise.length; i++) noise[i] = (i * 2654435761) >>> 24;
+      for (const h of handles) h.call.on('data', () => undefined);
+      await Promise.all(handles.map((h) => h.send(noise)));
+    }
     await sleep(holdMs);
     const idle = await memory(child, lines);
 
@@ -72,21 +81,28 @@ async function main(): Promise<void> {
     await Promise.all(handles.map((h) => h.status));
     for (const c of clients) c.close();
     await sleep(holdMs);
+    // A full GC frees the closed streams' buffers; the server's own trims (src/streaming/memory-trim.ts,
+    // every 10 s after a burst of closes) then give the memory back: sampled after the next one.
+    await memory(child, lines);
+    await sleep(trimWaitMs);
     const after = await memory(child, lines);
+    // the same after one more glibc malloc_trim(0): how much of what stays is free memory the allocator keeps
+    const trimmed = await memory(child, lines, 'memtrim');
 
-    console.log(JSON.stringify({ streams: n, before, idle, after }));
+    console.log(JSON.stringify({ streams: n, audioMs, before, idle, after, trimmed }));
     const r = (m: Mem): string => `${m.rss} (heap ${m.heapUsed}, external ${m.external})`;
     console.log('| idle gRPC streams | active | RSS MiB (JS heap, external) after a full GC |');
     console.log('|---|---|---|');
-    console.log(`| before | ${before.stats.active ?? 0} | ${r(before.mem)} |`);
-    console.log(`| ${n} holding their config, no audio | ${idle.stats.active ?? '?'} | ${r(idle.mem)}; +${Math.round(((idle.mem.rss - before.mem.rss) * 1024) / n)} KiB RSS per stream |`);
-    console.log(`| after they were cancelled | ${after.stats.active ?? 0} | ${r(after.mem)} |`);
+    console.log(`| before | ${before.stats.activeStreams ?? 0} | ${r(before.mem)} |`);
+    console.log(`| ${n} holding their config, ${audioMs > 0 ? `after ${audioMs} ms of audio` : 'no audio'} | ${idle.stats.activeStreams ?? '?'} | ${r(idle.mem)}; +${Math.round(((idle.mem.rss - before.mem.rss) * 1024) / n)} KiB RSS per stream |`);
+    console.log(`| after they were cancelled (and the server's trims) | ${after.stats.activeStreams ?? 0} | ${r(after.mem)} |`);
+    console.log(`| ... then one more malloc_trim(0) (${trimmed.trimMs} ms) | ${trimmed.stats.activeStreams ?? 0} | ${r(trimmed.mem)} |`);
   } finally {
     child.kill('SIGTERM');
   }
 }
 
-void main().catch((e: unknown) => {
+void main().then(() => process.exit(0), (e: unknown) => {
   console.error(e);
   process.exit(1);
 });

@@ -11,6 +11,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { startApp } from '../../src/app';
+import { trimNativeMemory } from '../../src/audio';
 import { defaultConfig } from '../../src/config';
 
 export const BENCH_KEY = 'bench-grpc-key-0001';
@@ -47,13 +48,16 @@ async function main(): Promise<void> {
   };
   process.stdout.write(JSON.stringify({ port: app.grpcPort, url: app.url, pid: process.pid }) + '\n');
   process.stdin.setEncoding('utf8');
-  process.stdin.on('data', (d: string) => {
+  process.stdin.on('data', async (d: string) => {
     if (d.includes('mem')) {
       // full GC first when node runs with --expose-gc (bench/grpc/idle.ts): what stays is really held
       (globalThis as { gc?: () => void }).gc?.();
+      const t0 = performance.now();
+      if (d.includes('memtrim')) await trimNativeMemory();
+      const trimMs = Math.round((performance.now() - t0) * 10) / 10;
       const m = process.memoryUsage();
       const mib = (x: number): number => Math.round(x / 1048576);
-      process.stdout.write(JSON.stringify({ mem: { rss: mib(m.rss), heapUsed: mib(m.heapUsed), external: mib(m.external), arrayBuffers: mib(m.arrayBuffers) }, stats: hub.snapshot() }) + '\n');
+      process.stdout.write(JSON.stringify({ mem: { rss: mib(m.rss), heapUsed: mib(m.heapUsed), external: mib(m.external), arrayBuffers: mib(m.arrayBuffers) }, trimMs, stats: hub.snapshot() }) + '\n');
     }
     if (d.includes('cpu')) {
       const u = process.cpuUsage();

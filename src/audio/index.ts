@@ -76,6 +76,7 @@ interface NativeAddon {
   Analyzer: new (source: AudioSource, options?: OpenOptions) => NativeFileFrontend;
   StreamFrontend: new (options: StreamOptions) => NativeStream;
   streamCount?(): number;
+  trimMemory?(): Promise<boolean>;
   versions: Record<string, string>;
 }
 
@@ -265,6 +266,15 @@ export function openStreamCount(): number {
   const n = native();
   if (typeof n.streamCount !== 'function') throw new Error('the native addon predates StreamFrontend.close(); rebuild it with `npm run setup`');
   return n.streamCount();
+}
+
+/**
+ * Gives the C allocator's free memory back to the system (glibc `malloc_trim(0)`, on a pool
+ * thread): freed native buffers otherwise stay in the process's RSS. Resolves false when
+ * nothing was released or the C library has no such call.
+ */
+export async function trimNativeMemory(): Promise<boolean> {
+  return (await native().trimMemory?.()) ?? false;
 }
 
 /**

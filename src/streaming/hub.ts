@@ -7,6 +7,7 @@ import { AurisError } from '../analysis/errors';
 import type { InferenceEngine } from '../inference/engine';
 import type { Owner } from '../jobs/service';
 import { LiveStream, type StreamError, type StreamSink, type Transport } from './live-stream';
+import { MemoryTrimmer } from './memory-trim';
 
 export interface StreamLimits {
   /** Concurrent streams in this process; more get TOO_MANY_STREAMS (default 1000). */
@@ -98,6 +99,8 @@ export class StreamHub {
   private readonly streams = new Set<LiveStream>();
   private readonly perKey = new Map<string, number>();
   private readonly sweeper: NodeJS.Timeout;
+  /** Gives the memory of ended streams back to the system after a burst of closes. */
+  readonly trimmer = new MemoryTrimmer();
   private closing = false;
 
   constructor(
@@ -112,7 +115,10 @@ export class StreamHub {
     }
     // One timer for every stream's idle check (a timer per audio message would cost more).
     const period = Math.max(50, Math.min(1000, this.limits.configTimeoutMs / 4, this.limits.idleTimeoutMs > 0 ? this.limits.idleTimeoutMs / 4 : 1000));
-    this.sweeper = setInterval(() => this.endIdleStreams(), period);
+    this.sweeper = setInterval(() => {
+      this.endIdleStreams();
+      this.trimmer.tick(Date.now());
+    }, period);
     this.sweeper.unref();
   }
 
@@ -143,6 +149,7 @@ export class StreamHub {
     if (n > 0) this.perKey.set(s.owner.key_id, n);
     else this.perKey.delete(s.owner.key_id);
     this.stats.streamsEnded[outcome] = (this.stats.streamsEnded[outcome] ?? 0) + 1;
+    this.trimmer.noteClosed();
   }
 
   /** Streams in progress, all or of one transport. */

@@ -168,6 +168,31 @@ describe('chunking does not change the features', () => {
     }
   });
 
+  it('StreamFrontends fed in turn (shared FFT tables, per-thread work buffers) each == computeFeatures() of its own signal', () => {
+    const signals = [0, 1, 2, 3].map((i) => testSignal(16000 * 2 + 100 * i, 1, 16000, 20 + i));
+    const streams = signals.map(() => new StreamFrontend({ sampleRate: 16000, channels: 1, encoding: 'f32le' }));
+    const outs: FeatureChunk[][] = signals.map(() => []);
+    const r = rng(5);
+    const at = signals.map(() => 0);
+    // round robin with random piece sizes: each push completes steps of one stream between another's
+    while (at.some((a, i) => a < signals[i]!.byteLength)) {
+      signals.forEach((x, i) => {
+        const bytes = new Uint8Array(x.buffer);
+        const len = Math.min(bytes.length - at[i]!, 1 + Math.floor(r() * 6000));
+        if (len > 0) outs[i]!.push(...streams[i]!.push(bytes.subarray(at[i]!, at[i]! + len)));
+        at[i]! += len;
+      });
+    }
+    signals.forEach((x, i) => {
+      outs[i]!.push(...streams[i]!.end());
+      const got = concatChannel(outs[i]!, 0);
+      const oneShot = computeFeatures(x);
+      assert.equal(got.steps, oneShot.steps, `stream ${i}`);
+      assert.equal(firstDifference(got.features, oneShot.features), -1, `stream ${i}`);
+      assert.equal(firstDifference(got.levels, oneShot.levels), -1, `stream ${i}`);
+    });
+  });
+
   it('FileFrontend: every chunkSeconds gives the same features, == computeFeatures(resample(channel))', async () => {
     const rate = 44100;
     const file = tmpFile('features-stereo.wav');
