@@ -7,6 +7,9 @@
  *   openStream(target, options)             -> live analysis over WebSocket or gRPC (src/client)
  *   startApp(options)                       -> the whole service in this process (src/app.ts)
  */
+/** The one error catalogue: every stable error code, its message and its HTTP, gRPC, WebSocket and job behaviour. */
+export { AurisError, errorCode, ERRORS } from './errors';
+export type { ErrorCode, ErrorSpec } from './errors';
 export * from './analysis';
 export * from './inference';
 export * from './pipeline';

@@ -1,5 +1,4 @@
 /** Post-processing of model outputs into SPEC.md results. Pure functions, no I/O. */
-export * from './errors';
 export * from './options';
 export * from './policies';
 export * from './postprocess';

@@ -2,7 +2,7 @@
  * Validation of the job/CLI parameters shared by every front door (CLI, HTTP, streaming).
  * Pure: no I/O. Throws AurisError with code INVALID_ARGUMENT / UNKNOWN_MODEL.
  */
-import { AurisError } from './errors';
+import { AurisError } from '../errors';
 
 /** Length of one model step, ms (1024 samples at 16 kHz). */
 export const STEP_MS = 64;

@@ -3,7 +3,7 @@
  * (time_series, summary, transitions). Pure functions, no I/O.
  * Every rule is documented in docs/results.md; keep the two in step.
  */
-import { AurisError } from './errors';
+import { AurisError } from '../errors';
 import { STEP_MS } from './options';
 import {
   ModelPolicy,

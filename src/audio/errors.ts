@@ -1,18 +1,12 @@
 /**
- * AudioError: the one error type of src/audio. `code` is stable (see AudioErrorCode in
- * ./types and docs/audio.md); `message` is for humans and may change.
+ * AudioError: the error of src/audio and the native addon, an AurisError whose `code` is one
+ * of the addon's (NATIVE_CODES in src/errors.ts, the catalogue; docs/audio.md). `message` is
+ * for humans and may change.
  */
+import { AurisError, NATIVE_CODES } from '../errors';
 import type { AudioErrorCode } from './types';
 
-export const AUDIO_ERROR_CODES: readonly AudioErrorCode[] = [
-  'UNSUPPORTED_FORMAT',
-  'CORRUPT_AUDIO',
-  'EMPTY_AUDIO',
-  'INVALID_CHANNEL',
-  'DURATION_LIMIT_EXCEEDED',
-  'INVALID_ARGUMENT',
-  'IO_ERROR',
-];
+export const AUDIO_ERROR_CODES: readonly AudioErrorCode[] = NATIVE_CODES;
 
 const CODES = new Set<string>(AUDIO_ERROR_CODES);
 
@@ -20,13 +14,12 @@ export function isAudioErrorCode(code: unknown): code is AudioErrorCode {
   return typeof code === 'string' && CODES.has(code);
 }
 
-export class AudioError extends Error {
-  readonly code: AudioErrorCode;
+export class AudioError extends AurisError {
+  declare readonly code: AudioErrorCode;
 
   constructor(code: AudioErrorCode, message: string, options?: { cause?: unknown }) {
-    super(message, options);
+    super(code, message, undefined, options);
     this.name = 'AudioError';
-    this.code = code;
   }
 }
 

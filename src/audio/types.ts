@@ -3,6 +3,7 @@
  * src/audio/index.ts loads the addon and re-exports these with friendly errors.
  * See docs/features.md for the numbers behind steps, levels and features.
  */
+import type { NATIVE_CODES } from '../errors';
 
 /** Where the audio comes from: a file on disk or bytes in memory. */
 export type AudioSource = { path: string } | { buffer: Buffer };
@@ -65,12 +66,5 @@ export interface StreamOptions {
   channel?: number;
 }
 
-/** Stable error codes raised by the addon (Error.code). */
-export type AudioErrorCode =
-  | 'UNSUPPORTED_FORMAT'
-  | 'CORRUPT_AUDIO'
-  | 'EMPTY_AUDIO'
-  | 'INVALID_CHANNEL'
-  | 'DURATION_LIMIT_EXCEEDED'
-  | 'INVALID_ARGUMENT'
-  | 'IO_ERROR';
+/** Stable error codes raised by the addon (Error.code): NATIVE_CODES of the catalogue (src/errors.ts). */
+export type AudioErrorCode = (typeof NATIVE_CODES)[number];

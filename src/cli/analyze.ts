@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { AurisError } from '../analysis/errors';
+import { AurisError } from '../errors';
 import { type AnalysisRequest, DEFAULT_VOLUME_THRESHOLD_DB, parseAnalysisRequest } from '../analysis/options';
 import { buildEnvelope } from '../analysis/postprocess';
 import { InferenceEngine } from '../inference/engine';

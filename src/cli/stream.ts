@@ -3,7 +3,7 @@
  * streaming service as a live stream (raw PCM in chunks, through the typed client of
  * src/client/stream.ts) and prints each time step as one JSON line as it arrives.
  */
-import { AurisError } from '../analysis/errors';
+import { AurisError } from '../errors';
 import { DEFAULT_VOLUME_THRESHOLD_DB, parseChannel, parseModelList, parseOutputPeriod, parseVolumeThreshold } from '../analysis/options';
 import { streamFile, type FileStreamOptions } from '../client/file';
 import { StreamClientError, type StreamTarget } from '../client/stream';

@@ -2,7 +2,7 @@
 import * as path from 'node:path';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import type { AudioSource } from '../audio/types';
-import { errorCode } from '../analysis/errors';
+import { errorCode } from '../errors';
 
 /** "auris: error [CODE]: message" (CODE when the error carries one). */
 export function formatError(e: unknown): string {

@@ -8,17 +8,17 @@
  *  - the duration limit, from the first 64 KiB (duration.ts): a file whose header shows
  *    more than the limit is refused at once, the rest of it is never downloaded.
  *
- * Failures are JobFailure with a stable code: DOWNLOAD_FAILED (the upstream HTTP status, or
- * "could not be reached"; the network error itself is the `cause`, for the log), DOWNLOAD_TIMEOUT, DOWNLOAD_TOO_LARGE, URL_NOT_ALLOWED,
- * DURATION_LIMIT_EXCEEDED.
+ * Failures are AurisError with a stable code of the catalogue (src/errors.ts): DOWNLOAD_FAILED
+ * (the upstream HTTP status, or "could not be reached"; the network error itself is the `cause`,
+ * for the log), DOWNLOAD_TIMEOUT, DOWNLOAD_TOO_LARGE, URL_NOT_ALLOWED, DURATION_LIMIT_EXCEEDED.
  */
 import { createWriteStream } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { once } from 'node:events';
 import { STATUS_CODES, type IncomingMessage } from 'node:http';
-import { Transform } from 'node:stream';
+import { Transform, type TransformCallback } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { JobFailure } from '../jobs/errors';
+import { AurisError } from '../errors';
 import { headDuration, type HeadProbe, nativeProbe } from './duration';
 import { ConnectTimeoutError, type Connector, discard, guardedRequest } from './guarded-http';
 import type { DownloadIdentity, DownloadSigner } from './sign';
@@ -68,13 +68,21 @@ export interface DownloadResult {
 class TotalTimeout extends Error {}
 
 const UNREACHABLE = 'Downloading the file URL failed: its host could not be reached, did not answer HTTP or failed the TLS check.';
+const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
 
-function failed(message: string): JobFailure {
-  return new JobFailure('DOWNLOAD_FAILED', message);
+function failed(message: string): AurisError {
+  return new AurisError('DOWNLOAD_FAILED', message);
 }
 
-function tooLarge(max: number): JobFailure {
-  return new JobFailure('DOWNLOAD_TOO_LARGE', `The file is larger than the download limit of ${max} bytes.`);
+function tooLarge(max: number): AurisError {
+  return new AurisError('DOWNLOAD_TOO_LARGE', `The file is larger than the download limit of ${max} bytes.`);
+}
+
+/** The answer that carries the file, after the redirects. */
+interface FinalResponse {
+  res: IncomingMessage;
+  url: URL;
+  redirects: number;
 }
 
 export class Downloader {
@@ -86,105 +94,80 @@ export class Downloader {
 
   /** Downloads `identity.url` to `destPath`; the file is removed on failure. */
   async download(req: DownloadRequest): Promise<DownloadResult> {
-    const o = this.options;
     const timeout = new AbortController();
-    const timer = setTimeout(() => timeout.abort(new TotalTimeout()), o.timeoutMs);
+    const timer = setTimeout(() => timeout.abort(new TotalTimeout()), this.options.timeoutMs);
     const signal = req.signal ? AbortSignal.any([timeout.signal, req.signal]) : timeout.signal;
     try {
-      return await this.run(req, signal);
+      const { res, url, redirects } = await this.follow(req, signal);
+      this.checkDeclaredSize(res);
+      const bytes = await this.receive(res, req, signal);
+      return { bytes, contentType: res.headers['content-type'] ?? null, finalUrl: url.href, redirects };
     } catch (err) {
       await rm(req.destPath, { force: true }).catch(() => undefined);
       if (req.signal?.aborted) throw req.signal.reason ?? err;
-      if (timeout.signal.aborted) throw new JobFailure('DOWNLOAD_TIMEOUT', `Downloading the file URL took longer than ${o.timeoutMs} ms.`);
-      if (err instanceof JobFailure) throw err;
-      // No address, no socket error name (ECONNREFUSED vs a non-HTTP answer would map the network
-      // behind the allowlist): the caller learns the host could not be reached; the cause is logged.
-      if (err instanceof ConnectTimeoutError) {
-        throw new JobFailure('DOWNLOAD_TIMEOUT', `Downloading the file URL failed: connecting to its host took longer than ${o.connectTimeoutMs} ms.`, { cause: err });
-      }
-      throw new JobFailure('DOWNLOAD_FAILED', UNREACHABLE, { cause: err });
+      throw this.failure(err, timeout.signal.aborted);
     } finally {
       clearTimeout(timer);
     }
   }
 
-  private async run(req: DownloadRequest, signal: AbortSignal): Promise<DownloadResult> {
+  /** The error a failed download ends with: a catalogue code, never a socket error name or an address. */
+  private failure(err: unknown, timedOut: boolean): AurisError {
+    const o = this.options;
+    if (timedOut) return new AurisError('DOWNLOAD_TIMEOUT', `Downloading the file URL took longer than ${o.timeoutMs} ms.`);
+    if (err instanceof AurisError) return err;
+    // No address, no socket error name (ECONNREFUSED vs a non-HTTP answer would map the network
+    // behind the allowlist): the caller learns the host could not be reached; the cause is logged.
+    if (err instanceof ConnectTimeoutError) {
+      return new AurisError('DOWNLOAD_TIMEOUT', `Downloading the file URL failed: connecting to its host took longer than ${o.connectTimeoutMs} ms.`, undefined, { cause: err });
+    }
+    return new AurisError('DOWNLOAD_FAILED', UNREACHABLE, undefined, { cause: err });
+  }
+
+  /** Requests the URL, signed, and follows its redirects (each hop checked again) to a 2xx answer. */
+  private async follow(req: DownloadRequest, signal: AbortSignal): Promise<FinalResponse> {
     const o = this.options;
     const maxRedirects = o.maxRedirects ?? MAX_REDIRECTS;
     let url = checkUrlForm(req.identity.url);
-    let res: IncomingMessage;
-    let redirects = 0;
     for (let hop = 0; ; hop++) {
       const token = await o.signer.sign(req.identity);
-      res = await guardedRequest(url, o, {
+      const res = await guardedRequest(url, o, {
         method: 'GET',
         headers: { [VERIFICATION_HEADER]: token, 'user-agent': USER_AGENT, accept: '*/*', 'accept-encoding': 'identity' },
         signal,
         connectTimeoutMs: o.connectTimeoutMs,
       });
       const status = res.statusCode ?? 0;
-      if ([301, 302, 303, 307, 308].includes(status)) {
+      if (REDIRECT_STATUSES.has(status)) {
         const location = res.headers.location;
         discard(res);
         if (!location) throw failed(`Downloading the file URL failed: HTTP ${status} without a Location.`);
         if (hop >= maxRedirects) throw failed(`Downloading the file URL failed: more than ${maxRedirects} redirects.`);
-        let next: URL;
-        try {
-          next = new URL(location, url);
-        } catch {
-          throw failed(`Downloading the file URL failed: HTTP ${status} to an invalid Location.`);
-        }
-        const from = url;
-        url = checkUrlForm(next); // the scheme; the address is checked by the next guardedRequest
-        if (from.protocol === 'https:' && url.protocol === 'http:') {
-          throw new JobFailure('URL_NOT_ALLOWED', 'A redirect from https to http is not followed (the signed request would travel in clear).');
-        }
-        redirects++;
+        url = redirectTarget(url, status, location);
         continue;
       }
       if (status < 200 || status > 299) {
         discard(res);
         throw failed(`Downloading the file URL failed with HTTP ${status}${STATUS_CODES[status] ? ` (${STATUS_CODES[status]})` : ''}.`);
       }
-      break;
+      return { res, url, redirects: hop };
     }
+  }
 
+  /** A Content-Length over the limit is refused before any byte of the body is read. */
+  private checkDeclaredSize(res: IncomingMessage): void {
     const declared = Number(res.headers['content-length']);
-    if (res.headers['content-length'] !== undefined && Number.isFinite(declared) && declared > o.maxBytes) {
+    if (res.headers['content-length'] !== undefined && Number.isFinite(declared) && declared > this.options.maxBytes) {
       res.destroy();
-      throw tooLarge(o.maxBytes);
+      throw tooLarge(this.options.maxBytes);
     }
+  }
 
-    let bytes = 0;
+  /** Streams the body to `destPath` through the size and duration checks; the bytes written. */
+  private async receive(res: IncomingMessage, req: DownloadRequest, signal: AbortSignal): Promise<number> {
+    const declared = Number(res.headers['content-length']);
     const total = res.headers['content-length'] !== undefined && Number.isFinite(declared) && declared > 0 ? declared : 0;
-    let head: Buffer[] | null = req.maxDurationSec !== undefined ? [] : null;
-    let headLen = 0;
-    const check = async (buf: Buffer): Promise<void> => {
-      const d = await headDuration(buf, this.probe);
-      if (!d || req.maxDurationSec === undefined) return;
-      const processed = req.channel !== null && req.channel !== undefined ? 1 : d.channels;
-      const combined = d.durationSec * processed;
-      if (combined > req.maxDurationSec) {
-        throw new JobFailure(
-          'DURATION_LIMIT_EXCEEDED',
-          `The audio is ${d.durationSec.toFixed(1)} s long over ${processed} channel(s) (${combined.toFixed(1)} s combined, from the ${d.format} header); the limit is ${req.maxDurationSec} s combined.`,
-        );
-      }
-    };
-    const meter = new Transform({
-      transform(chunk: Buffer, _enc, cb) {
-        bytes += chunk.length;
-        if (bytes > o.maxBytes) return cb(tooLarge(o.maxBytes));
-        if (total) req.onProgress?.(Math.min(bytes, total), total);
-        if (!head) return cb(null, chunk);
-        head.push(chunk);
-        headLen += chunk.length;
-        if (headLen < HEAD_BYTES) return cb(null, chunk);
-        const buf = Buffer.concat(head);
-        head = null; // one check; the stream waits for it (backpressure)
-        check(buf).then(() => cb(null, chunk), (err: unknown) => cb(err as Error));
-      },
-    });
+    const meter = new DownloadMeter(this.options.maxBytes, total, req, this.probe);
     const file = createWriteStream(req.destPath, { mode: 0o600 });
     try {
       await pipeline(res, meter, file, { signal });
@@ -194,6 +177,70 @@ export class Downloader {
       if (!file.closed) await once(file, 'close').catch(() => undefined);
       throw err;
     }
-    return { bytes, contentType: res.headers['content-type'] ?? null, finalUrl: url.href, redirects };
+    return meter.bytes;
+  }
+}
+
+/** The next hop of a redirect: its Location, checked (scheme; never https -> http). */
+function redirectTarget(from: URL, status: number, location: string): URL {
+  let next: URL;
+  try {
+    next = new URL(location, from);
+  } catch {
+    throw failed(`Downloading the file URL failed: HTTP ${status} to an invalid Location.`);
+  }
+  const url = checkUrlForm(next); // the scheme; the address is checked by the next guardedRequest
+  if (from.protocol === 'https:' && url.protocol === 'http:') {
+    throw new AurisError('URL_NOT_ALLOWED', 'A redirect from https to http is not followed (the signed request would travel in clear).');
+  }
+  return url;
+}
+
+/**
+ * Counts the body's bytes against the limit, reports progress, and checks the duration once
+ * from the first HEAD_BYTES (the stream waits for that check: backpressure).
+ */
+class DownloadMeter extends Transform {
+  bytes = 0;
+  private head: Buffer[] | null;
+  private headLen = 0;
+
+  constructor(
+    private readonly maxBytes: number,
+    /** The declared Content-Length (0: none), for progress. */
+    private readonly total: number,
+    private readonly req: DownloadRequest,
+    private readonly probe: HeadProbe | null,
+  ) {
+    super();
+    this.head = req.maxDurationSec !== undefined ? [] : null;
+  }
+
+  override _transform(chunk: Buffer, _enc: BufferEncoding, cb: TransformCallback): void {
+    this.bytes += chunk.length;
+    if (this.bytes > this.maxBytes) return cb(tooLarge(this.maxBytes));
+    if (this.total) this.req.onProgress?.(Math.min(this.bytes, this.total), this.total);
+    if (!this.head) return cb(null, chunk);
+    this.head.push(chunk);
+    this.headLen += chunk.length;
+    if (this.headLen < HEAD_BYTES) return cb(null, chunk);
+    const buf = Buffer.concat(this.head);
+    this.head = null; // one check
+    this.checkDuration(buf).then(() => cb(null, chunk), (err: unknown) => cb(err as Error));
+  }
+
+  /** Refuses a file whose header shows more than the combined duration limit. */
+  private async checkDuration(buf: Buffer): Promise<void> {
+    const { maxDurationSec, channel } = this.req;
+    const d = await headDuration(buf, this.probe);
+    if (!d || maxDurationSec === undefined) return;
+    const processed = channel !== null && channel !== undefined ? 1 : d.channels;
+    const combined = d.durationSec * processed;
+    if (combined > maxDurationSec) {
+      throw new AurisError(
+        'DURATION_LIMIT_EXCEEDED',
+        `The audio is ${d.durationSec.toFixed(1)} s long over ${processed} channel(s) (${combined.toFixed(1)} s combined, from the ${d.format} header); the limit is ${maxDurationSec} s combined.`,
+      );
+    }
   }
 }

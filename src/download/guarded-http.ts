@@ -50,7 +50,7 @@ export class ConnectTimeoutError extends Error {
 
 /**
  * Sends one request after the SSRF check; resolves with the response (headers read, body not
- * yet consumed). Throws JobFailure URL_NOT_ALLOWED / DOWNLOAD_FAILED from the check,
+ * yet consumed). Throws AurisError URL_NOT_ALLOWED / DOWNLOAD_FAILED from the check,
  * ConnectTimeoutError, or the socket's error.
  */
 export async function guardedRequest(u: URL, guard: UrlGuard, opts: GuardedRequestOptions): Promise<IncomingMessage> {

@@ -22,7 +22,7 @@
  */
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
-import { JobFailure } from '../jobs/errors';
+import { AurisError } from '../errors';
 
 export interface ResolvedAddress {
   address: string;
@@ -302,8 +302,8 @@ export function literalRefusal(u: URL, policy: AddressPolicy): BlockReason | nul
   return (lower === 'localhost' || lower.endsWith('.localhost')) && !hostAllowlisted(policy, lower, port) ? 'loopback' : null;
 }
 
-export function notAllowed(message: string): JobFailure {
-  return new JobFailure('URL_NOT_ALLOWED', message);
+export function notAllowed(message: string): AurisError {
+  return new AurisError('URL_NOT_ALLOWED', message);
 }
 
 /** Parses and checks the form of a URL: absolute, http or https, no credentials. Throws URL_NOT_ALLOWED. */
@@ -331,8 +331,8 @@ export async function resolveChecked(u: URL, policy: AddressPolicy, resolver: Re
   const literal = parseIp(hostname);
   // The caller learns that the host is not allowed, or not reachable; never what a name resolves
   // to or why an address is refused (an oracle of the internal DNS). The cause keeps it for the log.
-  const refused = (detail: string): JobFailure =>
-    new JobFailure('URL_NOT_ALLOWED', `The host ${u.host} is not allowed (not a public address, and not on the allowlist).`, { cause: new Error(detail) });
+  const refused = (detail: string): AurisError =>
+    new AurisError('URL_NOT_ALLOWED', `The host ${u.host} is not allowed (not a public address, and not on the allowlist).`, undefined, { cause: new Error(detail) });
   let addresses: ResolvedAddress[];
   if (literal) {
     addresses = [{ address: hostname, family: literal.family }];
@@ -342,9 +342,9 @@ export async function resolveChecked(u: URL, policy: AddressPolicy, resolver: Re
     try {
       addresses = await resolver(hostname);
     } catch (err) {
-      throw new JobFailure('DOWNLOAD_FAILED', `The host ${hostname} could not be reached.`, { cause: err });
+      throw new AurisError('DOWNLOAD_FAILED', `The host ${hostname} could not be reached.`, undefined, { cause: err });
     }
-    if (addresses.length === 0) throw new JobFailure('DOWNLOAD_FAILED', `The host ${hostname} could not be reached.`, { cause: new Error(`${hostname} has no address`) });
+    if (addresses.length === 0) throw new AurisError('DOWNLOAD_FAILED', `The host ${hostname} could not be reached.`, undefined, { cause: new Error(`${hostname} has no address`) });
   }
   for (const a of addresses) {
     const why = refusal(a.address, hostname, policy, port);

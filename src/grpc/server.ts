@@ -15,7 +15,7 @@ import * as grpc from '@grpc/grpc-js';
 import { ReflectionService } from '@grpc/reflection';
 import { HealthImplementation } from 'grpc-health-check';
 import { reflectionPackageDefinition } from './reflection';
-import { AurisError } from '../analysis/errors';
+import { AurisError, grpcStatusName } from '../errors';
 import { STEP_MS } from '../analysis/options';
 import { modelsToRun, policyFor, NO_SPEECH_LABEL, SILENCE_LABEL, UNKNOWN_LABEL } from '../analysis/policies';
 import type { Segment, TimeStepResult } from '../analysis/postprocess';
@@ -81,38 +81,16 @@ export function peerAddress(peer: string): string {
 const ERROR_CODE_KEY = 'auris-error-code';
 const STREAM_ID_KEY = 'auris-stream-id';
 
-/** gRPC status for an auris error code. */
+/** gRPC status for an auris error code: its row of the catalogue (src/errors.ts); INTERNAL when it has none. */
 export function statusFor(code: string | undefined): grpc.status {
-  switch (code) {
-    case 'INVALID_ARGUMENT':
-    case 'UNKNOWN_MODEL':
-    case 'INVALID_CHANNEL':
-    case 'EMPTY_AUDIO':
-    case 'UNSUPPORTED_FORMAT':
-    case 'CORRUPT_AUDIO':
-      return grpc.status.INVALID_ARGUMENT;
-    case 'UNAUTHENTICATED':
-      return grpc.status.UNAUTHENTICATED;
-    case 'RESOURCE_EXHAUSTED':
-    case 'TOO_MANY_STREAMS':
-    case 'DURATION_LIMIT_EXCEEDED':
-      return grpc.status.RESOURCE_EXHAUSTED;
-    case 'UNAVAILABLE':
-    case 'CLOSED':
-      return grpc.status.UNAVAILABLE;
-    case 'ABORTED':
-      return grpc.status.CANCELLED;
-    case 'IDLE_TIMEOUT':
-      return grpc.status.DEADLINE_EXCEEDED;
-    default:
-      return grpc.status.INTERNAL;
-  }
+  return grpc.status[grpcStatusName(code)];
 }
 
-function statusError(code: grpc.status, details: string, aurisCode: string): Partial<grpc.StatusObject> {
+/** The status a call ends with for an auris error code: the catalogue's status, the code in the trailing metadata. */
+function statusError(aurisCode: string, details: string): Partial<grpc.StatusObject> {
   const metadata = new grpc.Metadata();
   metadata.set(ERROR_CODE_KEY, aurisCode);
-  return { code, details, metadata };
+  return { code: statusFor(aurisCode), details, metadata };
 }
 
 /** The SPEC time-step result as a StepResult message. */
@@ -297,15 +275,15 @@ export class AnalysisGrpcServer {
     const address = peerAddress(peer);
     const blocked = throttle?.blockedFor(address) ?? 0;
     if (blocked > 0) {
-      return { error: statusError(grpc.status.RESOURCE_EXHAUSTED, `too many failed authentications from this address; retry in ${blocked} s`, 'TOO_MANY_AUTH_FAILURES') };
+      return { error: statusError('TOO_MANY_AUTH_FAILURES', `too many failed authentications from this address; retry in ${blocked} s`) };
     }
     const values = metadata.get('x-api-key');
     const owner = values.length > 0 ? this.options.keys.lookup(String(values[0])) : undefined;
     if (owner) return { owner };
     if (throttle?.fail(address)) this.log.warn({ client: address, transport: 'grpc' }, 'too many failed authentications: address throttled');
     return values.length === 0
-      ? { error: statusError(grpc.status.UNAUTHENTICATED, 'the x-api-key metadata entry is required', 'MISSING_API_KEY') }
-      : { error: statusError(grpc.status.UNAUTHENTICATED, 'the x-api-key is not valid', 'INVALID_API_KEY') };
+      ? { error: statusError('MISSING_API_KEY', 'the x-api-key metadata entry is required') }
+      : { error: statusError('INVALID_API_KEY', 'the x-api-key is not valid') };
   }
 
   private listModels(call: grpc.ServerUnaryCall<unknown, ListModelsResponseMsg>, cb: grpc.sendUnaryData<ListModelsResponseMsg>): void {
@@ -321,7 +299,7 @@ export class AnalysisGrpcServer {
       return;
     }
     if (this.closing) {
-      call.emit('error', statusError(grpc.status.UNAVAILABLE, 'the server is shutting down', 'UNAVAILABLE'));
+      call.emit('error', statusError('UNAVAILABLE', 'the server is shutting down'));
       return;
     }
     const sink = new GrpcSink(call);
@@ -356,7 +334,7 @@ class GrpcSink implements StreamSink {
     this.call.end();
   }
   fail(e: StreamError): void {
-    this.call.emit('error', statusError(statusFor(e.code), e.message, e.code));
+    this.call.emit('error', statusError(e.code, e.message));
   }
 }
 

@@ -1,38 +1,15 @@
 /**
- * The one error catalogue of the REST API. Every error is answered as RFC 9457
- * `application/problem+json` with a stable `code`; job failure codes (a failed job's
- * `error.code`) live in src/jobs/errors.ts and are listed with these in docs/api.md
- * and in the OpenAPI document.
+ * The REST rendering of the error catalogue (src/errors.ts): every error is answered as
+ * RFC 9457 `application/problem+json` with a stable `code`, the status and title of its row.
+ * docs/errors.md lists the codes; the OpenAPI document enumerates them.
  */
-import { JOB_ERROR_CODES } from '../jobs/errors';
+import { AurisError, ERRORS, HTTP_ERROR_CODES, type HttpErrorCode } from '../errors';
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
 
-export const API_ERRORS = {
-  INVALID_PARAMETER: { status: 400, title: 'Invalid parameter' },
-  UNKNOWN_MODEL: { status: 400, title: 'Unknown model' },
-  INVALID_BODY: { status: 400, title: 'Invalid request body' },
-  MALFORMED_REQUEST: { status: 400, title: 'Malformed HTTP request' },
-  MISSING_API_KEY: { status: 401, title: 'Missing API key' },
-  INVALID_API_KEY: { status: 401, title: 'Invalid API key' },
-  JOB_NOT_FOUND: { status: 404, title: 'Job not found' },
-  NOT_FOUND: { status: 404, title: 'Not found' },
-  METHOD_NOT_ALLOWED: { status: 405, title: 'Method not allowed' },
-  REQUEST_TIMEOUT: { status: 408, title: 'Request timeout' },
-  RESULTS_NOT_READY: { status: 409, title: 'Results not ready' },
-  JOB_FAILED: { status: 409, title: 'Job failed' },
-  IDEMPOTENCY_CONFLICT: { status: 409, title: 'Idempotency-Key reused for another request' },
-  PAYLOAD_TOO_LARGE: { status: 413, title: 'Payload too large' },
-  UNSUPPORTED_MEDIA_TYPE: { status: 415, title: 'Unsupported media type' },
-  RATE_LIMITED: { status: 429, title: 'Too many requests' },
-  TOO_MANY_AUTH_FAILURES: { status: 429, title: 'Too many failed authentications' },
-  TOO_MANY_ACTIVE_JOBS: { status: 429, title: 'Too many unfinished jobs' },
-  HEADERS_TOO_LARGE: { status: 431, title: 'Request header fields too large' },
-  INTERNAL_ERROR: { status: 500, title: 'Internal error' },
-  SERVICE_UNAVAILABLE: { status: 503, title: 'Service unavailable' },
-} as const;
+export type ApiErrorCode = HttpErrorCode;
 
-export type ApiErrorCode = keyof typeof API_ERRORS;
+const httpRow = (code: HttpErrorCode): { http: number; message: string; title?: string } => ERRORS[code];
 
 /** The problem type URI of a code (RFC 9457 `type`). */
 export const problemType = (code: string): string => `urn:auris:problem:${code.toLowerCase().replace(/_/g, '-')}`;
@@ -48,24 +25,25 @@ export interface Problem {
 }
 
 /** An error answered as a problem. `extensions` become extra members (e.g. `errors`, `valid_models`). */
-export class ApiError extends Error {
-  override name = 'ApiError';
+export class ApiError extends AurisError {
+  declare readonly code: ApiErrorCode;
   readonly status: number;
   constructor(
-    readonly code: ApiErrorCode,
+    code: ApiErrorCode,
     detail: string,
     readonly extensions: Record<string, unknown> = {},
     /** Seconds, sent as Retry-After. */
     readonly retryAfter?: number,
   ) {
-    super(detail);
-    this.status = API_ERRORS[code].status;
+    super(code, detail);
+    this.name = 'ApiError';
+    this.status = httpRow(code).http;
   }
 
   toProblem(instance?: string): Problem {
     const p: Problem = {
       type: problemType(this.code),
-      title: API_ERRORS[this.code].title,
+      title: httpRow(this.code).title ?? httpRow(this.code).message,
       status: this.status,
       detail: this.message,
       code: this.code,
@@ -88,7 +66,7 @@ export const problemSchema = {
     status: { type: 'integer' },
     detail: { type: 'string', description: 'Human-readable explanation of this occurrence' },
     instance: { type: 'string', description: 'The request path' },
-    code: { type: 'string', enum: [...Object.keys(API_ERRORS)], description: 'Stable machine-readable error code' },
+    code: { type: 'string', enum: [...HTTP_ERROR_CODES], description: 'Stable machine-readable error code' },
     errors: {
       type: 'array',
       description: 'INVALID_PARAMETER / INVALID_BODY: one entry per rejected parameter',
@@ -112,11 +90,3 @@ export const problemSchema = {
   },
   additionalProperties: true,
 } as const;
-
-/** Every code in one list (API problems and job failures), for docs and tests. */
-export function errorCatalogue(): Array<{ code: string; kind: 'problem' | 'job'; status?: number; title: string }> {
-  return [
-    ...Object.entries(API_ERRORS).map(([code, e]) => ({ code, kind: 'problem' as const, status: e.status, title: e.title })),
-    ...Object.entries(JOB_ERROR_CODES).map(([code, title]) => ({ code, kind: 'job' as const, title })),
-  ];
-}

@@ -3,7 +3,7 @@
  * generated from these.
  */
 import type { Config } from '../config';
-import { JOB_ERROR_CODES } from '../jobs/errors';
+import { JOB_ERROR_CODES } from '../errors';
 import { CALLBACK_STATES } from '../jobs/types';
 import { PROBLEM_CONTENT_TYPE, problemSchema } from './errors';
 import { metadataSchema } from './metadata';
@@ -154,7 +154,7 @@ export const jobRecordSchema = {
       description: 'Why the job failed',
       required: ['code', 'message'],
       properties: {
-        code: { type: 'string', enum: Object.keys(JOB_ERROR_CODES) },
+        code: { type: 'string', enum: [...JOB_ERROR_CODES] },
         message: { type: 'string' },
       },
     }),

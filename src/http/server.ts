@@ -22,7 +22,8 @@ import { ApiKeyRegistry, generateDevKey, RateLimiter } from './auth';
 import { AuthFailureThrottle } from './auth-throttle';
 import { addAuthentication, type AuthenticateOptions } from './authenticate';
 import { problemClientErrorHandler } from './client-errors';
-import { API_ERRORS, ApiError, PROBLEM_CONTENT_TYPE, problemSchema } from './errors';
+import { ApiError, PROBLEM_CONTENT_TYPE, problemSchema } from './errors';
+import { storageErrno } from '../errors';
 import { consolePlugin } from './console';
 import { addMethodNotAllowed, trackRouteMethods } from './method-not-allowed';
 import { addOpenApiRoute, registerOpenApi } from './openapi';
@@ -327,14 +328,12 @@ function serverHandle(
 
 const mediaTypeOf = (header: string | undefined): string => (header ?? '').split(';')[0]!.trim().toLowerCase();
 
-/** Storage errors of the operating system: the service cannot take work now (no job is half-created). */
-const STORAGE_ERRNOS = new Set(['ENOSPC', 'EDQUOT', 'EROFS', 'EACCES', 'EPERM', 'ENOTDIR', 'EIO']);
-
 /** Maps Fastify's own errors (validation, body parsing) to the catalogue. */
 function toApiError(err: FastifyError | ApiError, contentType: string): ApiError {
   if (err instanceof ApiError) return err;
-  const errno = (err as NodeJS.ErrnoException).code;
-  if (errno && STORAGE_ERRNOS.has(errno) && typeof (err as NodeJS.ErrnoException).syscall === 'string') {
+  // A storage fault of the operating system (src/errors.ts STORAGE_ERRNOS): the service cannot take work now (no job is half-created).
+  const errno = storageErrno(err);
+  if (errno && typeof (err as NodeJS.ErrnoException).syscall === 'string') {
     return new ApiError('SERVICE_UNAVAILABLE', `The job store cannot be written (${errno}); retry later.`, { retry_after: 30 }, 30);
   }
   if (err instanceof BackendUnavailableError) {
@@ -378,4 +377,3 @@ function toApiError(err: FastifyError | ApiError, contentType: string): ApiError
   return new ApiError('INTERNAL_ERROR', 'An unexpected error occurred.');
 }
 
-export { API_ERRORS };

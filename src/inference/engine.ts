@@ -3,7 +3,7 @@
  * streaming need to run models. One engine per process is enough (see sharedEngine()).
  */
 import * as path from 'node:path';
-import { AurisError } from '../analysis/errors';
+import { AurisError } from '../errors';
 import { defaultModelsDir, defaultWindowSteps } from './env';
 import { InferencePool, InferencePoolOptions, StatefulPoolModel, StatefulResult } from './pool';
 import { ModelInfo, ModelRegistry } from './registry';

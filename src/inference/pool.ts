@@ -10,7 +10,7 @@
  */
 import * as path from 'node:path';
 import { Worker } from 'node:worker_threads';
-import { AurisError } from '../analysis/errors';
+import { AurisError } from '../errors';
 import { defaultInferenceThreads } from './env';
 import { ownsWholeBuffer, type FromWorker, type ModelRef, type ToWorker } from './protocol';
 import { FLOATS_PER_STEP, ModelInfo } from './registry';

@@ -5,7 +5,7 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { AurisError } from '../analysis/errors';
+import { AurisError } from '../errors';
 import { unknownModelError } from '../analysis/options';
 import { BUILTIN_RAW_KEYS } from '../analysis/policies';
 import { defaultModelsDir } from './env';

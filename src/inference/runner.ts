@@ -11,7 +11,7 @@
  * File mode: windowSteps = minWindowSteps = 1024 (few, large calls).
  * Streaming: minWindowSteps = 1 -> a step is emitted once `right` more steps have arrived.
  */
-import { AurisError } from '../analysis/errors';
+import { AurisError } from '../errors';
 import { FLOATS_PER_STEP } from './registry';
 import { StepBuffer } from './step-buffer';
 

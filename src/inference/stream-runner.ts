@@ -23,7 +23,7 @@
  * The graphs cannot see the signal end, so after end() the last `right` steps are run
  * windowed (their right context is the end). Both give the whole-file model's numbers.
  */
-import { AurisError } from '../analysis/errors';
+import { AurisError } from '../errors';
 import { FLOATS_PER_STEP } from './registry';
 import { StepBuffer } from './step-buffer';
 import type { InferFn, OutputFn, RunnerModel } from './runner';

@@ -4,7 +4,7 @@
  */
 import type { Config } from '../config';
 import type { DownloadRequest, DownloadResult } from '../download/fetch';
-import { JobFailure } from './errors';
+import { AurisError } from '../errors';
 
 /** What fetchSource needs of src/download's Downloader. */
 export interface SourceDownloader {
@@ -27,12 +27,12 @@ export interface FetchSourceOptions {
 }
 
 /**
- * Downloads `url` (exactly as given at job creation) to `destPath`. Throws JobFailure
+ * Downloads `url` (exactly as given at job creation) to `destPath`. Throws AurisError
  * (DOWNLOAD_FAILED, DOWNLOAD_TIMEOUT, DOWNLOAD_TOO_LARGE, URL_NOT_ALLOWED,
  * DURATION_LIMIT_EXCEEDED) on failure; the file is removed then.
  */
 export async function fetchSource(url: string, destPath: string, opts: FetchSourceOptions): Promise<{ bytes: number; contentType: string | null }> {
-  if (!url) throw new JobFailure('URL_NOT_ALLOWED', 'The job has no file URL.');
+  if (!url) throw new AurisError('URL_NOT_ALLOWED', 'The job has no file URL.');
   const got = await opts.downloader.download({
     identity: { url, jobId: opts.job.jobId, organizationId: opts.job.organizationId, projectId: opts.job.projectId },
     destPath,

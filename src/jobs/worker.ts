@@ -9,7 +9,8 @@ import { buildEnvelope } from '../analysis/postprocess';
 import type { AudioInfo, AudioSource } from '../audio/types';
 import type { Config } from '../config';
 import type { Analyzer, ChannelResults } from '../pipeline/analyzer';
-import { errorKind, isJobVerdict, isTransientStorageError, JOB_ERROR_CODES, JobFailure, toJobError } from './errors';
+import { AurisError, ERRORS } from '../errors';
+import { errorKind, isJobVerdict, isTransientStorageError, toJobError } from './errors';
 import { fetchSource, lazyDownloader, type SourceDownloader } from './fetch-source';
 import type { JobMetrics } from './metrics';
 import { ProgressWriter } from './progress-writer';
@@ -76,7 +77,7 @@ const MAX_RETRY_DELAY_MS = 5 * 60_000;
 interface JobRun {
   msg: QueueMessage;
   jobId: string;
-  /** Aborted with Shutdown, Deleted or a JobFailure (the duration limit). */
+  /** Aborted with Shutdown, Deleted or an AurisError (the duration limit). */
   controller: AbortController;
   started: number;
   /** What the worker is doing (told to the job's owner if it gives up). */
@@ -239,7 +240,7 @@ export class JobWorker {
       return true;
     }
     if (cur.value.attempts >= this.config.maxJobAttempts) {
-      await this.finish(msg.jobId, { code: 'JOB_INTERRUPTED', message: JOB_ERROR_CODES.JOB_INTERRUPTED }, null);
+      await this.finish(msg.jobId, { code: 'JOB_INTERRUPTED', message: ERRORS.JOB_INTERRUPTED.message }, null);
       await msg.ack();
       return true;
     }
@@ -283,7 +284,7 @@ export class JobWorker {
     if (job.record.source.method === 'upload') {
       run.stage = 'reading the upload';
       const file = job.upload_blob ? await this.backends.blobs.localFile(job.upload_blob) : null;
-      if (!file) throw new JobFailure('PROCESSING_FAILED', 'The uploaded audio is no longer available.');
+      if (!file) throw new AurisError('PROCESSING_FAILED', 'The uploaded audio is no longer available.');
       run.cleanups.push(file.release);
       return { path: file.path };
     }
@@ -331,7 +332,7 @@ export class JobWorker {
     run.audioSeconds = info.durationSec * processed;
     if (run.audioSeconds > limit) {
       run.controller.abort(
-        new JobFailure('DURATION_LIMIT_EXCEEDED', `The audio is ${run.audioSeconds.toFixed(1)} s long over ${processed} channel(s); the limit is ${limit} s combined.`),
+        new AurisError('DURATION_LIMIT_EXCEEDED', `The audio is ${run.audioSeconds.toFixed(1)} s long over ${processed} channel(s); the limit is ${limit} s combined.`),
       );
     }
     run.progress.update((j) => {
@@ -347,7 +348,7 @@ export class JobWorker {
     const body = JSON.stringify(buildEnvelope(jobId, channels));
     const size = Buffer.byteLength(body);
     if (size > this.config.limits.maxResultBytes) {
-      throw new JobFailure(
+      throw new AurisError(
         'RESULT_TOO_LARGE',
         `The JSON result would be ${size} bytes, over the limit of ${this.config.limits.maxResultBytes} bytes; raise output_period or split the models over several jobs.`,
       );

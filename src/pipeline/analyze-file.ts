@@ -5,7 +5,7 @@
  * 64 ms step); never the whole audio.
  */
 import type { AudioInfo, AudioSource, FeatureChunk, OpenOptions } from '../audio/types';
-import { AurisError } from '../analysis/errors';
+import { AurisError } from '../errors';
 import { type AnalysisRequest, type AnalysisRequestInput, parseAnalysisRequest, selectChannels, STEP_MS, volumeThresholdOf } from '../analysis/options';
 import { modelsToRun } from '../analysis/policies';
 import { buildChannelResult, type ChannelResult, type PostProcessOptions } from '../analysis/postprocess';

@@ -16,7 +16,7 @@
 import { openStreamCount, StreamFrontend } from '../audio';
 import { g711ToS16, type G711Law } from '../audio/g711';
 import type { FeatureChunk, SampleEncoding } from '../audio/types';
-import { AurisError } from '../analysis/errors';
+import { AurisError } from '../errors';
 import { type AnalysisRequest, STEP_MS, volumeThresholdOf } from '../analysis/options';
 import { modelsToRun } from '../analysis/policies';
 import { effectiveDurationMs, endTimestampMs, roundFractions, SegmentBuilder, StepDecider, type Segment, type TimeStepResult } from '../analysis/postprocess';

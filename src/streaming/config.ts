@@ -4,7 +4,7 @@
  * every problem is an AurisError with a precise message naming the parameter as the transport
  * spells it (`config.sample_rate` for gRPC, `sample_rate` for the WebSocket).
  */
-import { AurisError } from '../analysis/errors';
+import { AurisError } from '../errors';
 import { parseModelList, parseOutputPeriod, parseVolumeThreshold } from '../analysis/options';
 import type { StreamEncoding, StreamSessionOptions } from '../pipeline/analyze-stream';
 

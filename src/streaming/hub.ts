@@ -3,7 +3,7 @@
  * inference engine, the limits, admission (a total and a per-API-key concurrent-stream quota,
  * counted across both transports), idle timeouts, statistics and the shutdown of open streams.
  */
-import { AurisError } from '../analysis/errors';
+import { AurisError } from '../errors';
 import type { InferenceEngine } from '../inference/engine';
 import type { Owner } from '../jobs/service';
 import { LiveStream, type StreamError, type StreamSink, type Transport } from './live-stream';

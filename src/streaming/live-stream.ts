@@ -15,7 +15,7 @@
  *
  * Every end (normal, error, cancel, shutdown) frees the session's native state at once.
  */
-import { AurisError, errorCode } from '../analysis/errors';
+import { AurisError, errorCode, isServerFault } from '../errors';
 import type { TimeStepResult } from '../analysis/postprocess';
 import type { Owner } from '../jobs/service';
 import { StreamSession, type StreamSessionOptions, type StreamSummary } from '../pipeline/analyze-stream';
@@ -49,12 +49,6 @@ export type Transport = 'grpc' | 'websocket';
 type State = 'config' | 'audio' | 'ending' | 'done';
 
 const SLICE_BYTES = 64 * 1024;
-
-/** Codes of stream ends that are the client's doing or expected (not logged as server errors). */
-export const CLIENT_ERROR_CODES: ReadonlySet<string> = new Set([
-  'INVALID_ARGUMENT', 'UNKNOWN_MODEL', 'INVALID_CHANNEL', 'EMPTY_AUDIO', 'UNSUPPORTED_FORMAT', 'CORRUPT_AUDIO', 'DURATION_LIMIT_EXCEEDED',
-  'RESOURCE_EXHAUSTED', 'TOO_MANY_STREAMS', 'IDLE_TIMEOUT', 'UNAVAILABLE', 'CLOSED', 'ABORTED',
-]);
 
 export class LiveStream {
   private state: State = 'config';
@@ -165,7 +159,7 @@ export class LiveStream {
     this.out = [];
     const aurisCode = code ?? errorCode(e) ?? 'INTERNAL';
     const message = e instanceof Error ? e.message : String(e);
-    const internal = !CLIENT_ERROR_CODES.has(aurisCode);
+    const internal = isServerFault(aurisCode); // not the client's doing nor expected: logged as a server error
     if (internal) this.hub.log.error({ stream_id: this.streamId, transport: this.transport, err: e }, 'stream failed');
     this.sink.fail({ code: aurisCode, message: internal ? `internal error: ${message}` : message });
     this.cleanup(aurisCode);

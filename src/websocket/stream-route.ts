@@ -7,7 +7,7 @@
  *     server -> client: {"type":"started","stream_id"}, one time-step result per output step
  *                       (SPEC shape, no `type`), then {"type":"summary"} / {"type":"transitions"}
  *                       when asked, then close 1000; errors: {"type":"error","code","message"}
- *                       then a 4xxx close code (WS_CLOSE_CODES).
+ *                       then a 4xxx close code (the `ws` column of the catalogue, src/errors.ts).
  *
  * The stream itself (flow control, quotas, idle timeouts) is the transport-free LiveStream;
  * this file only frames messages. Output backpressure: ws's bufferedAmount above
@@ -17,7 +17,7 @@ import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { WebSocket } from 'ws';
 import '@fastify/websocket'; // the `websocket: true` route option
-import { errorCode } from '../analysis/errors';
+import { AurisError, errorCode, type ErrorCode, wsCloseCode } from '../errors';
 import type { ApiKeyRegistry } from '../http/auth';
 import type { AuthFailureThrottle } from '../http/auth-throttle';
 import type { Owner } from '../jobs/service';
@@ -27,24 +27,6 @@ import type { StreamHub } from '../streaming/hub';
 import type { LiveStream, StreamError, StreamOutput, StreamSink } from '../streaming/live-stream';
 import type { StreamTokens } from '../streaming/tokens';
 
-/** Close code per error code (4000-4999 are the application's; docs/streaming.md lists them). */
-export const WS_CLOSE_CODES: Readonly<Record<string, number>> = {
-  INVALID_PARAMETER: 4400,
-  INVALID_ARGUMENT: 4400,
-  UNKNOWN_MODEL: 4400,
-  INVALID_CHANNEL: 4400,
-  INVALID_MESSAGE: 4400,
-  EMPTY_AUDIO: 4400,
-  MISSING_API_KEY: 4401,
-  INVALID_API_KEY: 4401,
-  INVALID_STREAM_TOKEN: 4401,
-  IDLE_TIMEOUT: 4408,
-  RESOURCE_EXHAUSTED: 4413,
-  TOO_MANY_STREAMS: 4429,
-  TOO_MANY_AUTH_FAILURES: 4429,
-  INTERNAL: 4500,
-  UNAVAILABLE: 4503,
-};
 export const WS_CLOSE_NORMAL = 1000;
 
 /** Query encodings. */
@@ -67,17 +49,8 @@ export interface StreamRouteOptions {
 }
 
 /** A refused stream or message, with the code sent to the client. */
-class WsStreamError extends Error {
-  constructor(
-    readonly code: string,
-    message: string,
-  ) {
-    super(message);
-  }
-}
-
-function wsError(code: string, message: string): WsStreamError {
-  return new WsStreamError(code, message);
+function wsError(code: ErrorCode, message: string): AurisError {
+  return new AurisError(code, message);
 }
 
 /** The stream parameters of the query (strings) in the shared StreamParams shape. */
@@ -171,7 +144,7 @@ function outputMessages(out: StreamOutput): object[] {
 function closeWithError(ws: WebSocket, e: StreamError): void {
   if (ws.readyState !== ws.OPEN) return;
   ws.send(JSON.stringify({ type: 'error', code: e.code, message: e.message }));
-  ws.close(WS_CLOSE_CODES[e.code] ?? WS_CLOSE_CODES.INTERNAL!, e.code.slice(0, 120));
+  ws.close(wsCloseCode(e.code), e.code.slice(0, 120));
 }
 
 /** The owner of the request's credentials (x-api-key header, else a single-use stream token); failures count against the address. */

@@ -18,7 +18,7 @@ import { DownloadSigner } from '../../src/download/sign';
 import { parseAllowlist } from '../../src/download/ssrf';
 import { MemoryJtiStore, verifyDownloadRequest } from '../../src/download/verify';
 import { nativeProbe } from '../../src/download/duration';
-import type { JobFailure } from '../../src/jobs/errors';
+import type { AurisError } from '../../src/errors';
 import { envSkip } from '../env';
 import { guardedNet, type GuardedNet, silenceWav, startHost, streamBody, tempDir, type TestHost, verifyWithNodeCrypto, wavHeader } from './helpers';
 
@@ -66,9 +66,9 @@ describe('Downloader', () => {
     });
   }
   const identity = (url: string) => ({ url, jobId: 'job-1', organizationId: 'org-a', projectId: 'proj-a' });
-  const failsWith = async (p: Promise<unknown>, code: string, msg?: RegExp): Promise<JobFailure> => {
-    let caught: JobFailure | undefined;
-    await assert.rejects(p, (e: JobFailure) => {
+  const failsWith = async (p: Promise<unknown>, code: string, msg?: RegExp): Promise<AurisError> => {
+    let caught: AurisError | undefined;
+    await assert.rejects(p, (e: AurisError) => {
       caught = e;
       assert.equal(e.code, code, e.message);
       if (msg) assert.match(e.message, msg);

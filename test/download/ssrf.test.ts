@@ -11,7 +11,7 @@ import { Downloader } from '../../src/download/fetch';
 import { type KeyRing, loadKeyRing } from '../../src/download/keys';
 import { DownloadSigner } from '../../src/download/sign';
 import { checkUrlForm, classifyAddress, EMPTY_POLICY, parseAllowlist, parseCidr, parseIp, refusal, resolveChecked } from '../../src/download/ssrf';
-import { JobFailure } from '../../src/jobs/errors';
+import type { AurisError } from '../../src/errors';
 import { guardedNet, startHost, tempDir } from './helpers';
 
 describe('address classes', () => {
@@ -154,7 +154,7 @@ describe('URL form and resolution', () => {
     try {
       fn();
     } catch (e) {
-      return (e as JobFailure).code;
+      return (e as AurisError).code;
     }
     return undefined;
   };
@@ -172,7 +172,7 @@ describe('URL form and resolution', () => {
       try {
         await resolveChecked(new URL(url), EMPTY_POLICY, net.resolver);
       } catch (e) {
-        return (e as JobFailure).code;
+        return (e as AurisError).code;
       }
       return 'allowed';
     };
@@ -231,7 +231,7 @@ describe('the Downloader refuses before connecting', () => {
     for (const url of urls) {
       await assert.rejects(
         d.download({ identity: { url, jobId: 'j', organizationId: 'o', projectId: 'p' }, destPath: join(dir.path, 'out') }),
-        (e: JobFailure) => e.code === 'URL_NOT_ALLOWED' && /not allowed|Only http/.test(e.message),
+        (e: AurisError) => e.code === 'URL_NOT_ALLOWED' && /not allowed|Only http/.test(e.message),
         url,
       );
     }

@@ -91,7 +91,7 @@ describe('parameters and messages', () => {
     });
   }
 
-  it('a text frame other than {"type":"end"}: INVALID_MESSAGE, close 4400', async () => {
+  it('a text frame other than {"type":"end"}: INVALID_MESSAGE, close 4400, the message says why', async () => {
     const WebSocket = (await import('ws')).default;
     const ws = new WebSocket(`${app.wsUrl}/stream?${new URLSearchParams(Q)}`, { headers: { 'x-api-key': KEY_A } });
     const msgs: Array<Record<string, unknown>> = [];
@@ -101,6 +101,8 @@ describe('parameters and messages', () => {
     const code = await new Promise<number>((r) => ws.on('close', (c) => r(c)));
     assert.equal(code, 4400);
     assert.equal(msgs.at(-1)!.code, 'INVALID_MESSAGE');
+    // the client's mistake, explained as such (not an "internal error")
+    assert.match(String(msgs.at(-1)!.message), /^text frames must be \{"type":"end"\}/);
   });
 
   it('end without audio: EMPTY_AUDIO, close 4400', async () => {

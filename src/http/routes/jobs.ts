@@ -4,6 +4,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Readable } from 'node:stream';
 import type { Config } from '../../config';
+import { storageErrno } from '../../errors';
 import { type AddressPolicy, literalRefusal, parseAllowlist } from '../../download/ssrf';
 import { serializeJob } from '../../jobs/record';
 import { type CreatedJob, IdempotencyConflictError, type JobService, type NewJobExtras, type Owner } from '../../jobs/service';
@@ -185,8 +186,8 @@ function sendCreated(reply: FastifyReply, { job, replayed }: CreatedJob): Fastif
  */
 function creationError(config: Config, req: CreateRequest, err: unknown): unknown {
   const error = err instanceof BlobTooLargeError ? tooLarge(config) : err;
-  // Storage errno: the data directory cannot be written: 503 (server.ts), not the client's fault.
-  const storageFault = /^(ENOSPC|EDQUOT|EROFS|EACCES|EPERM|ENOTDIR|EIO)$/.test(String((error as NodeJS.ErrnoException | null)?.code));
+  // A storage errno (src/errors.ts STORAGE_ERRNOS): the data directory cannot be written: 503 (server.ts), not the client's fault.
+  const storageFault = storageErrno(error) !== undefined;
   if (error instanceof ApiError || error instanceof BackendUnavailableError || storageFault) {
     drain(req);
     return error;
