@@ -150,7 +150,7 @@ export class AurisError extends Error {
   readonly details?: Record<string, unknown>;
 
   constructor(code: ErrorCode, message: string, details?: Record<string, unknown>, options?: { cause?: unknown }) {
-    super(message || ERRORS[code].message, options);
+    super(message, options);
     this.name = 'AurisError';
     this.code = code;
     if (details !== undefined) this.details = details;
