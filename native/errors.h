@@ -1,6 +1,7 @@
 // The one error type of the native front end. Every failure that can reach JavaScript is an
 // AudioError with a stable code; the bindings (binding/common.h) turn it into a JS Error with
-// `.code` set to codeName(code) (the AudioErrorCode union in src/audio/types.ts).
+// `.code` set to codeName(code): NATIVE_CODES of the error catalogue, src/errors.ts (a new code
+// is added there too; test/errors/catalogue.test.ts compares the two).
 #pragma once
 
 #include <stdexcept>
