@@ -253,6 +253,7 @@ def main():
     ap.add_argument("--cfg", default=None, help="JSON overrides of the model config (an experiment's recipe)")
     ap.add_argument("--runs", default=RUNS, help="folder for the fold files (<runs>/<task>/<corpus>.*)")
     ap.add_argument("--distill", action="store_true", help="gender: add teacher-labelled speech (distill.py)")
+    ap.add_argument("--dvec", type=float, default=0.0, help="weight of the speaker-encoder (d-vector) distillation loss")
     a = ap.parse_args()
     if a.cfg:  # set before the pool forks: the folds inherit it
         ST.CONFIGS[a.task] = {**ST.CONFIGS[a.task], **json.loads(a.cfg)}
@@ -263,12 +264,12 @@ def main():
     if not a.report_only:
         corpora = a.corpora.split(",") if a.corpora else corpora_of(a.task, clips)
         hp = {"examples": a.examples, "epochs": a.epochs, "lr": ST.DEFAULTS["lr"], "ema": ST.DEFAULTS["ema"], "runs": RUNS,
-              "distill": a.distill}
+              "distill": a.distill, "dvec": a.dvec}
         with Pool(a.jobs) as pool:
             for done in pool.imap_unordered(_fold, [(a.task, c, hp) for c in corpora]):
                 print(f"[loco {a.task}] fold {done} done", flush=True)
     rep = report(a.task, clips, bank)
-    rep["recipe"] = {"examples": a.examples, "epochs": a.epochs, "cfg": ST.CONFIGS[a.task], "distill": a.distill}
+    rep["recipe"] = {"examples": a.examples, "epochs": a.epochs, "cfg": ST.CONFIGS[a.task], "distill": a.distill, "dvec": a.dvec}
     os.makedirs(os.path.join(a.out, a.task), exist_ok=True)
     with open(os.path.join(a.out, a.task, "loco.json"), "w") as fh:
         json.dump(rep, fh, indent=1)

@@ -45,6 +45,9 @@ class Net(nn.Module):
         self.head = nn.Conv1d(c2, n_classes, 1)
 
     def logits(self, x):  # x [B, T, 64]
+        return self.head(F.relu(self.trunk(x)))  # [B, C, S]
+
+    def trunk(self, x):  # x [B, T, 64] -> step-rate hidden features [B, c2, S]
         x = x.transpose(1, 2)  # [B, 64, T]
         if self.lifter:
             x = F.conv1d(x, self.lift)
@@ -63,7 +66,7 @@ class Net(nn.Module):
         h = self.proj(h)
         for b in self.blocks:
             h = b(h)
-        return self.head(F.relu(h))  # [B, C, S]
+        return h
 
     def forward(self, x):
         return torch.softmax(self.logits(x), dim=1).transpose(1, 2)  # [B, S, C]

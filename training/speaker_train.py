@@ -36,7 +36,7 @@ LN10_DB = np.log(10.0) / 10.0  # natural-log power per dB
 class Sampler:
     """Draws training examples [4*STEPS, 64] with per-step labels and voiced weights from the bank."""
 
-    def __init__(self, task, bank: B.Bank, items):
+    def __init__(self, task, bank: B.Bank, items, dvec=None):
         """`items`: (clip, class) pairs, or (clip, class, target) with a soft target (class probabilities, e.g. a
         teacher's opinion on an unlabelled clip; the class then only places the clip in the balanced draw)."""
         self.task, self.bank = task, bank
@@ -50,6 +50,7 @@ class Sampler:
             tree.setdefault(y, {}).setdefault(c.source, {}).setdefault(DD.speaker_of(c), {}).setdefault(cell, []).append(c)
             self.target[c.idx] = np.asarray(soft[0], dtype=np.float32) if soft else eye[y]
         self.tree = tree
+        self.dvec = dvec or {}  # speaker -> unit d-vector of the speaker encoder (distill.speaker_dvectors)
         rng = np.random.default_rng(0)
         quiet = (rng.standard_normal(256 * 400) * 10 ** (-85 / 20)).astype(np.float32)
         self.silence = logmel_fast(quiet)
@@ -73,6 +74,8 @@ class Sampler:
         w = np.zeros(STEPS, dtype=np.float32)
         pos = int(rng.integers(0, 8)) if rng.random() < 0.5 else 0
         keys = sorted(cells, key=str)
+        first = cells[keys[0]][0]
+        dv = self.dvec.get(DD.speaker_of(first), np.zeros(DVEC_DIM, dtype=np.float32))
         while pos < STEPS - 4:
             cl = cells[keys[rng.integers(len(keys))]]
             clip = cl[rng.integers(len(cl))]
@@ -90,11 +93,31 @@ class Sampler:
             if rng.random() < 0.25:
                 break
         X = np.maximum(X + np.float32(rng.uniform(-30, 6) * LN10_DB), np.float32(np.log(1e-8)))  # whole-example gain, floored like the front end
-        return X, lab, w
+        return X, lab, w, dv
 
     def batch(self, n, rng):
-        xs, ys, ws = zip(*(self.example(rng) for _ in range(n)))
-        return torch.from_numpy(np.stack(xs)), torch.from_numpy(np.stack(ys)), torch.from_numpy(np.stack(ws))
+        return tuple(torch.from_numpy(np.stack(a)) for a in zip(*(self.example(rng) for _ in range(n))))
+
+
+DVEC_DIM = 256
+
+
+def speaker_dvectors():
+    """speaker -> unit mean d-vector of the teacher's speaker encoder over the speaker's clips (distill.py)."""
+    from .distill import opinions
+    by_idx = {c.idx: c for c in D.load_clips()}
+    acc: dict = {}
+    for i, (_, e) in opinions().items():
+        acc.setdefault(DD.speaker_of(by_idx[i]), []).append(e)
+    return {k: (lambda m: (m / np.linalg.norm(m)).astype(np.float32))(np.mean(v, axis=0)) for k, v in acc.items()}
+
+
+def dvec_loss(z, w, target):
+    """1 - cosine between the voiced-step mean of the auxiliary head [B, 256, S] and the speaker's d-vector
+    [B, 256], per example (0 where the speaker has no d-vector)."""
+    pooled = (z * w[:, None, :]).sum(-1) / w.sum(-1, keepdim=True).clamp(min=1.0)
+    has = (target.abs().sum(-1) > 0).float()
+    return (1 - F.cosine_similarity(pooled, target, dim=-1)) * has
 
 
 def smooth(targets, eps=0.05):
@@ -106,11 +129,15 @@ def train(task, bank, items, args, log=print):
     """A model trained on `items` ((clip, y) pairs) with the recipe of `args`; returns the EMA of its weights."""
     torch.manual_seed(args.seed)
     rng = np.random.default_rng(args.seed)
-    sampler = Sampler(task, bank, items)
+    dvec_w = getattr(args, "dvec", 0.0)
+    sampler = Sampler(task, bank, items, dvec=speaker_dvectors() if dvec_w else None)
     model = Net(len(SD.CLASSES[task]), **CONFIGS[task])
+    # speaker-encoder distillation: an auxiliary 1x1 head (not exported) maps the trunk to the teacher's d-vector
+    aux = torch.nn.Conv1d(CONFIGS[task]["c2"], DVEC_DIM, 1) if dvec_w else None
     bs = 64
     steps_per_epoch = args.examples // bs
-    opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=1e-2)
+    params = list(model.parameters()) + (list(aux.parameters()) if aux is not None else [])
+    opt = torch.optim.AdamW(params, lr=args.lr, weight_decay=1e-2)
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=args.lr, total_steps=args.epochs * steps_per_epoch, pct_start=0.15)
     from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
     ema = AveragedModel(model, multi_avg_fn=get_ema_multi_avg_fn(args.ema), use_buffers=True)
@@ -118,13 +145,16 @@ def train(task, bank, items, args, log=print):
         model.train()
         t0, tot, cnt = time.time(), 0.0, 0.0
         for _ in range(steps_per_epoch):
-            xb, yb, wb = sampler.batch(bs, rng)
+            xb, yb, wb, db = sampler.batch(bs, rng)
             if rng.random() < 0.5:  # frequency mask
                 f0 = int(rng.integers(0, 56))
                 xb[:, :, f0:f0 + int(rng.integers(1, 8))] = xb.mean()
-            logits = model.logits(xb)
+            h = model.trunk(xb)
+            logits = model.head(F.relu(h))
             wv = wb * (yb.sum(-1) > 0).float()
             loss = F.cross_entropy(logits, smooth(yb).transpose(1, 2), reduction="none")  # logits [B, C, S]
+            if aux is not None:
+                loss = loss + dvec_w * dvec_loss(aux(F.relu(h)), wv, db)[:, None]
             t, c = weighted_step(model, ema, opt, sched, loss, wv)
             tot += t
             cnt += c
@@ -174,6 +204,7 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--cfg", default=None, help="JSON overrides of the model config (experiments), e.g. '{\"c2\": 96}'")
     ap.add_argument("--distill", action="store_true", help="gender: add teacher-labelled speech (distill.py)")
+    ap.add_argument("--dvec", type=float, default=0.0, help="weight of the speaker-encoder (d-vector) distillation loss")
     args = ap.parse_args()
     if args.cfg:
         CONFIGS[args.task] = {**CONFIGS[args.task], **json.loads(args.cfg)}
