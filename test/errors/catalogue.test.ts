@@ -1,6 +1,7 @@
 /**
  * The error catalogue (src/errors.ts): every row renders on each transport; the native addon's
- * codes map into it; every code src/ raises is a row; docs/errors.md lists exactly its table.
+ * codes map into it; every code src/ raises is a row; docs/errors.md lists exactly its table and
+ * docs/streaming.md's close-code and gRPC tables agree with it.
  */
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -145,5 +146,28 @@ describe('error catalogue', () => {
     const want = CODES.map(docsLine);
     assert.deepEqual(lines, want, `docs/errors.md's table should read:\n${want.join('\n')}`);
     assert.match(md, /src\/errors\.ts/);
+  });
+
+  it("docs/streaming.md's close-code and gRPC status tables agree with the catalogue", () => {
+    const md = readFileSync(join(ROOT, 'docs', 'streaming.md'), 'utf8');
+    const codesIn = (cell: string): string[] => [...cell.matchAll(/`([A-Z][A-Z0-9_]+)`/g)].map((m) => m[1]!);
+    let checked = 0;
+    let table = '';
+    for (const line of md.split('\n')) {
+      if (!line.startsWith('|')) table = '';
+      else if (table === '') table = line; // the header row of the table this line is in
+      if (!/^\| (Close code \| Error codes|Status \| auris code) \|/.test(table)) continue;
+      const cells = line.split('|').map((c) => c.trim());
+      const close = /^(4\d{3})$/.exec(cells[1] ?? '');
+      const status = /^`([A-Z_]+)`$/.exec(cells[1] ?? '');
+      for (const code of codesIn(cells[2] ?? '')) {
+        assert.ok(code in ERRORS, `${code} (docs/streaming.md) is not in the catalogue`);
+        if (close) assert.equal(wsCloseCode(code), Number(close[1]), `${code}: close code in docs/streaming.md`);
+        else if (status) assert.equal(statusFor(code), grpc.status[status[1] as keyof typeof grpc.status], `${code}: gRPC status in docs/streaming.md`);
+        else continue;
+        checked++;
+      }
+    }
+    assert.ok(checked >= 20, `the tables were found (${checked} codes)`);
   });
 });
