@@ -21,7 +21,7 @@ import { AnalysisGrpcServer } from './grpc/server';
 import { streamTokenRoutes } from './http/routes/stream-tokens';
 import { createServer, type AurisServer, type ServerOptions } from './http/server';
 import { InferenceEngine } from './inference/engine';
-import { StreamHub, type StreamLimits } from './streaming/hub';
+import { STREAM_DISPATCH_INTERVAL_MS, StreamHub, type StreamLimits } from './streaming/hub';
 import { StreamTokens } from './streaming/tokens';
 import { websocketStreamRoutes } from './websocket/stream-route';
 
@@ -32,6 +32,8 @@ export interface StreamingOptions extends Partial<StreamLimits> {
   inferenceThreads?: number;
   /** Most windows batched into one model call (default 64). */
   maxBatch?: number;
+  /** Least time between two hand-overs of model calls to the workers, ms: calls made meanwhile are batched (default 4; 0: at once). */
+  dispatchIntervalMs?: number;
   /** On close(): how long open streams may take to end, ms (default 5000). */
   shutdownGraceMs?: number;
 }
@@ -78,6 +80,7 @@ export async function startApp(opts: AppOptions = {}): Promise<AurisApp> {
         modelsDir: config.modelsDir,
         preload: 'all',
         maxBatch: streaming.maxBatch ?? 64,
+        dispatchIntervalMs: streaming.dispatchIntervalMs ?? STREAM_DISPATCH_INTERVAL_MS,
         ...(streaming.inferenceThreads !== undefined ? { size: streaming.inferenceThreads } : {}),
       });
       const log = app.log.child({ component: 'streaming' });

@@ -130,6 +130,8 @@ interface ServerUsage {
   inferenceMs: { n: number; p50: number; p99: number; max: number };
   /** Server event-loop delay since the last report, ms. */
   loopMs: { p50: number; p99: number; max: number };
+  /** Messages posted to the inference workers since the last report and the main-thread time they took. */
+  postMessages?: { n: number; msEach: number; totalMs: number };
 }
 
 interface LatencyStats {
@@ -235,12 +237,14 @@ async function runLevel(transport: Transport, address: string, url: string, serv
   const clients = transport === 'grpc' ? Array.from({ length: Math.min(8, Math.max(1, Math.ceil(n / 25))) }, () => createClient(address)) : [];
   const targetOf = (i: number): Target => (transport === 'grpc' ? { transport, client: clients[i % clients.length]! } : { transport, url });
   const u0 = await server.usage();
+  const clientCpu0 = process.cpuUsage();
   const t0 = performance.now();
   const chunkMs = (chunkSamples / 16000) * 1000;
   const runs = await Promise.all(
     Array.from({ length: n }, (_, i) => liveStream(targetOf(i), pcm, chunkSamples, 64, lookaheadSteps, t0 + 50 + (i / n) * chunkMs)),
   );
   const wall = (performance.now() - t0) / 1000;
+  const clientCpu = process.cpuUsage(clientCpu0);
   const u1 = await server.usage();
   const cpu = u1.cpuSec - u0.cpuSec;
   const calls = u1.pool.calls - u0.pool.calls;
@@ -255,7 +259,7 @@ async function runLevel(transport: Transport, address: string, url: string, serv
   for (const c of clients) c.close();
   const all = runs.flatMap((r) => r.latencies);
   const failed = runs.filter((r) => r.status !== 0).length;
-  return { streams: n, ...stats(all), failed, serverCpuPercent: Math.round((cpu / wall) * 100), inference, eventLoopDelayMs: u1.loopMs, load1: os.loadavg()[0]!.toFixed(2) };
+  return { streams: n, ...stats(all), failed, serverCpuPercent: Math.round((cpu / wall) * 100), clientCpuPercent: Math.round(((clientCpu.user + clientCpu.system) / 1e6 / wall) * 100), inference, eventLoopDelayMs: u1.loopMs, workerMessages: u1.postMessages, load1: os.loadavg()[0]!.toFixed(2) };
 }
 
 function pcmOf(samples: Float32Array, seconds: number): Buffer {

@@ -33,7 +33,7 @@ import {
   StepResultMsg,
 } from './proto';
 import type { StreamSummary } from '../pipeline/analyze-stream';
-import { StreamHub, type StreamLimits, type StreamLogger, type StreamStats } from '../streaming/hub';
+import { STREAM_DISPATCH_INTERVAL_MS, StreamHub, type StreamLimits, type StreamLogger, type StreamStats } from '../streaming/hub';
 import type { LiveStream, StreamError, StreamOutput, StreamSink } from '../streaming/live-stream';
 
 /** Resolves an API key to its owner (src/http/auth.ts ApiKeyRegistry fits). */
@@ -194,7 +194,7 @@ export class AnalysisGrpcServer {
     if (options.hub) return new AnalysisGrpcServer(options, options.hub, { engine: false, hub: false });
     let engine = options.engine;
     if (!engine) {
-      const engineOptions: Parameters<typeof InferenceEngine.create>[0] = { preload: 'all', maxBatch: options.maxBatch ?? 64 };
+      const engineOptions: Parameters<typeof InferenceEngine.create>[0] = { preload: 'all', maxBatch: options.maxBatch ?? 64, dispatchIntervalMs: STREAM_DISPATCH_INTERVAL_MS };
       if (options.modelsDir !== undefined) engineOptions.modelsDir = options.modelsDir;
       if (options.inferenceThreads !== undefined) engineOptions.size = options.inferenceThreads;
       engine = await InferenceEngine.create(engineOptions);

@@ -22,6 +22,14 @@ export interface InferencePoolOptions {
   maxBatch?: number;
   /** Most steps (windows x steps) in one worker call, bounds the batch buffer (default 8192 = 8.4 MB of features). */
   maxBatchSteps?: number;
+  /**
+   * Least time between two dispatches, ms (default 0: at once). Jobs submitted sooner wait
+   * for the next dispatch and share its batches: live streams' calls of one step each then
+   * travel as a few large calls instead of many small ones (each call has a fixed cost on
+   * both threads). A pool that has not dispatched for this long dispatches at once, so a
+   * lone stream waits for nothing.
+   */
+  dispatchIntervalMs?: number;
 }
 
 export interface PoolStats {
@@ -154,6 +162,8 @@ export class InferencePool {
   private workers: PoolWorker[] = [];
   private queue: Job[] = [];
   private scheduled = false;
+  private readonly dispatchIntervalMs: number;
+  private lastDispatchAt = -Infinity;
   private closed = false;
   /** Batches handed to a worker and not yet answered. */
   private readonly inflight = new Set<Promise<void>>();
@@ -165,6 +175,7 @@ export class InferencePool {
     this.size = size;
     this.maxBatch = Math.max(1, options.maxBatch ?? 8);
     this.maxBatchSteps = Math.max(1, options.maxBatchSteps ?? 8192);
+    this.dispatchIntervalMs = Math.max(0, options.dispatchIntervalMs ?? 0);
   }
 
   get stats(): Readonly<PoolStats> {
@@ -229,18 +240,25 @@ export class InferencePool {
       const job: Job = { key: `${model.modelPath}\0${steps}`, model, steps, features, resolve, reject };
       if (state) job.state = state;
       this.queue.push(job);
-      this.schedule();
+      this.schedule(true);
     });
   }
 
-  private schedule(): void {
+  /**
+   * Dispatches soon: a new job waits for the end of the dispatch interval (jobs submitted in
+   * the same tick, or under load the same interval, join one batch); a freed worker takes
+   * what queued meanwhile at once.
+   */
+  private schedule(newJob = false): void {
     if (this.scheduled) return;
     this.scheduled = true;
-    // Let jobs submitted in the same tick join one batch.
-    queueMicrotask(() => {
+    const run = (): void => {
       this.scheduled = false;
       this.dispatch();
-    });
+    };
+    const wait = newJob ? this.lastDispatchAt + this.dispatchIntervalMs - performance.now() : 0;
+    if (wait > 0) setTimeout(run, wait);
+    else queueMicrotask(run);
   }
 
   private dispatch(): void {
@@ -252,6 +270,7 @@ export class InferencePool {
       return;
     }
     const idle = this.workers.filter((w) => !w.busy && !w.dead);
+    if (idle.length > 0) this.lastDispatchAt = performance.now();
     while (idle.length > 0 && this.queue.length > 0) {
       const head = this.queue[0]!;
       const same = this.queue.filter((j) => j.key === head.key);

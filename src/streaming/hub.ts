@@ -65,6 +65,13 @@ export const DEFAULT_STREAM_LIMITS: StreamLimits = {
   statefulModels: true,
 };
 
+/**
+ * Default least time between two dispatches of the stream engine's model calls (ms): under
+ * load the calls of many streams made within it share batches (fewer, larger worker calls);
+ * docs/streaming.md, Benchmark.
+ */
+export const STREAM_DISPATCH_INTERVAL_MS = 4;
+
 /** pino-compatible subset (Fastify's logger fits). */
 export interface StreamLogger {
   info(obj: object, msg?: string): void;

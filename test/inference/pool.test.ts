@@ -82,6 +82,28 @@ describe('inference pool', () => {
     }
   });
 
+  it('with dispatchIntervalMs, jobs submitted on different ticks soon after a dispatch share the next one', async () => {
+    const pool = new InferencePool({ size: 2, dispatchIntervalMs: 3000 });
+    try {
+      const sp = reg.get('speech');
+      await pool.load([sp]);
+      const x = randomFeatures(30, 1);
+      const alone = await pool.run(sp, x.slice(), 30); // an idle pool dispatches at once
+      const before = pool.stats;
+      const jobs: Promise<Float32Array>[] = [];
+      for (let i = 0; i < 4; i++) {
+        jobs.push(pool.run(sp, i === 0 ? x.slice() : randomFeatures(30, 2 + i), 30));
+        await new Promise((r) => setImmediate(r)); // each job on its own event-loop turn
+      }
+      const outs = await Promise.all(jobs);
+      assert.equal(pool.stats.windows - before.windows, 4);
+      assert.equal(pool.stats.calls - before.calls, 2, 'the four jobs went as one batch per idle worker');
+      for (let j = 0; j < alone.length; j++) assert.ok(Math.abs(outs[0]![j]! - alone[j]!) <= 1e-6);
+    } finally {
+      await pool.close();
+    }
+  });
+
   it('transfers the input buffer to the worker instead of copying it', async () => {
     const pool = new InferencePool({ size: 1 });
     try {
