@@ -75,6 +75,22 @@ EXPERIMENTS = {
         "about one point, not shipped: the fused graph of a fused ensemble plus a new member is not supported by "
         "`training/streaming.py` yet, and live streams would lose their stateful graphs.",
         "**Smoothing within a speech segment** (post-processing, not the model): kept, see docs/results.md.",
+        "**Teachers** (`training/teachers.py`, training time only, in their own venv): inaSpeechSegmenter 0.6.8's gender "
+        "CNN and a linear probe on Resemblyzer 0.1.4 d-vectors, scored leave-one-corpus-out on up to 24 clips per labelled "
+        "speaker (the probe never trained on the corpus it scores): CNN / probe / weighted target (0.2 CNN + 0.8 probe) "
+        "RAVDESS 0.981 / 0.993 / 0.997, BAVED 0.936 / 0.994 / 0.998, URDU 0.844 / 0.982 / 0.986, hyke 0.884 / 0.928 / "
+        "0.930, ASED 0.768 / 0.865 / 0.861, nEMO 0.963 / 1.000 / 1.000, ETTSDB 1.000 / 1.000 / 1.000. The speaker encoder "
+        "(trained by its authors on thousands of speakers) is the strongest judge of voice gender we have.",
+        "**Distillation from the teachers** (`--distill`: 1,844 of 2,466 unlabelled clips of VoxLingua107 (about 600 "
+        "YouTube speakers, 28 languages) and the KDE word lists where both teachers agree with P >= 0.75, as soft "
+        "targets beside the labelled corpora): leave-one-corpus-out RAVDESS 0.957, BAVED 0.958, URDU 0.735, hyke 0.872, "
+        "ASED 0.808, nEMO 0.936, ETTSDB 1.000; pooled 0.914 (2.0 recipe 0.920), telephone 0.863 (0.854), low-arousal "
+        "women 0.757 (0.761), angry men 0.823 (0.851). **Plus speaker-encoder distillation** (`--distill --dvec 0.5`: an "
+        "auxiliary head, not exported, maps the network's hidden features to the speaker's d-vector): pooled 0.917, "
+        "telephone 0.860, low-arousal women 0.758, angry men 0.832, URDU 0.757, hyke 0.884. Neither is a gain: 600 more "
+        "speakers do not move the corpora that fail (URDU's men, ASED's emotional men), so with this network size the "
+        "limit is the model's view of the voice (about 60 k parameters, 3 s of context), not the number of speakers. Next: "
+        "a larger speaker-embedding trunk distilled frame by frame from the encoder, within the 1000x real-time budget.",
     ],
     "arousal": [
         "**The 2.0 recipe** (figures above): trained on 7 corpora (+ ASED, nEMO, ETTSDB, URDU's odd-numbered speakers), "
