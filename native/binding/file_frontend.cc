@@ -1,5 +1,5 @@
-// FileFrontend binding, exported as the class `Analyzer` (src/audio wraps it as FileFrontend):
-//   new Analyzer(source, options); open(); read(); close(); stats()
+// FileFrontend binding, the JS class `FileFrontend` (src/audio wraps it under the same name):
+//   new FileFrontend(source, options); open(); read(); close(); stats()
 // open() and read() run on the thread pool, one at a time; close() during either frees the
 // native state when that worker finishes.
 #include <cmath>
@@ -39,7 +39,7 @@ FrontendOptions parseOpenOptions(Napi::Value v) {
 class FileFrontendWrap final : public Napi::ObjectWrap<FileFrontendWrap> {
  public:
   static Napi::Function Define(Napi::Env env) {
-    return DefineClass(env, "Analyzer",
+    return DefineClass(env, "FileFrontend",
                        {InstanceMethod<&FileFrontendWrap::Open>("open"), InstanceMethod<&FileFrontendWrap::Read>("read"),
                         InstanceMethod<&FileFrontendWrap::Close>("close"),
                         InstanceMethod<&FileFrontendWrap::Stats>("stats")});
@@ -191,7 +191,7 @@ Napi::Value FileFrontendWrap::Read(const Napi::CallbackInfo& info) {
 }  // namespace
 
 void InitFileFrontend(Napi::Env env, Napi::Object exports) {
-  exports.Set("Analyzer", FileFrontendWrap::Define(env));
+  exports.Set("FileFrontend", FileFrontendWrap::Define(env));
 }
 
 }  // namespace auris::binding

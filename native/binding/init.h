@@ -7,9 +7,9 @@ namespace auris::binding {
 
 /** probe(source), decodeAll(source, maxSeconds?), versions: the decoder (decoder.h). */
 void InitDecoder(Napi::Env env, Napi::Object exports);
-/** class Analyzer(source, options): open(), read(), close(), stats(): FileFrontend. */
+/** class FileFrontend(source, options): open(), read(), close(), stats() (frontend.h). */
 void InitFileFrontend(Napi::Env env, Napi::Object exports);
-/** class StreamFrontend(options): push(), end(), close(); streamCount(). */
+/** class StreamFrontend(options): push(), end(), close(); streamCount() (frontend.h). */
 void InitStreamFrontend(Napi::Env env, Napi::Object exports);
 /** resample(samples, inRate, chunkSize?): the resampler (resampler.h). */
 void InitResampler(Napi::Env env, Napi::Object exports);

@@ -38,16 +38,16 @@ int parseChannel(Napi::Value channel, int channels) {
   return static_cast<int>(v);
 }
 
-class StreamWrap final : public Napi::ObjectWrap<StreamWrap> {
+class StreamFrontendWrap final : public Napi::ObjectWrap<StreamFrontendWrap> {
  public:
   static Napi::Function Define(Napi::Env env) {
     return DefineClass(env, "StreamFrontend",
-                       {InstanceMethod<&StreamWrap::Push>("push"), InstanceMethod<&StreamWrap::End>("end"),
-                        InstanceMethod<&StreamWrap::Close>("close")});
+                       {InstanceMethod<&StreamFrontendWrap::Push>("push"), InstanceMethod<&StreamFrontendWrap::End>("end"),
+                        InstanceMethod<&StreamFrontendWrap::Close>("close")});
   }
-  ~StreamWrap() override { release(); }
+  ~StreamFrontendWrap() override { release(); }
 
-  StreamWrap(const Napi::CallbackInfo& info) : Napi::ObjectWrap<StreamWrap>(info) {
+  StreamFrontendWrap(const Napi::CallbackInfo& info) : Napi::ObjectWrap<StreamFrontendWrap>(info) {
     guarded(info.Env(), [&]() -> Napi::Value {
       if (!info[0].IsObject()) badArg("StreamFrontend options must be an object");
       Napi::Object o = info[0].As<Napi::Object>();
@@ -131,7 +131,7 @@ Napi::Value TrimMemory(const Napi::CallbackInfo& info) { return PromiseWorker::s
 }  // namespace
 
 void InitStreamFrontend(Napi::Env env, Napi::Object exports) {
-  exports.Set("StreamFrontend", StreamWrap::Define(env));
+  exports.Set("StreamFrontend", StreamFrontendWrap::Define(env));
   exports.Set("streamCount", Napi::Function::New(env, StreamCount, "streamCount"));
   exports.Set("trimMemory", Napi::Function::New(env, TrimMemory, "trimMemory"));
 }

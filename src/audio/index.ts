@@ -61,20 +61,24 @@ interface NativeFileFrontend {
   stats(): FrontendStats;
 }
 
-interface NativeStream {
+interface NativeStreamFrontend {
   push(buf: Uint8Array): FeatureChunk[];
   end(): FeatureChunk[];
   /** Absent in builds older than the streaming work (then GC frees the state). */
   close?(): void;
 }
 
+type NativeFileFrontendClass = new (source: AudioSource, options?: OpenOptions) => NativeFileFrontend;
+
 interface NativeAddon {
   probe(source: AudioSource): Promise<AudioInfo>;
   decodeAll(source: AudioSource, maxSeconds?: number): Promise<{ info: AudioInfo; samples: Float32Array }>;
   resample(samples: Float32Array, inRate: number, chunkSize?: number): Float32Array;
   computeFeatures(samples: Float32Array): Features;
-  Analyzer: new (source: AudioSource, options?: OpenOptions) => NativeFileFrontend;
-  StreamFrontend: new (options: StreamOptions) => NativeStream;
+  FileFrontend?: NativeFileFrontendClass;
+  /** The same class in builds compiled before it was renamed FileFrontend. */
+  Analyzer?: NativeFileFrontendClass;
+  StreamFrontend: new (options: StreamOptions) => NativeStreamFrontend;
   streamCount?(): number;
   trimMemory?(): Promise<boolean>;
   versions: Record<string, string>;
@@ -120,6 +124,13 @@ function native(): NativeAddon {
     });
   }
   return addon;
+}
+
+function nativeFileFrontendClass(): NativeFileFrontendClass {
+  const n = native();
+  const cls = n.FileFrontend ?? n.Analyzer;
+  if (!cls) throw new Error('the native addon has no FileFrontend class; rebuild it with `npm run setup`');
+  return cls;
 }
 
 /** Versions of the native libraries (libsndfile, mpg123 API, libsoxr). Loads the addon. */
@@ -180,7 +191,7 @@ export class FileFrontend {
    */
   static async open(source: AudioSource, options: OpenOptions = {}): Promise<FileFrontend> {
     return async(async () => {
-      const handle = new (native().Analyzer)(source, options);
+      const handle = new (nativeFileFrontendClass())(source, options);
       let info: AudioInfo;
       try {
         info = await handle.open();
@@ -240,7 +251,7 @@ export class FileFrontend {
  * analysed channel, or [] when no 64 ms step was completed by this call.
  */
 export class StreamFrontend {
-  private readonly handle: NativeStream;
+  private readonly handle: NativeStreamFrontend;
 
   constructor(options: StreamOptions) {
     this.handle = sync(() => new (native().StreamFrontend)(options));

@@ -5,13 +5,8 @@
  */
 import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { ApiError, PROBLEM_CONTENT_TYPE } from './errors';
-
-function toApiError(err: NodeJS.ErrnoException, maxHeaderBytes: number): ApiError {
-  if (err.code === 'HPE_HEADER_OVERFLOW') return new ApiError('HEADERS_TOO_LARGE', `The request headers exceed ${maxHeaderBytes} bytes.`);
-  if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') return new ApiError('REQUEST_TIMEOUT', 'The request was not complete in time.');
-  return new ApiError('MALFORMED_REQUEST', 'The HTTP request is malformed.');
-}
+import { PROBLEM_CONTENT_TYPE } from './errors';
+import { fromNodeParserError } from './foreign-errors';
 
 /** Fastify's `clientErrorHandler`: one problem+json answer, then the connection is closed. */
 export function problemClientErrorHandler(maxHeaderBytes: number): (err: NodeJS.ErrnoException, socket: Duplex) => void {
@@ -19,7 +14,7 @@ export function problemClientErrorHandler(maxHeaderBytes: number): (err: NodeJS.
     // A reset connection, or one already gone: nobody to answer.
     if (err.code === 'ECONNRESET' || socket.destroyed) return;
     if (socket.writable) {
-      const apiErr = toApiError(err, maxHeaderBytes);
+      const apiErr = fromNodeParserError(err, maxHeaderBytes);
       const body = JSON.stringify(apiErr.toProblem());
       socket.write(
         `HTTP/1.1 ${apiErr.status} ${STATUS_CODES[apiErr.status]}\r\nContent-Type: ${PROBLEM_CONTENT_TYPE}\r\n` +

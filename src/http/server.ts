@@ -16,18 +16,18 @@ import { openEmbeddedBackends } from '../jobs/embedded';
 import { JobMetrics } from '../jobs/metrics';
 import { RetentionSweeper } from '../jobs/retention';
 import { JobService } from '../jobs/service';
-import { BackendUnavailableError, isTerminal, type Backends } from '../jobs/types';
+import { isTerminal, type Backends } from '../jobs/types';
 import { JobWorker } from '../jobs/worker';
 import { ApiKeyRegistry, generateDevKey, RateLimiter } from './auth';
 import { AuthFailureThrottle } from './auth-throttle';
 import { addAuthentication, type AuthenticateOptions } from './authenticate';
 import { problemClientErrorHandler } from './client-errors';
 import { ApiError, PROBLEM_CONTENT_TYPE, problemSchema } from './errors';
-import { storageErrno } from '../errors';
+import { fromFastifyError, fromStoreFault } from './foreign-errors';
 import { consolePlugin } from './console';
 import { addMethodNotAllowed, trackRouteMethods } from './method-not-allowed';
 import { addOpenApiRoute, registerOpenApi } from './openapi';
-import { jobRoutes, unsupportedMediaType } from './routes/jobs';
+import { jobRoutes } from './routes/jobs';
 import { downloadKeyRoutes } from './routes/download-keys';
 import { listJobRoutes } from './routes/list';
 import { callbackSecretRoutes } from './routes/callback-secret';
@@ -222,7 +222,8 @@ async function recoverJobs({ backends, sweeper }: Services, app: FastifyInstance
 /** Errors: every one as application/problem+json with a stable code. */
 function addProblemHandlers(app: FastifyInstance): void {
   app.setErrorHandler((err: FastifyError | ApiError, req, reply) => {
-    const apiErr = toApiError(err, mediaTypeOf(req.headers['content-type']));
+    // Ours as thrown; the job store's faults and Fastify's own errors translated (foreign-errors.ts).
+    const apiErr = err instanceof ApiError ? err : fromStoreFault(err) ?? fromFastifyError(err, mediaTypeOf(req.headers['content-type']));
     if (apiErr.status >= 500) req.log.error({ err }, 'request failed');
     if (apiErr.retryAfter !== undefined) void reply.header('retry-after', String(apiErr.retryAfter));
     return reply.code(apiErr.status).type(PROBLEM_CONTENT_TYPE).send(JSON.stringify(apiErr.toProblem(req.url.split('?')[0])));
@@ -327,53 +328,4 @@ function serverHandle(
 }
 
 const mediaTypeOf = (header: string | undefined): string => (header ?? '').split(';')[0]!.trim().toLowerCase();
-
-/** Maps Fastify's own errors (validation, body parsing) to the catalogue. */
-function toApiError(err: FastifyError | ApiError, contentType: string): ApiError {
-  if (err instanceof ApiError) return err;
-  // A storage fault of the operating system (src/errors.ts STORAGE_ERRNOS): the service cannot take work now (no job is half-created).
-  const errno = storageErrno(err);
-  if (errno && typeof (err as NodeJS.ErrnoException).syscall === 'string') {
-    return new ApiError('SERVICE_UNAVAILABLE', `The job store cannot be written (${errno}); retry later.`, { retry_after: 30 }, 30);
-  }
-  if (err instanceof BackendUnavailableError) {
-    return new ApiError('SERVICE_UNAVAILABLE', 'The job store is unreachable right now; retry later.', { retry_after: err.retryAfterSec }, err.retryAfterSec);
-  }
-  const fe = err as FastifyError & { validation?: Array<Record<string, unknown>>; validationContext?: string };
-  if (fe.validation) {
-    const inBody = fe.validationContext === 'body';
-    const errors = fe.validation.map((v) => {
-      const params = (v.params ?? {}) as Record<string, unknown>;
-      const path = String(v.instancePath ?? '').replace(/^\//, '').replace(/\//g, '.');
-      const parameter = (params.missingProperty as string) ?? (params.additionalProperty as string) ?? (path || (inBody ? 'body' : fe.validationContext ?? ''));
-      let message = String(v.message ?? 'is invalid');
-      if (params.additionalProperty) message = `unknown ${inBody ? 'field' : 'parameter'}`;
-      else if (params.missingProperty) message = 'is required';
-      return { parameter, message };
-    });
-    const detail = errors.map((e) => `${e.parameter}: ${e.message}`).join('; ');
-    return new ApiError(inBody ? 'INVALID_BODY' : 'INVALID_PARAMETER', detail, { errors });
-  }
-  switch (fe.code) {
-    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-      return unsupportedMediaType(contentType); // names the type sent (e.g. audio/mp4), or asks for a body when none was sent
-    case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return new ApiError('PAYLOAD_TOO_LARGE', 'The request body is too large.');
-    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
-    case 'FST_ERR_CTP_INVALID_JSON_BODY':
-      return new ApiError('INVALID_BODY', 'The body must be a JSON object: {"url": "..."}.');
-    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
-      return new ApiError('INVALID_BODY', 'The Content-Length does not match the body.');
-  }
-  if (fe.statusCode === 415) return unsupportedMediaType(contentType);
-  if (fe.statusCode === 413) return new ApiError('PAYLOAD_TOO_LARGE', 'The request body is too large.');
-  if (fe.statusCode && fe.statusCode >= 400 && fe.statusCode < 500) {
-    if (fe.statusCode === 404) return new ApiError('NOT_FOUND', fe.message);
-    if (fe.statusCode === 405) return new ApiError('METHOD_NOT_ALLOWED', fe.message);
-    if (fe.statusCode === 429) return new ApiError('RATE_LIMITED', fe.message);
-    return new ApiError('INVALID_BODY', fe.message);
-  }
-  if (fe.statusCode === 503) return new ApiError('SERVICE_UNAVAILABLE', 'The server is shutting down.');
-  return new ApiError('INTERNAL_ERROR', 'An unexpected error occurred.');
-}
 
