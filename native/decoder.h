@@ -45,7 +45,7 @@ class Decoder {
  public:
   /** Recognises the container and opens a decoder; throws AudioError (UNSUPPORTED_FORMAT,
    *  CORRUPT_AUDIO, EMPTY_AUDIO for a zero-byte input, IO_ERROR). A header that declares
-   *  zero frames is *not* an error here (see Pipeline). */
+   *  zero frames is *not* an error here (FileFrontend checks the samples, frontend.h). */
   static std::unique_ptr<Decoder> open(std::unique_ptr<ByteSource> src);
 
   virtual ~Decoder() = default;

@@ -7,8 +7,8 @@
  *   auris keys [--format text|json|jwks|pem] [serve options]
  *   auris keys generate <file.pem>       a new EC P-521 private key (mode 0600) for rotation
  */
-import { ConfigError, loadConfig } from '../config';
 import { generateKeyPem, KeyError, loadKeyRing, writeKeyFileExclusive } from '../download/keys';
+import { loadCommandConfig } from './util';
 
 export const summary = 'print the public keys that verify download requests (or generate a key)';
 
@@ -62,16 +62,8 @@ export async function run(argv: string[]): Promise<number> {
       format = v as Format;
     } else rest.push(a);
   }
-  let config;
-  try {
-    config = loadConfig(rest, process.env);
-  } catch (err) {
-    if (err instanceof ConfigError) {
-      process.stderr.write(`auris keys: ${err.message}\n`);
-      return 2;
-    }
-    throw err;
-  }
+  const config = loadCommandConfig('keys', rest);
+  if (typeof config === 'number') return config;
   let ring;
   try {
     ring = await loadKeyRing(

@@ -4,10 +4,11 @@
  * the parts its --role names (api, worker, all; docs/deploy.md).
  * Configuration: flags and environment variables, see `auris serve --help` and docs/api.md.
  */
-import { ConfigError, loadConfig, usage } from '../config';
+import { usage } from '../config';
 import { startApp } from '../app';
 import { ModelRegistry } from '../inference/registry';
 import { deferredLogger, natsOptionsFromConfig, openNatsBackends, roleServerOptions } from '../jobs/nats';
+import { loadCommandConfig } from './util';
 
 export const summary = 'run the HTTP service (file-processing jobs)';
 
@@ -16,16 +17,8 @@ export async function run(argv: string[]): Promise<number> {
     process.stdout.write(usage() + '\n');
     return 0;
   }
-  let config;
-  try {
-    config = loadConfig(argv, process.env);
-  } catch (err) {
-    if (err instanceof ConfigError) {
-      process.stderr.write(`auris serve: ${err.message}\n`);
-      return 2;
-    }
-    throw err;
-  }
+  const config = loadCommandConfig('serve', argv);
+  if (typeof config === 'number') return config;
   // Every model must load before anything listens: a missing or corrupt file fails start-up naming it.
   try {
     await ModelRegistry.load({ modelsDir: config.modelsDir });

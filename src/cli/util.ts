@@ -2,6 +2,7 @@
 import * as path from 'node:path';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import type { AudioSource } from '../audio/types';
+import { type Config, ConfigError, loadConfig } from '../config';
 import { errorCode } from '../errors';
 
 /** "auris: error [CODE]: message" (CODE when the error carries one). */
@@ -85,6 +86,17 @@ export function parseCommand<O extends ParseArgsOptions>(
     return 0;
   }
   return parsed;
+}
+
+/** The service's configuration from flags and environment; a ConfigError is printed and answered with exit code 2. */
+export function loadCommandConfig(command: string, argv: readonly string[]): Config | number {
+  try {
+    return loadConfig(argv, process.env);
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    process.stderr.write(`auris ${command}: ${err.message}\n`);
+    return 2;
+  }
 }
 
 /** The audio a command reads: a file, or stdin for '-'. */
