@@ -166,7 +166,13 @@ describe('job creation: validation, auth, bodies', () => {
   }
 
   it('400 INVALID_BODY for malformed JSON', async () => {
-    await problem(await post('models=speech&output_period=1024', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"url": ' }), 400, 'INVALID_BODY');
+    const p = await problem(await post('models=speech&output_period=1024', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"url": ' }), 400, 'INVALID_BODY');
+    assert.equal(p.detail, 'The body must be a JSON object: {"url": "..."}.'); // Fastify's FST_ERR_CTP_INVALID_JSON_BODY translated
+  });
+
+  it('400 INVALID_BODY for an empty JSON body', async () => {
+    const p = await problem(await post('models=speech&output_period=1024', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '' }), 400, 'INVALID_BODY');
+    assert.equal(p.detail, 'The body must be a JSON object: {"url": "..."}.'); // FST_ERR_CTP_EMPTY_JSON_BODY
   });
 
   it('400 INVALID_BODY for an empty upload', async () => {
