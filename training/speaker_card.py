@@ -89,8 +89,10 @@ EXPERIMENTS = {
         "auxiliary head, not exported, maps the network's hidden features to the speaker's d-vector): pooled 0.917, "
         "telephone 0.860, low-arousal women 0.758, angry men 0.832, URDU 0.757, hyke 0.884. Neither is a gain: 600 more "
         "speakers do not move the corpora that fail (URDU's men, ASED's emotional men), so with this network size the "
-        "limit is the model's view of the voice (about 60 k parameters, 3 s of context), not the number of speakers. Next: "
-        "a larger speaker-embedding trunk distilled frame by frame from the encoder, within the 1000x real-time budget.",
+        "limit is the model's view of the voice, not the number of speakers. **Twice as wide** (`--cfg '{\"c2\": 128}'`, "
+        "about 4x the multiply-adds, with both distillations) on the three corpora that fail most: URDU 0.762, ASED 0.817, "
+        "hyke 0.880 (telephone 0.785 / 0.782 / 0.906): no gain either. Next: a speaker-embedding trunk distilled frame by "
+        "frame from the encoder (not only its clip-level opinion), within the 1000x real-time budget.",
     ],
     "arousal": [
         "**The 2.0 recipe** (figures above): trained on 7 corpora (+ ASED, nEMO, ETTSDB, URDU's odd-numbered speakers), "
