@@ -76,8 +76,6 @@ interface NativeAddon {
   resample(samples: Float32Array, inRate: number, chunkSize?: number): Float32Array;
   computeFeatures(samples: Float32Array): Features;
   FileFrontend?: NativeFileFrontendClass;
-  /** The same class in builds compiled before it was renamed FileFrontend. */
-  Analyzer?: NativeFileFrontendClass;
   StreamFrontend: new (options: StreamOptions) => NativeStreamFrontend;
   streamCount?(): number;
   trimMemory?(): Promise<boolean>;
@@ -128,7 +126,7 @@ function native(): NativeAddon {
 
 function nativeFileFrontendClass(): NativeFileFrontendClass {
   const n = native();
-  const cls = n.FileFrontend ?? n.Analyzer;
+  const cls = n.FileFrontend;
   if (!cls) throw new Error('the native addon has no FileFrontend class; rebuild it with `npm run setup`');
   return cls;
 }
