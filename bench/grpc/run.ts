@@ -132,6 +132,8 @@ interface ServerUsage {
   loopMs: { p50: number; p99: number; max: number };
   /** Messages posted to the inference workers since the last report and the main-thread time they took. */
   postMessages?: { n: number; msEach: number; totalMs: number };
+  /** Main-thread garbage collections since the last report, by kind. */
+  gcMs?: Record<string, { n: number; ms: number }>;
 }
 
 interface LatencyStats {
@@ -259,7 +261,7 @@ async function runLevel(transport: Transport, address: string, url: string, serv
   for (const c of clients) c.close();
   const all = runs.flatMap((r) => r.latencies);
   const failed = runs.filter((r) => r.status !== 0).length;
-  return { streams: n, ...stats(all), failed, serverCpuPercent: Math.round((cpu / wall) * 100), clientCpuPercent: Math.round(((clientCpu.user + clientCpu.system) / 1e6 / wall) * 100), inference, eventLoopDelayMs: u1.loopMs, workerMessages: u1.postMessages, load1: os.loadavg()[0]!.toFixed(2) };
+  return { streams: n, ...stats(all), failed, serverCpuPercent: Math.round((cpu / wall) * 100), clientCpuPercent: Math.round(((clientCpu.user + clientCpu.system) / 1e6 / wall) * 100), inference, eventLoopDelayMs: u1.loopMs, workerMessages: u1.postMessages, gc: u1.gcMs, load1: os.loadavg()[0]!.toFixed(2) };
 }
 
 function pcmOf(samples: Float32Array, seconds: number): Buffer {

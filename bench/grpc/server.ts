@@ -2,20 +2,102 @@
  * The streaming service alone, for bench/grpc/run.ts (its own process, so the load generator
  * does not share its event loop): src/app.ts with gRPC and the WebSocket over one StreamHub, no
  * job workers. Prints {"port", "url", "pid"} as one JSON line once listening (port: gRPC, url:
- * REST/WebSocket); reports its CPU time on stdin "cpu\n"; exits on SIGTERM after a clean shutdown.
+ * REST/WebSocket); on stdin "cpu\n" reports its CPU time, inference round trips, event-loop delay, worker
+ * messages and main-thread GCs since the last report ("mem\n": memory); exits on SIGTERM after a clean shutdown.
  * Options from the environment: AURIS_INFERENCE_THREADS (engine workers), GRPC_MAX_BATCH, GRPC_DISPATCH_INTERVAL_MS,
  * GRPC_STATEFUL=0 (windowed calls only, no stateful streaming graphs: the reference).
  */
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { constants, monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks';
 import { Worker } from 'node:worker_threads';
 import { startApp } from '../../src/app';
 import { trimNativeMemory } from '../../src/audio';
 import { defaultConfig } from '../../src/config';
 
 export const BENCH_KEY = 'bench-grpc-key-0001';
+
+type InferenceEngine = NonNullable<Awaited<ReturnType<typeof startApp>>['hub']>['engine'];
+const round1 = (x: number): number => Math.round(x * 10) / 10;
+
+/** Inference round trips (window submitted -> probabilities back), ms; take() reads and resets. */
+function probeRoundTrips(engine: InferenceEngine): () => { n: number; p50: number; p99: number; max: number } {
+  let trips: number[] = [];
+  const timed = <T>(p: Promise<T>, t0: number): Promise<T> => {
+    void p.then(() => trips.push(performance.now() - t0), () => undefined);
+    return p;
+  };
+  const infer = engine.infer.bind(engine);
+  engine.infer = (model, features, steps) => timed(infer(model, features, steps), performance.now());
+  const inferStateful = engine.inferStateful.bind(engine);
+  engine.inferStateful = (model, first, features, steps, state) => timed(inferStateful(model, first, features, steps, state), performance.now());
+  return () => {
+    const sorted = trips.sort((a, b) => a - b);
+    trips = [];
+    const q = (p: number): number => round1(sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))] ?? NaN);
+    return { n: sorted.length, p50: q(0.5), p99: q(0.99), max: q(1) };
+  };
+}
+
+/** Main-thread garbage collections, count and pause ms by kind (minor / major / ...); take() reads and resets. */
+function probeGc(): () => Record<string, { n: number; ms: number }> {
+  let gcs: Record<string, { n: number; ms: number }> = {};
+  const kinds: Record<number, string> = { [constants.NODE_PERFORMANCE_GC_MINOR]: 'minor', [constants.NODE_PERFORMANCE_GC_MAJOR]: 'major', [constants.NODE_PERFORMANCE_GC_INCREMENTAL]: 'incremental', [constants.NODE_PERFORMANCE_GC_WEAKCB]: 'weakcb' };
+  new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) {
+      const kind = kinds[(e as unknown as { detail?: { kind?: number } }).detail?.kind ?? -1] ?? 'other';
+      const g = (gcs[kind] ??= { n: 0, ms: 0 });
+      g.n++;
+      g.ms = round1(g.ms + e.duration);
+    }
+  }).observe({ entryTypes: ['gc'] });
+  return () => {
+    const out = gcs;
+    gcs = {};
+    return out;
+  };
+}
+
+/** Messages handed to the inference workers and the main-thread time postMessage took; take() reads and resets. */
+function probeWorkerMessages(): () => { n: number; msEach: number; totalMs: number } {
+  let post = { n: 0, ms: 0 };
+  const postMessage = Worker.prototype.postMessage;
+  Worker.prototype.postMessage = function (this: Worker, ...args: Parameters<Worker['postMessage']>) {
+    const t0 = performance.now();
+    postMessage.apply(this, args);
+    post.ms += performance.now() - t0;
+    post.n++;
+  };
+  return () => {
+    const out = { n: post.n, msEach: post.n ? Math.round((post.ms / post.n) * 1000) / 1000 : 0, totalMs: Math.round(post.ms) };
+    post = { n: 0, ms: 0 };
+    return out;
+  };
+}
+
+/** Event-loop delay, ms; take() reads and resets. */
+function probeEventLoop(): () => { p50: number; p99: number; max: number } {
+  const loop = monitorEventLoopDelay({ resolution: 5 });
+  loop.enable();
+  return () => {
+    const out = { p50: round1(loop.percentile(50) / 1e6), p99: round1(loop.percentile(99) / 1e6), max: round1(loop.max / 1e6) };
+    loop.reset();
+    return out;
+  };
+}
+
+/** stdin "mem": memory after a full GC (with --expose-gc; "memtrim": then malloc_trim first). */
+async function memoryReport(command: string, hub: NonNullable<Awaited<ReturnType<typeof startApp>>['hub']>): Promise<string> {
+  // full GC first when node runs with --expose-gc (bench/grpc/idle.ts): what stays is really held
+  (globalThis as { gc?: () => void }).gc?.();
+  const t0 = performance.now();
+  if (command.includes('memtrim')) await trimNativeMemory();
+  const trimMs = round1(performance.now() - t0);
+  const m = process.memoryUsage();
+  const mib = (x: number): number => Math.round(x / 1048576);
+  return JSON.stringify({ mem: { rss: mib(m.rss), heapUsed: mib(m.heapUsed), external: mib(m.external), arrayBuffers: mib(m.arrayBuffers) }, trimMs, stats: hub.snapshot() });
+}
 
 async function main(): Promise<void> {
   const maxBatch = process.env['GRPC_MAX_BATCH'] ? Number(process.env['GRPC_MAX_BATCH']) : undefined;
@@ -29,58 +111,16 @@ async function main(): Promise<void> {
     streaming: { maxStreams: 100_000, maxStreamsPerKey: 100_000, statefulModels: process.env['GRPC_STATEFUL'] !== '0', ...(maxBatch ? { maxBatch } : {}), ...(dispatchIntervalMs !== undefined ? { dispatchIntervalMs } : {}) },
   });
   const hub = app.hub!;
-  // Inference round trips (window submitted -> probabilities back) and event-loop delay, per report.
-  const loop = monitorEventLoopDelay({ resolution: 5 });
-  loop.enable();
-  let trips: number[] = [];
   const engine = hub.engine;
-  const infer = engine.infer.bind(engine);
-  engine.infer = (model, features, steps) => {
-    const t0 = performance.now();
-    const p = infer(model, features, steps);
-    void p.then(() => trips.push(performance.now() - t0), () => undefined);
-    return p;
-  };
-  const inferStateful = engine.inferStateful.bind(engine);
-  engine.inferStateful = (model, first, features, steps, state) => {
-    const t0 = performance.now();
-    const p = inferStateful(model, first, features, steps, state);
-    void p.then(() => trips.push(performance.now() - t0), () => undefined);
-    return p;
-  };
-  // Main-thread time spent handing messages to the inference workers (postMessage), per report.
-  let post = { n: 0, ms: 0 };
-  const postMessage = Worker.prototype.postMessage;
-  Worker.prototype.postMessage = function (this: Worker, ...args: Parameters<Worker['postMessage']>) {
-    const t0 = performance.now();
-    postMessage.apply(this, args);
-    post.ms += performance.now() - t0;
-    post.n++;
-  };
+  const [roundTrips, loopDelay, gc, workerMessages] = [probeRoundTrips(engine), probeEventLoop(), probeGc(), probeWorkerMessages()];
   process.stdout.write(JSON.stringify({ port: app.grpcPort, url: app.url, pid: process.pid }) + '\n');
   process.stdin.setEncoding('utf8');
   process.stdin.on('data', async (d: string) => {
-    if (d.includes('mem')) {
-      // full GC first when node runs with --expose-gc (bench/grpc/idle.ts): what stays is really held
-      (globalThis as { gc?: () => void }).gc?.();
-      const t0 = performance.now();
-      if (d.includes('memtrim')) await trimNativeMemory();
-      const trimMs = Math.round((performance.now() - t0) * 10) / 10;
-      const m = process.memoryUsage();
-      const mib = (x: number): number => Math.round(x / 1048576);
-      process.stdout.write(JSON.stringify({ mem: { rss: mib(m.rss), heapUsed: mib(m.heapUsed), external: mib(m.external), arrayBuffers: mib(m.arrayBuffers) }, trimMs, stats: hub.snapshot() }) + '\n');
-    }
+    if (d.includes('mem')) process.stdout.write((await memoryReport(d, hub)) + '\n');
     if (d.includes('cpu')) {
       const u = process.cpuUsage();
-      const sorted = trips.sort((a, b) => a - b);
-      const q = (p: number): number => Math.round((sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))] ?? NaN) * 10) / 10;
-      const inferenceMs = { n: sorted.length, p50: q(0.5), p99: q(0.99), max: q(1) };
-      const loopMs = { p50: Math.round(loop.percentile(50) / 1e5) / 10, p99: Math.round(loop.percentile(99) / 1e5) / 10, max: Math.round(loop.max / 1e5) / 10 };
-      const postMessages = { n: post.n, msEach: post.n ? Math.round((post.ms / post.n) * 1000) / 1000 : 0, totalMs: Math.round(post.ms) };
-      trips = [];
-      post = { n: 0, ms: 0 };
-      loop.reset();
-      process.stdout.write(JSON.stringify({ cpuSec: (u.user + u.system) / 1e6, stats: hub.snapshot(), pool: engine.pool.stats, inferenceMs, loopMs, postMessages }) + '\n');
+      const report = { cpuSec: (u.user + u.system) / 1e6, stats: hub.snapshot(), pool: engine.pool.stats, inferenceMs: roundTrips(), loopMs: loopDelay(), postMessages: workerMessages(), gcMs: gc() };
+      process.stdout.write(JSON.stringify(report) + '\n');
     }
   });
   process.once('SIGTERM', () => {

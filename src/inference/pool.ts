@@ -164,6 +164,7 @@ export class InferencePool {
   private scheduled = false;
   private readonly dispatchIntervalMs: number;
   private lastDispatchAt = -Infinity;
+  private intervalTimer: NodeJS.Timeout | undefined;
   private closed = false;
   /** Batches handed to a worker and not yet answered. */
   private readonly inflight = new Set<Promise<void>>();
@@ -250,15 +251,21 @@ export class InferencePool {
    * what queued meanwhile at once.
    */
   private schedule(newJob = false): void {
+    const wait = newJob ? this.lastDispatchAt + this.dispatchIntervalMs - performance.now() : 0;
+    if (wait > 0) {
+      // (a worker freed meanwhile does not wait for this timer: it dispatches at once, below)
+      this.intervalTimer ??= setTimeout(() => {
+        this.intervalTimer = undefined;
+        this.dispatch();
+      }, wait);
+      return;
+    }
     if (this.scheduled) return;
     this.scheduled = true;
-    const run = (): void => {
+    queueMicrotask(() => {
       this.scheduled = false;
       this.dispatch();
-    };
-    const wait = newJob ? this.lastDispatchAt + this.dispatchIntervalMs - performance.now() : 0;
-    if (wait > 0) setTimeout(run, wait);
-    else queueMicrotask(run);
+    });
   }
 
   private dispatch(): void {
@@ -338,6 +345,7 @@ export class InferencePool {
   async close(drainMs = 10_000): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    clearTimeout(this.intervalTimer);
     for (const j of this.queue.splice(0)) j.reject(new AurisError('CLOSED', 'inference pool closed'));
     if (this.inflight.size > 0) {
       let timer: NodeJS.Timeout | undefined;
