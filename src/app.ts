@@ -32,7 +32,7 @@ export interface StreamingOptions extends Partial<StreamLimits> {
   inferenceThreads?: number;
   /** Most windows batched into one model call (default 64). */
   maxBatch?: number;
-  /** Least time between two hand-overs of model calls to the workers, ms: calls made meanwhile are batched (default 4; 0: at once). */
+  /** Least time between two hand-overs of model calls to the workers, ms: calls made meanwhile are batched (default 0: at once; docs/streaming.md). */
   dispatchIntervalMs?: number;
   /** On close(): how long open streams may take to end, ms (default 5000). */
   shutdownGraceMs?: number;
