@@ -1,6 +1,7 @@
 /**
  * `npm run bench:grpc` (node dist/bench/grpc/run.js [--quick] [--levels 25,50,100] [--seconds 15]
- * [--single-seconds 60] [--transports grpc,ws] [--modes stateful,windowed]): streaming latency
+ * [--single-seconds 60] [--transports grpc,ws] [--modes stateful,windowed]; GRPC_BENCH_CHANNELS: most gRPC
+ * connections the streams share, default 8): streaming latency
  * and capacity of the streaming service, over gRPC and over the WebSocket in one run.
  *
  * The service runs in its own process (bench/grpc/server.ts: src/app.ts, default settings, one
@@ -236,7 +237,8 @@ function liveStream(target: Target, pcm: Buffer, chunkSamples: number, periodMs:
 
 async function runLevel(transport: Transport, address: string, url: string, server: ServerProcess, n: number, pcm: Buffer, chunkSamples: number, lookaheadSteps: number): Promise<Record<string, unknown>> {
   // gRPC: a few channels (HTTP/2 connections) share the streams, as separate clients would; WebSocket: one connection per stream.
-  const clients = transport === 'grpc' ? Array.from({ length: Math.min(8, Math.max(1, Math.ceil(n / 25))) }, () => createClient(address)) : [];
+  const channels = Number(process.env['GRPC_BENCH_CHANNELS'] ?? 8);
+  const clients = transport === 'grpc' ? Array.from({ length: Math.min(channels, Math.max(1, Math.ceil(n / 25))) }, () => createClient(address)) : [];
   const targetOf = (i: number): Target => (transport === 'grpc' ? { transport, client: clients[i % clients.length]! } : { transport, url });
   const u0 = await server.usage();
   const clientCpu0 = process.cpuUsage();
