@@ -1,8 +1,8 @@
 """Teacher targets for the gender model, and how good the teachers are (training time only).
 
 teachers.py stores two outside opinions per clip: inaSpeechSegmenter's P(female), and a Resemblyzer d-vector.
-Here the d-vectors become a P(female) through a linear probe trained on our labelled speakers, and the mean of
-the two opinions becomes the soft target of clips nobody labelled (VoxLingua, the KDE word lists), taken only
+Here the d-vectors become a P(female) through a linear probe trained on our labelled speakers, and a weighted mean
+of the two opinions (INA_WEIGHT) becomes the soft target of clips nobody labelled (VoxLingua, the KDE word lists), taken only
 where both teachers agree with some confidence.  Leave-one-corpus-out stays honest: the probe that labels the
 unlabelled clips for the fold that holds out corpus X never saw X's labels.
 
@@ -33,6 +33,8 @@ PROBE_L2 = 1e-3  # per clip; 1e-2 keeps the same accuracy but squeezes P(female)
 def opinions():
     """clip idx -> (inaSpeechSegmenter P(female), unit d-vector); clips without an opinion are left out."""
     z = np.load(TEACHERS)
+    if str(z["rows"]) != DD.rows_key(DD.teacher_clips(all_clips())):
+        raise RuntimeError(f"{TEACHERS} was made from other clips.csv rows: re-run training/teachers.py")
     out = {}
     for i, p, e in zip(z["idx"], z["ina_female"], z["emb"].astype(np.float32)):
         if np.isfinite(p) and np.isfinite(e).all() and np.linalg.norm(e) > 0:
@@ -72,12 +74,13 @@ def labelled(clips, exclude=()):
 @functools.lru_cache(maxsize=None)
 def _probe_without(exclude: tuple):
     op = opinions()
-    pairs = labelled(_all_clips(), exclude)
+    pairs = labelled(all_clips(), exclude)
     return fit_probe(np.stack([op[c.idx][1] for c, _ in pairs]), np.array([y for _, y in pairs]))
 
 
 @functools.lru_cache(maxsize=1)
-def _all_clips():
+def all_clips():
+    """clips.csv, read once per process (the probes and the speaker d-vectors both need it)."""
     return D.load_clips()
 
 

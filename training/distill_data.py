@@ -12,9 +12,8 @@ import hashlib
 from . import data as D
 from . import speaker_data as SD
 
-UNLABELLED = ("voxlingua", "klettres", "ktuberling")
-
-
+KDE_WORD_LISTS = ("klettres", "ktuberling")  # one voice per language, no speaker ids
+UNLABELLED = ("voxlingua",) + KDE_WORD_LISTS
 PER_LABELLED_SPEAKER = 24  # teacher opinions per labelled speaker (enough for the probe and for scoring the teachers)
 
 
@@ -37,11 +36,12 @@ def teacher_clips(clips):
 
 def speaker_of(c) -> str:
     """Speaker key for balanced sampling: the KDE word lists carry one voice per language."""
-    return f"{c.source}_{c.language}" if c.source in ("klettres", "ktuberling") else c.speaker
+    return f"{c.source}_{c.language}" if c.source in KDE_WORD_LISTS else c.speaker
 
 
 def rows_key(clips) -> str:
-    return hashlib.sha256(D.rows_sha256(clips).encode()).hexdigest()[:16]
+    """Which clips.csv rows a teachers.npz was made from."""
+    return D.rows_sha256(clips)[:16]
 
 
 def unlabelled_clips(clips):

@@ -104,8 +104,8 @@ DVEC_DIM = 256
 
 def speaker_dvectors():
     """speaker -> unit mean d-vector of the teacher's speaker encoder over the speaker's clips (distill.py)."""
-    from .distill import opinions
-    by_idx = {c.idx: c for c in D.load_clips()}
+    from .distill import all_clips, opinions
+    by_idx = {c.idx: c for c in all_clips()}
     acc: dict = {}
     for i, (_, e) in opinions().items():
         acc.setdefault(DD.speaker_of(by_idx[i]), []).append(e)
