@@ -142,10 +142,14 @@ def build(clips, store: D.AudioStore | None = None, workers: int = 2, seed: int 
     return bank
 
 
-def training_bank(clips, distill=False) -> Bank:
-    """The labelled bank; with distillation (gender), merged with the bank of the teacher-labelled speech."""
+def training_bank(clips, distill=False, variants=False) -> Bank:
+    """The labelled bank; with distillation (gender), merged with the bank of the teacher-labelled speech; with
+    variants (gender), with the WORLD voice variants of the training speakers (variant_bank.py)."""
     bank = build(clips)
     if distill:
         from .distill_data import unlabelled_clips
         bank = merge(bank, build(clips, select=unlabelled_clips(clips)))
+    if variants:
+        from . import variant_bank
+        bank = merge(bank, variant_bank.build(clips))
     return bank

@@ -107,8 +107,16 @@ EXPERIMENTS = {
         "**Prior correction** (class shares made uniform on the training clips): no gain. On the training corpora the "
         "recall of `low` is 0.69-0.71, on a held-out corpus 0.17-0.22: what a corpus acts as sad or calm is not what "
         "another one does - a shift between corpora, not a bias of the model.",
-        "What would help next: a baseline of the speaker's own voice (arousal relative to how the same speaker sounds "
-        "in the same call), and natural speech rated per step rather than acted categories.",
+        "**The speaker's long-term spectrum taken out** (`python -m training.exp_norm`; session 7): each clip's mean "
+        "spectral shape (per-band mean of its voiced frames, loudness left to the model's own gain normalisation) "
+        "subtracted before the 2.0 recipe: leave-one-corpus-out UAR ASED 0.419, BAVED 0.486, ETTSDB 0.336, nEMO 0.405, "
+        "RAVDESS 0.512, URDU 0.553 (mean 0.452; 2.0 recipe 0.435). With the mean over all of the speaker's clips "
+        "instead (`--norm spk`, the most a per-speaker spectral baseline could give, since it sees every clip of the "
+        "speaker): 0.441 / 0.475 / 0.293 / 0.400 / 0.538 / 0.502 (mean 0.441). `low` recall stays 0-0.48. The voice's "
+        "timbre and the channel are not what separates arousal across corpora, so a spectral speaker baseline was not "
+        "built into the service.",
+        "What would help next: a baseline of the speaker's own prosody (pitch and loudness relative to how the same "
+        "speaker sounds in the same call), and natural speech rated per step rather than acted categories.",
     ],
     "emotions": [
         "Shipped as trained; no variant was tried in this version. The leave-one-corpus-out figures are far below the "

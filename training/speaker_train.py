@@ -30,13 +30,14 @@ from .train import weighted_step
 
 STEPS = 64
 VERSION_P = {"clean": 0.4, "phone": 0.3, "noisy": 0.3}
+VARIANT_VERSIONS = ("var0", "var1", "varp")  # WORLD voice variants (variant_bank.py), gender only
 LN10_DB = np.log(10.0) / 10.0  # natural-log power per dB
 
 
 class Sampler:
     """Draws training examples [4*STEPS, 64] with per-step labels and voiced weights from the bank."""
 
-    def __init__(self, task, bank: B.Bank, items, dvec=None):
+    def __init__(self, task, bank: B.Bank, items, dvec=None, variant_p=0.0):
         """`items`: (clip, class) pairs, or (clip, class, target) with a soft target (class probabilities, e.g. a
         teacher's opinion on an unlabelled clip; the class then only places the clip in the balanced draw)."""
         self.task, self.bank = task, bank
@@ -51,6 +52,9 @@ class Sampler:
             self.target[c.idx] = np.asarray(soft[0], dtype=np.float32) if soft else eye[y]
         self.tree = tree
         self.dvec = dvec or {}  # speaker -> unit d-vector of the speaker encoder (distill.speaker_dvectors)
+        # clips with WORLD voice variants in the bank; an example uses them with probability variant_p
+        self.variant_p = variant_p
+        self.has_variants = {int(c) for c, v in zip(bank.clip_idx, bank.version) if v == "var0"} if variant_p else set()
         rng = np.random.default_rng(0)
         quiet = (rng.standard_normal(256 * 400) * 10 ** (-85 / 20)).astype(np.float32)
         self.silence = logmel_fast(quiet)
@@ -67,6 +71,10 @@ class Sampler:
     def example(self, rng):
         y, cells = self.pick_speaker(rng)
         version = rng.choice(list(VERSION_P), p=list(VERSION_P.values()))
+        if self.has_variants and rng.random() < self.variant_p:
+            with_var = {k: v for k, v in ((k, [c for c in cl if c.idx in self.has_variants]) for k, cl in cells.items()) if v}
+            if with_var:
+                cells, version = with_var, VARIANT_VERSIONS[rng.integers(len(VARIANT_VERSIONS))]
         T = STEPS * FRAMES_PER_STEP
         s0 = int(rng.integers(0, len(self.silence) - T))
         X = self.silence[s0:s0 + T].copy()
@@ -130,7 +138,8 @@ def train(task, bank, items, args, log=print):
     torch.manual_seed(args.seed)
     rng = np.random.default_rng(args.seed)
     dvec_w = getattr(args, "dvec", 0.0)
-    sampler = Sampler(task, bank, items, dvec=speaker_dvectors() if dvec_w else None)
+    sampler = Sampler(task, bank, items, dvec=speaker_dvectors() if dvec_w else None,
+                      variant_p=getattr(args, "variants", 0.0))
     model = Net(len(SD.CLASSES[task]), **CONFIGS[task])
     # speaker-encoder distillation: an auxiliary 1x1 head (not exported) maps the trunk to the teacher's d-vector
     aux = torch.nn.Conv1d(CONFIGS[task]["c2"], DVEC_DIM, 1) if dvec_w else None
@@ -205,13 +214,14 @@ def main():
     ap.add_argument("--cfg", default=None, help="JSON overrides of the model config (experiments), e.g. '{\"c2\": 96}'")
     ap.add_argument("--distill", action="store_true", help="gender: add teacher-labelled speech (distill.py)")
     ap.add_argument("--dvec", type=float, default=0.0, help="weight of the speaker-encoder (d-vector) distillation loss")
+    ap.add_argument("--variants", type=float, default=0.0, help="gender: share of examples made of WORLD voice variants")
     args = ap.parse_args()
     if args.cfg:
         CONFIGS[args.task] = {**CONFIGS[args.task], **json.loads(args.cfg)}
     torch.set_num_threads(args.threads)
     clips = D.load_clips()
     SD.write_validation_csv(args.task, clips, os.path.join(D.HERE, "validation"))
-    bank = B.training_bank(clips, args.distill)
+    bank = B.training_bank(clips, args.distill, args.variants > 0)
     items = SD.clips_of(args.task, clips, split_name="train")
     if args.distill:  # teacher targets on unlabelled speech (distill.py)
         from .distill import distill_items
