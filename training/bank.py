@@ -140,16 +140,3 @@ def build(clips, store: D.AudioStore | None = None, workers: int = 2, seed: int 
     print(f"[bank] {len(use)} clips x {len(VERSIONS)} versions, {bank.feats.shape[0] / 62.5 / 3600:.1f} h in "
           f"{time.time() - t0:.0f}s", flush=True)
     return bank
-
-
-def training_bank(clips, distill=False, variants=False) -> Bank:
-    """The labelled bank; with distillation (gender), merged with the bank of the teacher-labelled speech; with
-    variants (gender), with the WORLD voice variants of the training speakers (variant_bank.py)."""
-    bank = build(clips)
-    if distill:
-        from .distill_data import unlabelled_clips
-        bank = merge(bank, build(clips, select=unlabelled_clips(clips)))
-    if variants:
-        from . import variant_bank
-        bank = merge(bank, variant_bank.build(clips))
-    return bank

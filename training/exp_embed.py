@@ -24,6 +24,7 @@ from . import bank as B
 from . import data as D
 from . import distill as DI
 from . import speaker_data as SD
+from . import speaker_train as ST
 from .features import FRAMES_PER_STEP
 from .model import Net
 
@@ -104,7 +105,7 @@ def main():
     torch.set_num_threads(2)
     clips = D.load_clips()
     by_idx = {c.idx: c for c in clips}
-    bank = B.training_bank(clips, distill=True)
+    bank = ST.training_bank(clips, distill=True)
     op = DI.opinions()
     gender = {c.idx: y for c, y in SD.clips_of("gender", clips)}
     res = {}

@@ -16,6 +16,7 @@ import numpy as np
 from . import bank as B
 from . import data as D
 from . import loco
+from . import speaker_train as ST
 from .features import FRAMES_PER_STEP
 
 
@@ -61,7 +62,7 @@ def main():
     del sys.argv[k:k + 2]
     clips = D.load_clips()
     nb = normalised(B.build(clips), clips, mode)
-    B.training_bank = lambda *_a, **_k: nb  # the folds fork from here and inherit it
+    ST.training_bank = lambda *_a, **_k: nb  # the folds fork from here and inherit it
     loco.main()
 
 

@@ -57,7 +57,7 @@ def _fold(job):
     torch.set_num_threads(1)
     clips = D.load_clips()
     distill = hp.pop("distill", False)
-    bank = B.training_bank(clips, distill, hp.get("variants", 0.0) > 0)
+    bank = ST.training_bank(clips, distill, hp.get("variants", 0.0) > 0)
     others = [c for c in SD.CORPORA if c != corpus]
     items = SD.clips_of(task, clips, corpora=others, split_name="train")
     if distill:  # teacher targets on unlabelled speech, from a probe that never saw this corpus' labels

@@ -34,6 +34,19 @@ VARIANT_VERSIONS = ("var0", "var1", "varp")  # WORLD voice variants (variant_ban
 LN10_DB = np.log(10.0) / 10.0  # natural-log power per dB
 
 
+def training_bank(clips, distill=False, variants=False) -> B.Bank:
+    """The labelled bank; with distillation (gender), merged with the bank of the teacher-labelled speech; with
+    variants (gender), with the WORLD voice variants of the training speakers (variant_bank.py)."""
+    bank = B.build(clips)
+    if distill:
+        from .distill_data import unlabelled_clips
+        bank = B.merge(bank, B.build(clips, select=unlabelled_clips(clips)))
+    if variants:
+        from . import variant_bank
+        bank = B.merge(bank, variant_bank.build(clips))
+    return bank
+
+
 class Sampler:
     """Draws training examples [4*STEPS, 64] with per-step labels and voiced weights from the bank."""
 
@@ -221,7 +234,7 @@ def main():
     torch.set_num_threads(args.threads)
     clips = D.load_clips()
     SD.write_validation_csv(args.task, clips, os.path.join(D.HERE, "validation"))
-    bank = B.training_bank(clips, args.distill, args.variants > 0)
+    bank = training_bank(clips, args.distill, args.variants > 0)
     items = SD.clips_of(args.task, clips, split_name="train")
     if args.distill:  # teacher targets on unlabelled speech (distill.py)
         from .distill import distill_items
