@@ -57,7 +57,7 @@ def _fold(job):
     torch.set_num_threads(1)
     clips = D.load_clips()
     distill = hp.pop("distill", False)
-    bank = ST.training_bank(clips, distill, hp.get("variants", 0.0) > 0)
+    bank = ST.training_bank(clips, distill or hp.get("embed_steps", 0) > 0, hp.get("variants", 0.0) > 0)
     others = [c for c in SD.CORPORA if c != corpus]
     items = SD.clips_of(task, clips, corpora=others, split_name="train")
     if distill:  # teacher targets on unlabelled speech, from a probe that never saw this corpus' labels
@@ -255,6 +255,7 @@ def main():
     ap.add_argument("--distill", action="store_true", help="gender: add teacher-labelled speech (distill.py)")
     ap.add_argument("--dvec", type=float, default=0.0, help="weight of the speaker-encoder (d-vector) distillation loss")
     ap.add_argument("--variants", type=float, default=0.0, help="gender: share of examples made of WORLD voice variants")
+    ap.add_argument("--embed-steps", type=int, default=0, help="gender: steps of speaker-encoder regression before the labels")
     a = ap.parse_args()
     if a.cfg:  # set before the pool forks: the folds inherit it
         ST.CONFIGS[a.task] = {**ST.CONFIGS[a.task], **json.loads(a.cfg)}
@@ -265,13 +266,14 @@ def main():
     if not a.report_only:
         corpora = a.corpora.split(",") if a.corpora else corpora_of(a.task, clips)
         hp = {"examples": a.examples, "epochs": a.epochs, "lr": ST.DEFAULTS["lr"], "ema": ST.DEFAULTS["ema"], "runs": RUNS,
-              "distill": a.distill, "dvec": a.dvec, "variants": a.variants}
+              "distill": a.distill, "dvec": a.dvec, "variants": a.variants,
+              "embed_steps": a.embed_steps}
         with Pool(a.jobs) as pool:
             for done in pool.imap_unordered(_fold, [(a.task, c, hp) for c in corpora]):
                 print(f"[loco {a.task}] fold {done} done", flush=True)
     rep = report(a.task, clips, bank)
     rep["recipe"] = {"examples": a.examples, "epochs": a.epochs, "cfg": ST.CONFIGS[a.task], "distill": a.distill, "dvec": a.dvec,
-                     "variants": a.variants}
+                     "variants": a.variants, "embed_steps": a.embed_steps}
     os.makedirs(os.path.join(a.out, a.task), exist_ok=True)
     with open(os.path.join(a.out, a.task, "loco.json"), "w") as fh:
         json.dump(rep, fh, indent=1)

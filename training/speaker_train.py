@@ -158,13 +158,20 @@ def train(task, bank, items, args, log=print):
     aux = torch.nn.Conv1d(CONFIGS[task]["c2"], DVEC_DIM, 1) if dvec_w else None
     bs = 64
     steps_per_epoch = args.examples // bs
-    params = list(model.parameters()) + (list(aux.parameters()) if aux is not None else [])
+    embed_steps = getattr(args, "embed_steps", 0)
+    if embed_steps:  # stage 1: the trunk learns the speaker encoder's embedding; then only the head learns labels
+        from .embed_pretrain import freeze_trunk, pretrain
+        pretrain(model, bank, items, embed_steps, args.seed, log=log)
+        params = freeze_trunk(model)
+    else:
+        params = list(model.parameters())
+    params += list(aux.parameters()) if aux is not None else []
     opt = torch.optim.AdamW(params, lr=args.lr, weight_decay=1e-2)
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=args.lr, total_steps=args.epochs * steps_per_epoch, pct_start=0.15)
     from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
     ema = AveragedModel(model, multi_avg_fn=get_ema_multi_avg_fn(args.ema), use_buffers=True)
     for ep in range(args.epochs):
-        model.train()
+        model.train(not embed_steps)  # a frozen trunk keeps its batch-norm statistics
         t0, tot, cnt = time.time(), 0.0, 0.0
         for _ in range(steps_per_epoch):
             xb, yb, wb, db = sampler.batch(bs, rng)
@@ -228,13 +235,14 @@ def main():
     ap.add_argument("--distill", action="store_true", help="gender: add teacher-labelled speech (distill.py)")
     ap.add_argument("--dvec", type=float, default=0.0, help="weight of the speaker-encoder (d-vector) distillation loss")
     ap.add_argument("--variants", type=float, default=0.0, help="gender: share of examples made of WORLD voice variants")
+    ap.add_argument("--embed-steps", type=int, default=0, help="gender: steps of speaker-encoder regression before the labels")
     args = ap.parse_args()
     if args.cfg:
         CONFIGS[args.task] = {**CONFIGS[args.task], **json.loads(args.cfg)}
     torch.set_num_threads(args.threads)
     clips = D.load_clips()
     SD.write_validation_csv(args.task, clips, os.path.join(D.HERE, "validation"))
-    bank = training_bank(clips, args.distill, args.variants > 0)
+    bank = training_bank(clips, args.distill or args.embed_steps > 0, args.variants > 0)
     items = SD.clips_of(args.task, clips, split_name="train")
     if args.distill:  # teacher targets on unlabelled speech (distill.py)
         from .distill import distill_items
