@@ -256,6 +256,7 @@ def main():
     ap.add_argument("--dvec", type=float, default=0.0, help="weight of the speaker-encoder (d-vector) distillation loss")
     ap.add_argument("--variants", type=float, default=0.0, help="gender: share of examples made of WORLD voice variants")
     ap.add_argument("--embed-steps", type=int, default=0, help="gender: steps of speaker-encoder regression before the labels")
+    ap.add_argument("--embed-then", choices=("probe", "finetune"), default="probe", help="after --embed-steps")
     a = ap.parse_args()
     if a.cfg:  # set before the pool forks: the folds inherit it
         ST.CONFIGS[a.task] = {**ST.CONFIGS[a.task], **json.loads(a.cfg)}
@@ -267,13 +268,14 @@ def main():
         corpora = a.corpora.split(",") if a.corpora else corpora_of(a.task, clips)
         hp = {"examples": a.examples, "epochs": a.epochs, "lr": ST.DEFAULTS["lr"], "ema": ST.DEFAULTS["ema"], "runs": RUNS,
               "distill": a.distill, "dvec": a.dvec, "variants": a.variants,
-              "embed_steps": a.embed_steps}
+              "embed_steps": a.embed_steps, "embed_then": a.embed_then}
         with Pool(a.jobs) as pool:
             for done in pool.imap_unordered(_fold, [(a.task, c, hp) for c in corpora]):
                 print(f"[loco {a.task}] fold {done} done", flush=True)
     rep = report(a.task, clips, bank)
     rep["recipe"] = {"examples": a.examples, "epochs": a.epochs, "cfg": ST.CONFIGS[a.task], "distill": a.distill, "dvec": a.dvec,
-                     "variants": a.variants, "embed_steps": a.embed_steps}
+                     "variants": a.variants, "embed_steps": a.embed_steps,
+                     "embed_then": a.embed_then}
     os.makedirs(os.path.join(a.out, a.task), exist_ok=True)
     with open(os.path.join(a.out, a.task, "loco.json"), "w") as fh:
         json.dump(rep, fh, indent=1)

@@ -159,19 +159,19 @@ def train(task, bank, items, args, log=print):
     bs = 64
     steps_per_epoch = args.examples // bs
     embed_steps = getattr(args, "embed_steps", 0)
-    if embed_steps:  # stage 1: the trunk learns the speaker encoder's embedding; then only the head learns labels
-        from .embed_pretrain import freeze_trunk, pretrain
+    if embed_steps:  # the trunk learns the speaker encoder's embedding (embed_pretrain.py), then ...
+        from .embed_pretrain import fit_head, pretrain
         pretrain(model, bank, items, embed_steps, args.seed, log=log)
-        params = freeze_trunk(model)
-    else:
-        params = list(model.parameters())
-    params += list(aux.parameters()) if aux is not None else []
+        if getattr(args, "embed_then", "probe") == "probe":  # ... the head becomes a probe on it
+            return fit_head(model, bank, items)
+        # ... or ("finetune") the whole network goes on learning from the labels, from there
+    params = list(model.parameters()) + (list(aux.parameters()) if aux is not None else [])
     opt = torch.optim.AdamW(params, lr=args.lr, weight_decay=1e-2)
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=args.lr, total_steps=args.epochs * steps_per_epoch, pct_start=0.15)
     from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
     ema = AveragedModel(model, multi_avg_fn=get_ema_multi_avg_fn(args.ema), use_buffers=True)
     for ep in range(args.epochs):
-        model.train(not embed_steps)  # a frozen trunk keeps its batch-norm statistics
+        model.train()
         t0, tot, cnt = time.time(), 0.0, 0.0
         for _ in range(steps_per_epoch):
             xb, yb, wb, db = sampler.batch(bs, rng)
@@ -236,6 +236,7 @@ def main():
     ap.add_argument("--dvec", type=float, default=0.0, help="weight of the speaker-encoder (d-vector) distillation loss")
     ap.add_argument("--variants", type=float, default=0.0, help="gender: share of examples made of WORLD voice variants")
     ap.add_argument("--embed-steps", type=int, default=0, help="gender: steps of speaker-encoder regression before the labels")
+    ap.add_argument("--embed-then", choices=("probe", "finetune"), default="probe", help="after --embed-steps")
     args = ap.parse_args()
     if args.cfg:
         CONFIGS[args.task] = {**CONFIGS[args.task], **json.loads(args.cfg)}
