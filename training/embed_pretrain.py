@@ -123,3 +123,11 @@ def fit_head(model, bank: B.Bank, items):
         model.head.bias[:] = torch.tensor([b / 2, -b / 2], dtype=torch.float32)
     return model
 
+
+
+def freeze_trunk(model):
+    """Stage 2 (`--embed-then head`, the recipe measured leave-one-corpus-out): only the per-step head learns from the
+    labels; the trunk (batch-norm statistics too) stays as the embedding stage left it."""
+    for name, p in model.named_parameters():
+        p.requires_grad = name.startswith("head.")
+    return [p for p in model.parameters() if p.requires_grad]

@@ -256,7 +256,7 @@ def main():
     ap.add_argument("--dvec", type=float, default=0.0, help="weight of the speaker-encoder (d-vector) distillation loss")
     ap.add_argument("--variants", type=float, default=0.0, help="gender: share of examples made of WORLD voice variants")
     ap.add_argument("--embed-steps", type=int, default=0, help="gender: steps of speaker-encoder regression before the labels")
-    ap.add_argument("--embed-then", choices=("probe", "finetune"), default="probe", help="after --embed-steps")
+    ap.add_argument("--embed-then", choices=("head", "probe", "finetune"), default="head", help="after --embed-steps")
     a = ap.parse_args()
     if a.cfg:  # set before the pool forks: the folds inherit it
         ST.CONFIGS[a.task] = {**ST.CONFIGS[a.task], **json.loads(a.cfg)}

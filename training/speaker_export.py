@@ -51,7 +51,7 @@ def reproduce_cmd(task, args) -> str:
     for flag in ("distill", "dvec", "variants", "embed_steps"):  # the experiments' options, where used
         v = getattr(args, flag, 0)
         cmd += (f" --{flag.replace('_', '-')}" + ("" if v is True else f" {v:g}")) if v else ""
-    cmd += f" --embed-then {args.embed_then}" if getattr(args, "embed_steps", 0) and args.embed_then != "probe" else ""
+    cmd += f" --embed-then {args.embed_then}" if getattr(args, "embed_steps", 0) and args.embed_then != "head" else ""
     return cmd + (f" --cfg '{args.cfg}'" if getattr(args, "cfg", None) else "")
 
 

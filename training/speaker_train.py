@@ -159,19 +159,22 @@ def train(task, bank, items, args, log=print):
     bs = 64
     steps_per_epoch = args.examples // bs
     embed_steps = getattr(args, "embed_steps", 0)
-    if embed_steps:  # the trunk learns the speaker encoder's embedding (embed_pretrain.py), then ...
-        from .embed_pretrain import fit_head, pretrain
-        pretrain(model, bank, items, embed_steps, args.seed, log=log)
-        if getattr(args, "embed_then", "probe") == "probe":  # ... the head becomes a probe on it
-            return fit_head(model, bank, items)
-        # ... or ("finetune") the whole network goes on learning from the labels, from there
+    embed_then = getattr(args, "embed_then", "head")
     params = list(model.parameters()) + (list(aux.parameters()) if aux is not None else [])
+    if embed_steps:  # the trunk learns the speaker encoder's embedding (embed_pretrain.py), then ...
+        from .embed_pretrain import fit_head, freeze_trunk, pretrain
+        pretrain(model, bank, items, embed_steps, args.seed, log=log)
+        if embed_then == "probe":  # ... the head becomes a logistic probe on the pooled features
+            return fit_head(model, bank, items)
+        if embed_then == "head":  # ... only the head learns from the labels (the trunk, batch norm too, stays)
+            params = freeze_trunk(model)
+        # ... or ("finetune") the whole network goes on learning from the labels
     opt = torch.optim.AdamW(params, lr=args.lr, weight_decay=1e-2)
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=args.lr, total_steps=args.epochs * steps_per_epoch, pct_start=0.15)
     from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
     ema = AveragedModel(model, multi_avg_fn=get_ema_multi_avg_fn(args.ema), use_buffers=True)
     for ep in range(args.epochs):
-        model.train()
+        model.train(not (embed_steps and embed_then == "head"))
         t0, tot, cnt = time.time(), 0.0, 0.0
         for _ in range(steps_per_epoch):
             xb, yb, wb, db = sampler.batch(bs, rng)
@@ -236,7 +239,7 @@ def main():
     ap.add_argument("--dvec", type=float, default=0.0, help="weight of the speaker-encoder (d-vector) distillation loss")
     ap.add_argument("--variants", type=float, default=0.0, help="gender: share of examples made of WORLD voice variants")
     ap.add_argument("--embed-steps", type=int, default=0, help="gender: steps of speaker-encoder regression before the labels")
-    ap.add_argument("--embed-then", choices=("probe", "finetune"), default="probe", help="after --embed-steps")
+    ap.add_argument("--embed-then", choices=("head", "probe", "finetune"), default="head", help="after --embed-steps")
     args = ap.parse_args()
     if args.cfg:
         CONFIGS[args.task] = {**CONFIGS[args.task], **json.loads(args.cfg)}
