@@ -74,6 +74,21 @@ def licences(task, clips, sources=None):
     return "\n".join(rows)
 
 
+def added_member_sources(clips, listed) -> str:
+    """The sources the added (speaker-encoder) member also learnt from (ensemble_add.py, embed_pretrain.py)."""
+    from . import distill_data as DD
+    from . import speaker_data as SD
+    by, cnt = collections.defaultdict(set), collections.Counter()
+    for c in clips:
+        if c.kind == "speech" and c.source not in listed and (c.source in SD.CORPORA or c.source in DD.UNLABELLED):
+            by[c.source].add(c.license)
+            cnt[c.source] += 1
+    rows = ["| source | licence(s) | clips |", "|---|---|---|"] + [f"| {s} | {'; '.join(sorted(by[s]))} | {cnt[s]} |" for s in sorted(by)]
+    return ("The added member (member 3) also learnt from these sources (labelled speakers of the training split; the "
+            "unlabelled ones through the teacher's d-vectors only), with Resemblyzer 0.1.4 (Apache-2.0) as its teacher at "
+            "training time:\n\n" + "\n".join(rows) + "\n")
+
+
 def metric_table(task, res):
     cls = {"speech": D.SPEECH_CLASSES, "gender": D.GENDER_CLASSES, "arousal": D.AROUSAL_CLASSES}[task]
     head = "| subset | clips | clip acc. | clip balanced acc. (UAR) | step balanced acc. | " + " | ".join(f"recall {c}" for c in cls) + " |"
@@ -243,6 +258,7 @@ Audio from the project's shared datasets folder (16 kHz Opus). Sources used for 
 
 {"Music and other clips from the training split (game soundtracks, game sfx, ESC-10 folds 1-3, librosa) are additionally used as backgrounds for mixing." if task != "speech" else ""}
 
+{added_member_sources(clips, set(res["per_source"])) if os.path.exists(os.path.join(d, "loco_added_member.json")) else ""}
 Licences include non-commercial (CC BY-NC-SA: RAVDESS, some jamendo songs) and research-use-only (BAVED, URDU) terms: check them before any commercial use of these weights.
 
 ## Labels
@@ -278,16 +294,23 @@ estimate of behaviour on unseen recordings.
 
 {LIMITS[task]}
 """
+    added = os.path.join(d, "loco_added_member.json")
+    if os.path.exists(added):  # a member added to a shipped ensemble (ensemble_add.py), validated as added_member_loco.py
+        from .speaker_card import added_member_section
+        txt += added_member_section(task, json.load(open(added)))
     loco = os.path.join(d, "loco.json")
     if os.path.exists(loco):  # a newer recipe was validated against this model and did not replace it
         from .speaker_card import kept_model_addendum
-        txt += kept_model_addendum(task, json.load(open(loco)), KEPT_AGAINST.get(task, "2.0"))
+        subject = f"{task} {KEPT_AGAINST_SUBJECT[task]}" if os.path.exists(added) and task in KEPT_AGAINST_SUBJECT else "this model"
+        txt += kept_model_addendum(task, json.load(open(loco)), KEPT_AGAINST.get(task, "2.0"), subject)
     with open(os.path.join(d, "MODEL_CARD.md"), "w") as fh:
         fh.write(txt)
 
 
 # the recipe version each kept model was compared with (its loco.json)
 KEPT_AGAINST = {"gender": "2.0", "arousal": "2.0"}
+# which model the kept-model addendum scored, once a member was added to it
+KEPT_AGAINST_SUBJECT = {"gender": "1.2.0 (members 1-2 of this file)"}
 
 
 def main():

@@ -82,7 +82,7 @@ def pretrain(model, bank: B.Bank, items, steps: int, seed: int, lr: float = 3e-3
         loss.backward()
         opt.step()
         sched.step()
-        tot += float(loss)
+        tot += float(loss.detach())
         if (s + 1) % 500 == 0:
             log(f"[embed] step {s + 1}/{steps} 1-cos {tot / 500:.4f} ({time.time() - t0:.0f}s, {len(pairs)} recordings)")
             tot = 0.0

@@ -1,0 +1,114 @@
+"""Adds a member to a shipped fused ensemble whose members are narrower than the new one.
+
+    python -m training.ensemble_add --task gender --new training/runs/g13 --version 1.3.0 --out models
+
+The shipped file's members are taken back out of its grouped convolutions (ensemble.fuse wrote them member by
+member) and zero-padded to the new member's width: a padded channel has zero weights and bias, so it stays 0
+through every ReLU and residual sum and the head ignores it; the padded member computes exactly what it did.
+Then all of them go through ensemble.build like freshly trained members (fused again, checked against the
+members, evaluated, card written).  Why not retrain the old members: gender 1.2.0's two members were chosen on
+validation and only member 1 re-trains bit-identically; this keeps them exactly as users have them.
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import os
+
+import numpy as np
+
+from . import ensemble as E
+
+MEMBER_DIRS = "training/runs/ensemble_add"
+
+
+def _convs(model):
+    """The Conv nodes of a graph in order, with their weight and bias initializer names."""
+    return [n for n in model.graph.node if n.op_type == "Conv"]
+
+
+def split_fused(path: str) -> list[list[tuple[np.ndarray, np.ndarray]]]:
+    """Per member, the (weight, bias) of each convolution of a fused ensemble (ensemble.fuse's layout: the first
+    convolution stacks the members' filters, every later one has one group per member)."""
+    import onnx
+    from onnx import numpy_helper
+    m = onnx.load(path)
+    inits = {i.name: numpy_helper.to_array(i) for i in m.graph.initializer}
+    convs = _convs(m)
+    k = int(next(a.i for a in convs[1].attribute if a.name == "group"))
+    out = [[] for _ in range(k)]
+    for n in convs:
+        w, b = inits[n.input[1]], inits[n.input[2]]
+        rows = w.shape[0] // k
+        for j in range(k):
+            out[j].append((w[j * rows:(j + 1) * rows], b[j * rows:(j + 1) * rows]))
+    return out
+
+
+def pad_member(convs, template_shapes) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Zero-pads each (weight [out, in, k], bias [out]) to the template's shape."""
+    out = []
+    for (w, b), shape in zip(convs, template_shapes):
+        W = np.zeros(shape, dtype=np.float32)
+        W[:w.shape[0], :w.shape[1], :] = w
+        B = np.zeros(shape[0], dtype=np.float32)
+        B[:b.shape[0]] = b
+        out.append((W, B))
+    return out
+
+
+def write_member(template_path: str, convs, out_path: str) -> None:
+    """The template's graph with these convolution weights."""
+    import onnx
+    from onnx import numpy_helper
+    m = onnx.load(template_path)
+    by_name = {i.name: i for i in m.graph.initializer}
+    for n, (w, b) in zip(_convs(m), convs):
+        by_name[n.input[1]].CopyFrom(numpy_helper.from_array(w, n.input[1]))
+        by_name[n.input[2]].CopyFrom(numpy_helper.from_array(b, n.input[2]))
+    onnx.save(m, out_path)
+
+
+def member_dirs(task: str, shipped: str, new: str) -> list[str]:
+    """Folders <dir>/<task>/{model.onnx, manifest.json} for the shipped members (padded) and the new one."""
+    import onnx
+    from onnx import numpy_helper
+    template = os.path.join(new, task, "model.onnx")
+    t = onnx.load(template)
+    inits = {i.name: numpy_helper.to_array(i) for i in t.graph.initializer}
+    shapes = [inits[n.input[1]].shape for n in _convs(t)]
+    man = json.load(open(os.path.join(shipped, task, "manifest.json")))
+    old = man["training"]["ensemble_of"]
+    dirs = []
+    for j, convs in enumerate(split_fused(os.path.join(shipped, task, "model.onnx"))):
+        d = os.path.join(MEMBER_DIRS, f"{task}_{man['version']}_member{j + 1}")
+        os.makedirs(os.path.join(d, task), exist_ok=True)
+        write_member(template, pad_member(convs, shapes), os.path.join(d, task, "model.onnx"))
+        mm = copy.deepcopy(man)
+        mm["training"] = {k: v for k, v in old[j].items() if k != "architecture"}
+        mm["training"]["member_of"] = f"{task} {man['version']}"
+        mm["model"] = {"parameters": man["model"]["parameters"] // len(old),
+                       "macs_per_step": man["model"]["macs_per_step"] // len(old),
+                       "onnx_opset": man["model"]["onnx_opset"],
+                       "architecture": old[j]["architecture"] + f" (member {j + 1} of {task} {man['version']}, zero-padded "
+                                       f"to {shapes[-2][0]} channels)"}
+        json.dump(mm, open(os.path.join(d, task, "manifest.json"), "w"), indent=2)
+        dirs.append(d)
+    return dirs + [new]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--task", required=True)
+    ap.add_argument("--shipped", default="models", help="folder holding <task>/ of the shipped fused ensemble")
+    ap.add_argument("--new", required=True, help="run folder holding <task>/ of the new (wider) member")
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--version", required=True)
+    a = ap.parse_args()
+    members = member_dirs(a.task, a.shipped, a.new)
+    E.build(a.task, members, a.out, a.version)
+
+
+if __name__ == "__main__":
+    main()
