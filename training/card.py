@@ -203,7 +203,8 @@ def _run(t, task):
     cfg = f", model config `{t['cfg']}`" if t.get("cfg") else ""
     var = ", without WORLD variants" if task in VARIANT_TASKS and t.get("variants") is False else ""
     how = f"; reproduce with `{t['reproduce']}`" if t.get("reproduce") else ""
-    return f"{t['examples']} synthetic examples, {t['epochs']} epochs, seed {t['seed']}{cfg}{var}; {ema} is exported{how}"
+    n = t.get('examples', t.get('examples_per_epoch'))  # train.py's key, or speaker_train's
+    return f"{n} synthetic examples, {t['epochs']} epochs, seed {t['seed']}{cfg}{var}; {ema} is exported{how}"
 
 
 def training_line(task, t):

@@ -95,6 +95,9 @@ def member_dirs(task: str, shipped: str, new: str) -> list[str]:
                                        f"to {shapes[-2][0]} channels)"}
         json.dump(mm, open(os.path.join(d, task, "manifest.json"), "w"), indent=2)
         dirs.append(d)
+    # the padded members, averaged, must give exactly the shipped file
+    E.check_merged([os.path.join(d, task, "model.onnx") for d in dirs], os.path.join(shipped, task, "model.onnx"),
+                   len(man["raw_keys"]))
     return dirs + [new]
 
 

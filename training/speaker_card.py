@@ -91,8 +91,37 @@ EXPERIMENTS = {
         "speakers do not move the corpora that fail (URDU's men, ASED's emotional men), so with this network size the "
         "limit is the model's view of the voice, not the number of speakers. **Twice as wide** (`--cfg '{\"c2\": 128}'`, "
         "about 4x the multiply-adds, with both distillations) on the three corpora that fail most: URDU 0.762, ASED 0.817, "
-        "hyke 0.880 (telephone 0.785 / 0.782 / 0.906): no gain either. Next: a speaker-embedding trunk distilled frame by "
-        "frame from the encoder (not only its clip-level opinion), within the 1000x real-time budget.",
+        "hyke 0.880 (telephone 0.785 / 0.782 / 0.906): no gain either.",
+        "**Session 7: WORLD voice variants in the 2.x recipe** (`--variants 0.35`, `training/variant_bank.py`: up to 16 "
+        "clips of every training speaker of the 7 corpora, F0 moved across the other gender's range with the envelope "
+        "kept, clean and through a codec): pitch-moved clips are called right more often (per fold 0.77-1.00, was "
+        "0.65-0.98; pooled 0.881), but URDU falls to 0.690 (0.750), nEMO 0.913 (0.936), pooled 0.903 (0.920), telephone "
+        "0.823 (0.854). What 1.2.0's second member learnt from variants does not carry over to the 7-corpus recipe. "
+        "**Four times the training** (25600 examples x 20 epochs): URDU 0.767, ASED 0.834, hyke 0.916 (telephone 0.745 / "
+        "0.749 / 0.903): within the spread.",
+        "**Session 7: the speaker encoder's view of a voice as the trunk** (`--embed-steps 4000 --cfg "
+        "'{\"c2\": 128, \"lifter\": 0}'`, `training/embed_pretrain.py`): the trunk first regresses the Resemblyzer "
+        "d-vector of each of about 16,700 recordings (labelled training speakers and unlabelled VoxLingua / KDE speech; "
+        "clean, telephone and noisy all aim at the clean clip's d-vector), then only the per-step head learns the "
+        "labels. Leave-one-corpus-out (clean / telephone): URDU 0.743 / 0.738, hyke **0.937 / 0.925**, ASED 0.751 / "
+        "0.750, BAVED **0.966 / 0.955**, nEMO 0.943 / 0.888, RAVDESS 0.969 / **0.960**, ETTSDB 0.999 / 0.995; pooled "
+        "0.911 (2.0 recipe 0.920), telephone **0.886** (0.854), low-arousal women **0.828** (0.761), sad women 0.810 "
+        "(0.729), but angry men 0.784 (0.851), ASED's men 0.58, and pitch-moved clips 0.593 (0.819): it inherits the "
+        "encoder's strengths (women, telephone) and its weaknesses (ASED, where the encoder's own probe scores 0.865; "
+        "pitch). Variants of the second stage: a logistic probe on the pooled trunk features (`--embed-then probe`) URDU "
+        "0.850 but hyke 0.913, BAVED 0.920, ASED 0.771, pooled about 0.90; fine-tuning the whole network on the labels "
+        "afterwards (`--embed-then finetune`) URDU 0.825, ASED 0.742. (`python -m training.exp_embed`, a clip-level "
+        "student with mean+std pooling read by a probe, gave URDU 0.87 / 0.84 on its own.)",
+        "**Session 7: that member added to 1.2.0** (`python -m training.ensemble_add`: 1.2.0's two members zero-padded "
+        "to 128 channels and fused with it, a 3-member file with 2.4x the multiply-adds and a 16,001-float stream "
+        "state). Scored exactly as it would run (`python -m training.added_member_loco`: on hyke, ASED, nEMO and "
+        "ETTSDB, which 1.2.0 never heard, the new member's leave-one-corpus-out model fused step by step with 1.2.0): "
+        "accuracy 0.921 vs 0.917, telephone 0.872 vs 0.865, low-arousal women 0.730 vs 0.690 (telephone 0.591 vs "
+        "0.568), women on the telephone 0.837 vs 0.819; but high-arousal men 0.886 vs 0.897, angry men 0.917 vs 0.924, "
+        "low-arousal men 0.887 vs 0.911, and on 1.x's validation speakers URDU 0.810 vs 0.851 (BAVED 0.985 vs 0.982, "
+        "RAVDESS 0.992 vs 0.983; the member trained on all corpora scores 0.66 alone on URDU's held-out men). A shift "
+        "of errors from women to men for under one point overall, at 2.4x the cost on every live stream: not shipped. "
+        "Next: the same trunk with variants (so it stops following pitch) or weighted by corpus in the fusion.",
     ],
     "arousal": [
         "**The 2.0 recipe** (figures above): trained on 7 corpora (+ ASED, nEMO, ETTSDB, URDU's odd-numbered speakers), "
