@@ -259,8 +259,7 @@ Audio from the project's shared datasets folder (16 kHz Opus). Sources used for 
 
 {"Music and other clips from the training split (game soundtracks, game sfx, ESC-10 folds 1-3, librosa) are additionally used as backgrounds for mixing." if task != "speech" else ""}
 
-{added_member_sources(clips, set(res["per_source"])) if os.path.exists(os.path.join(d, "loco_added_member.json")) else ""}
-Licences include non-commercial (CC BY-NC-SA: RAVDESS, some jamendo songs) and research-use-only (BAVED, URDU) terms: check them before any commercial use of these weights.
+{added_member_sources(clips, set(res["per_source"])) + chr(10) if os.path.exists(os.path.join(d, "loco_added_member.json")) else ""}Licences include non-commercial (CC BY-NC-SA: RAVDESS, some jamendo songs) and research-use-only (BAVED, URDU) terms: check them before any commercial use of these weights.
 
 ## Labels
 
