@@ -25,6 +25,7 @@ from .features import FRAMES_PER_STEP
 
 STEPS = 64
 DIM = 256
+VARIANT_VERSIONS = ("var0", "var1", "varp")  # variant_bank.py
 
 
 def teacher_items(bank: B.Bank, items):
@@ -36,7 +37,9 @@ def teacher_items(bank: B.Bank, items):
     for i, (_, e) in sorted(DI.opinions().items()):
         c = by_idx[i]
         if c.source in DD.UNLABELLED or DD.speaker_of(c) in speakers:
-            out.extend((r, e) for r in (bank.find(c, v) for v in B.VERSIONS) if r is not None)
+            # WORLD voice variants, where the bank has them (--variants), aim at the original clip's d-vector: the same
+            # voice with its pitch moved must map to the same embedding
+            out.extend((r, e) for r in (bank.find(c, v) for v in B.VERSIONS + VARIANT_VERSIONS) if r is not None)
     return out
 
 
