@@ -78,12 +78,13 @@ def main():
     ap.add_argument("--cfg", default='{"c2": 128, "lifter": 0}', help="the new member's model config")
     ap.add_argument("--old-members", type=int, default=2)
     ap.add_argument("--out", default=os.path.join(L.ROOT, "models"))
+    ap.add_argument("--corpora", default=None, help="comma-separated subset of the corpora the old members never heard")
     a = ap.parse_args()
     torch.set_num_threads(2)
     clips = D.load_clips()
     by_idx = {c.idx: c for c in clips}
     bank = B.build(clips)
-    unseen = [c for c in SD.CORPORA if c not in L.SHIPPED_TRAINED_ON[a.task]]
+    unseen = [c for c in SD.CORPORA if c not in L.SHIPPED_TRAINED_ON[a.task] and (not a.corpora or c in a.corpora.split(","))]
     rep = {"corpora": unseen, "old_members": a.old_members, "runs": a.runs, "per_corpus": {}}
     pooled: dict = {}
     for corpus in unseen:
