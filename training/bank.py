@@ -78,7 +78,8 @@ def _noisy(x, bg, rng):
     return np.clip(y, -1, 1).astype(np.float32)
 
 
-def _features(x):
+def recording_features(x):
+    """Features, voiced-step mask and active level of one recording (a bank item)."""
     f = logmel_fast(x).astype(np.float16)
     v = voiced_steps(x)
     assert f.shape[0] == v.size * FRAMES_PER_STEP
@@ -102,7 +103,7 @@ def _chunk(job):
         if bg.size < x.size:
             bg = np.tile(bg, int(np.ceil(x.size / max(1, bg.size))))[: x.size]
         noisy.append(_noisy(x, bg, rng))
-    return {v: [_features(x) for x in w] for v, w in (("clean", clean), ("phone", phone), ("noisy", noisy))}, codecs
+    return {v: [recording_features(x) for x in w] for v, w in (("clean", clean), ("phone", phone), ("noisy", noisy))}, codecs
 
 
 def build(clips, store: D.AudioStore | None = None, workers: int = 2, seed: int = 11, chunk: int = 300,

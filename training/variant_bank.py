@@ -58,7 +58,7 @@ def _variants(job):
     rng = np.random.default_rng(seed)
     codec = list(CH.CODECS)[seed % len(CH.CODECS)]  # one clip per call: spread the codecs by the seed
     (xp,) = CH.phone_batch([x0], codec, rng, None)
-    return k, [B._features(x) for x in (x0, x1, xp)]
+    return k, [B.recording_features(x) for x in (x0, x1, xp)]
 
 
 def build(clips, workers: int = 2, seed: int = 13) -> B.Bank:
