@@ -24,6 +24,14 @@ from .model import Net
 from .speaker_config import CONFIGS
 
 
+def fuse(p_old, p_new, old_members):
+    """Per-step probabilities [.., C] of the fused file: the softmax of the mean of its members' log-probabilities,
+    the shipped file's output counting for its `old_members` members (their mean log-probability, up to a constant)."""
+    lp = (old_members * np.log(np.maximum(p_old, 1e-30)) + np.log(np.maximum(p_new, 1e-30))) / (old_members + 1)
+    p = np.exp(lp - lp.max(-1, keepdims=True))
+    return p / p.sum(-1, keepdims=True)
+
+
 def fused_clip_probs(task, bank, clips_v, fold, old_members):
     """Clip probabilities of (shipped, new member alone, fused) for (clip, version) pairs."""
     sess, order = L._shipped_session(task)
@@ -35,10 +43,7 @@ def fused_clip_probs(task, bank, clips_v, fold, old_members):
         p_old = sess.run(None, {"features": f[None]})[0][0][:, order]
         with torch.no_grad():
             p_new = fold(torch.from_numpy(f)[None])[0].numpy()
-        lp = (old_members * np.log(np.maximum(p_old, 1e-30)) + np.log(np.maximum(p_new, 1e-30))) / (old_members + 1)
-        p = np.exp(lp - lp.max(-1, keepdims=True))
-        p /= p.sum(-1, keepdims=True)
-        for k, x in (("shipped", p_old), ("new", p_new), ("fused", p)):
+        for k, x in (("shipped", p_old), ("new", p_new), ("fused", fuse(p_old, p_new, old_members))):
             out[k].append(x[m].mean(0))
     return {k: np.array(x) for k, x in out.items()}
 
@@ -55,10 +60,7 @@ class FusedModel:
         p_old = self.sess.run(None, {"features": x.numpy().astype(np.float32)})[0][:, :, self.order]
         if self.fold is None:  # the shipped file alone
             return torch.from_numpy(p_old)
-        p_new = self.fold(x).numpy()
-        lp = (self.k * np.log(np.maximum(p_old, 1e-30)) + np.log(np.maximum(p_new, 1e-30))) / (self.k + 1)
-        p = np.exp(lp - lp.max(-1, keepdims=True))
-        return torch.from_numpy(p / p.sum(-1, keepdims=True))
+        return torch.from_numpy(fuse(p_old, self.fold(x).numpy(), self.k))
 
 
 def pitch_scores(task, clips, held, fold, old_members):

@@ -275,3 +275,10 @@ def make_batch(args):
         X[i] = logmel_fast(wav)
         Y[i], W[i] = y, w
     return X, Y, W
+
+
+def frequency_mask(x, rng, p: float = 0.5) -> None:
+    """With probability p, 1-7 adjacent mel bands of a feature batch [B, T, 64] (a tensor) set to its mean, in place."""
+    if rng.random() < p:
+        f0 = int(rng.integers(0, 56))
+        x[:, :, f0:f0 + int(rng.integers(1, 8))] = x.mean()

@@ -18,6 +18,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from . import augment as A
 from . import bank as B
 from . import distill as DI
 from . import distill_data as DD
@@ -43,7 +44,7 @@ def teacher_items(bank: B.Bank, items):
     return out
 
 
-def _crop(bank: B.Bank, row: int, rng):
+def crop(bank: B.Bank, row: int, rng):
     """Up to STEPS steps of one recording at a jittered level, padded with the front end's floor."""
     f, v = bank.features(row), bank.voiced_of(row)
     X = np.full((STEPS * FRAMES_PER_STEP, f.shape[1]), np.log(1e-8), dtype=np.float32)
@@ -74,11 +75,9 @@ def pretrain(model, bank: B.Bank, items, steps: int, seed: int, lr: float = 3e-3
     bs, t0, tot = 64, time.time(), 0.0
     for s in range(steps):
         pick = rng.integers(len(pairs), size=bs)
-        xs, ws = zip(*(_crop(bank, pairs[k][0], rng) for k in pick))
+        xs, ws = zip(*(crop(bank, pairs[k][0], rng) for k in pick))
         x, w = torch.from_numpy(np.stack(xs)), torch.from_numpy(np.stack(ws))
-        if rng.random() < 0.5:  # frequency mask, as in the label stage
-            f0 = int(rng.integers(0, 56))
-            x[:, :, f0:f0 + int(rng.integers(1, 8))] = x.mean()
+        A.frequency_mask(x, rng)  # as in the label stage
         target = torch.from_numpy(np.stack([pairs[k][1] for k in pick]))
         loss = (1 - (embedding(model, head, x, w) * target).sum(-1)).mean()
         opt.zero_grad()

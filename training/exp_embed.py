@@ -20,15 +20,15 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from . import augment as A
 from . import bank as B
 from . import data as D
 from . import distill as DI
 from . import speaker_data as SD
 from . import speaker_train as ST
-from .features import FRAMES_PER_STEP
+from .embed_pretrain import crop
 from .model import Net
 
-STEPS = 64
 
 
 class Student(nn.Module):
@@ -45,18 +45,6 @@ class Student(nn.Module):
         return F.normalize(self.emb(torch.cat([mu, sd], 1)), dim=-1)
 
 
-def crop(bank, i, rng, steps=STEPS):
-    f, v = bank.features(i).astype(np.float32), bank.voiced_of(i).astype(np.float32)
-    n = v.size
-    X = np.full((steps * FRAMES_PER_STEP, f.shape[1]), np.log(1e-8), dtype=np.float32)
-    W = np.zeros(steps, dtype=np.float32)
-    st = int(rng.integers(0, max(1, n - steps + 1)))
-    take = min(steps, n)
-    X[:take * 4] = f[st * 4:(st + take) * 4] + np.float32(rng.uniform(-3, 1))
-    W[:take] = v[st:st + take]
-    return X, W
-
-
 def train_student(bank, items, epochs, seed=1, log=print):
     """items: (bank row, target embedding)."""
     torch.manual_seed(seed)
@@ -71,9 +59,7 @@ def train_student(bank, items, epochs, seed=1, log=print):
         pick = rng.integers(len(items), size=bs)
         xs, ws = zip(*(crop(bank, items[k][0], rng) for k in pick))
         x, w = torch.from_numpy(np.stack(xs)), torch.from_numpy(np.stack(ws))
-        if rng.random() < 0.5:
-            f0 = int(rng.integers(0, 56))
-            x[:, :, f0:f0 + int(rng.integers(1, 8))] = x.mean()
+        A.frequency_mask(x, rng)
         t = torch.from_numpy(np.stack([items[k][1] for k in pick]))
         loss = (1 - (m(x, w) * t).sum(-1)).mean()
         opt.zero_grad()

@@ -18,6 +18,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from . import augment as A
 from . import bank as B
 from . import data as D
 from . import distill_data as DD
@@ -178,9 +179,7 @@ def train(task, bank, items, args, log=print):
         t0, tot, cnt = time.time(), 0.0, 0.0
         for _ in range(steps_per_epoch):
             xb, yb, wb, db = sampler.batch(bs, rng)
-            if rng.random() < 0.5:  # frequency mask
-                f0 = int(rng.integers(0, 56))
-                xb[:, :, f0:f0 + int(rng.integers(1, 8))] = xb.mean()
+            A.frequency_mask(xb, rng)
             h = model.trunk(xb)
             logits = model.head(F.relu(h))
             wv = wb * (yb.sum(-1) > 0).float()
@@ -245,7 +244,8 @@ def main():
         CONFIGS[args.task] = {**CONFIGS[args.task], **json.loads(args.cfg)}
     torch.set_num_threads(args.threads)
     clips = D.load_clips()
-    SD.write_validation_csv(args.task, clips, os.path.join(D.HERE, "validation"))
+    if args.out is None:  # the shipped model's validation list, for `auris eval`; an experiment's run leaves it alone
+        SD.write_validation_csv(args.task, clips, os.path.join(D.HERE, "validation"))
     bank = training_bank(clips, args.distill or args.embed_steps > 0, args.variants > 0)
     items = SD.clips_of(args.task, clips, split_name="train")
     if args.distill:  # teacher targets on unlabelled speech (distill.py)
