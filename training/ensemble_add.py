@@ -1,6 +1,6 @@
 """Adds a member to a shipped fused ensemble whose members are narrower than the new one.
 
-    python -m training.ensemble_add --task gender --new training/runs/g13 --version 1.3.0 --out models
+    python -m training.ensemble_add --task gender --new training/runs/g13 --version 1.3.0 --out models [--weight-new 0.5]
 
 The shipped file's members are taken back out of its grouped convolutions (ensemble.fuse wrote them member by
 member) and zero-padded to the new member's width: a padded channel has zero weights and bias, so it stays 0
@@ -8,6 +8,12 @@ through every ReLU and residual sum and the head ignores it; the padded member c
 Then all of them go through ensemble.build like freshly trained members (fused again, checked against the
 members, evaluated, card written).  Why not retrain the old members: gender 1.2.0's two members were chosen on
 validation and only member 1 re-trains bit-identically; this keeps them exactly as users have them.
+
+`--weight-new W` gives the new member the share W of the fused log-probability (the shipped members share the
+rest equally; default: every member alike).  The fused file takes the plain mean of its members'
+log-softmaxes, and log_softmax(z) differs from z by a constant over the classes, so softmax(mean_i s_i z_i) =
+softmax(sum_i w_i log p_i) when member i's head (weights and bias) is scaled by s_i = k w_i: exact, with the
+same graph.  W = 0.5 weighs the new member as much as the shipped file (added_member_loco --old-members 1).
 """
 from __future__ import annotations
 
@@ -101,6 +107,33 @@ def member_dirs(task: str, shipped: str, new: str) -> list[str]:
     return dirs + [new]
 
 
+def scale_head(src: str, dst: str, task: str, scale: float, note: str) -> str:
+    """A copy of member folder src in dst whose head convolution (weights and bias) is multiplied by scale."""
+    import onnx
+    from onnx import numpy_helper
+    m = onnx.load(os.path.join(src, task, "model.onnx"))
+    by_name = {i.name: i for i in m.graph.initializer}
+    head = _convs(m)[-1]
+    for name in head.input[1:3]:
+        by_name[name].CopyFrom(numpy_helper.from_array(numpy_helper.to_array(by_name[name]) * np.float32(scale), name))
+    os.makedirs(os.path.join(dst, task), exist_ok=True)
+    onnx.save(m, os.path.join(dst, task, "model.onnx"))
+    man = json.load(open(os.path.join(src, task, "manifest.json")))
+    man["model"]["architecture"] += f" ({note}: head scaled by {scale:g})"
+    json.dump(man, open(os.path.join(dst, task, "manifest.json"), "w"), indent=2)
+    return dst
+
+
+def weighted(task: str, dirs: list[str], weight_new: float, version: str) -> list[str]:
+    """The members with heads scaled so that the fused file gives the new (last) member the share weight_new."""
+    k = len(dirs)
+    scales = [k * (1 - weight_new) / (k - 1)] * (k - 1) + [k * weight_new]
+    notes = [f"weight {(1 - weight_new) / (k - 1):g} in the fused log-probability"] * (k - 1) \
+        + [f"weight {weight_new:g} in the fused log-probability"]
+    return [scale_head(d, os.path.join(MEMBER_DIRS, f"{task}_{version}_member{j + 1}_weighted"), task, s, n)
+            for j, (d, s, n) in enumerate(zip(dirs, scales, notes))]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--task", required=True)
@@ -108,8 +141,12 @@ def main():
     ap.add_argument("--new", required=True, help="run folder holding <task>/ of the new (wider) member")
     ap.add_argument("--out", required=True)
     ap.add_argument("--version", required=True)
+    ap.add_argument("--weight-new", type=float, default=None,
+                    help="share of the new member in the fused log-probability (default: all members alike)")
     a = ap.parse_args()
     members = member_dirs(a.task, a.shipped, a.new)
+    if a.weight_new is not None:
+        members = weighted(a.task, members, a.weight_new, a.version)
     E.build(a.task, members, a.out, a.version)
 
 

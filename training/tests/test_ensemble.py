@@ -85,3 +85,32 @@ def test_members_of_different_width_are_not_fused(tmp_path):
         paths.append(p)
     with pytest.raises(ValueError):
         fuse(paths, str(tmp_path / "fused.onnx"))
+
+
+def test_weighted_members_fuse_to_the_weighted_geometric_mean(tmp_path):
+    """ensemble_add --weight-new: scaled heads make the plain mean of log-softmaxes a weighted one, exactly."""
+    import json
+    import onnxruntime as ort
+    from training import ensemble_add as EA
+    torch.manual_seed(2)
+    dirs = []
+    for i in range(3):
+        d = tmp_path / f"m{i}"
+        (d / "gender").mkdir(parents=True)
+        export(Net(2, c2=32, dil=(1, 2)), str(d / "gender" / "model.onnx"))
+        (d / "gender" / "manifest.json").write_text(json.dumps({"model": {"architecture": "net"}}))
+        dirs.append(str(d))
+    EA.MEMBER_DIRS = str(tmp_path / "weighted")
+    scaled = EA.weighted("gender", dirs, 0.5, "9.9.9")
+    fused = str(tmp_path / "fused.onnx")
+    fuse([f"{d}/gender/model.onnx" for d in scaled], fused)
+    x = np.random.default_rng(5).standard_normal((1, 48, 64)).astype(np.float32) * 3 - 5
+    p = [ort.InferenceSession(f"{d}/gender/model.onnx").run(None, {"features": x})[0] for d in dirs]
+    logp = 0.25 * np.log(p[0]) + 0.25 * np.log(p[1]) + 0.5 * np.log(p[2])
+    ref = np.exp(logp) / np.exp(logp).sum(-1, keepdims=True)
+    got = ort.InferenceSession(fused).run(None, {"features": x})[0]
+    assert np.abs(got - ref).max() < 1e-5
+    plain = np.exp(np.mean(np.log(p), 0))
+    plain /= plain.sum(-1, keepdims=True)
+    assert np.abs(got - plain).max() > 1e-4  # the weights change the result
+    assert "weight 0.5" in json.loads(open(f"{scaled[2]}/gender/manifest.json").read())["model"]["architecture"]
