@@ -78,7 +78,9 @@ def main():
     ap.add_argument("--task", default="gender")
     ap.add_argument("--runs", required=True, help="loco.py --runs folder of the new member's recipe")
     ap.add_argument("--cfg", default='{"c2": 128, "lifter": 0}', help="the new member's model config")
-    ap.add_argument("--old-members", type=int, default=2)
+    ap.add_argument("--old-members", type=int, default=2,
+                    help="weight of the shipped file in the fusion, counted in members (1: as much as the new member, "
+                         "as ensemble_add --weight-new 0.5)")
     ap.add_argument("--out", default=os.path.join(L.ROOT, "models"))
     ap.add_argument("--corpora", default=None, help="comma-separated subset of the corpora the old members never heard")
     a = ap.parse_args()
@@ -87,7 +89,7 @@ def main():
     by_idx = {c.idx: c for c in clips}
     bank = B.build(clips)
     unseen = [c for c in SD.CORPORA if c not in L.SHIPPED_TRAINED_ON[a.task] and (not a.corpora or c in a.corpora.split(","))]
-    rep = {"corpora": unseen, "old_members": a.old_members, "runs": a.runs, "per_corpus": {}}
+    rep = {"corpora": unseen, "old_members": a.old_members, "runs": a.runs, "cfg": json.loads(a.cfg), "per_corpus": {}}
     pooled: dict = {}
     for corpus in unseen:
         fold = Net(len(SD.CLASSES[a.task]), **{**CONFIGS[a.task], **json.loads(a.cfg)})

@@ -155,8 +155,12 @@ class OrtModel:
         return torch.from_numpy(self.sess.run(None, {"features": x.numpy().astype(np.float32)})[0])
 
 
-def build(task: str, members: list[str], out: str, version: str) -> dict:
-    """Merge <member>/<task>/model.onnx files into <out>/<task>/ with manifest, metrics and card; returns the metrics."""
+def build(task: str, members: list[str], out: str, version: str, weights: list[float] | None = None,
+          merged_by: str = "python -m training.ensemble", reference: dict | None = None) -> dict:
+    """Merge <member>/<task>/model.onnx files into <out>/<task>/ with manifest, metrics and card; returns the metrics.
+    `weights` (for the card) are the members' shares of the fused log-probability when their heads were scaled
+    for it (ensemble_add.weighted); None means equal members. `reference` (metrics.json's reference_previous_model)
+    is a previous model scored on the same validation clips, shown beside this one in the card."""
     mans = [json.load(open(os.path.join(m, task, "manifest.json"))) for m in members]
     paths = [os.path.join(m, task, "model.onnx") for m in members]
     if any(m["context"] != mans[0]["context"] for m in mans):
@@ -174,6 +178,8 @@ def build(task: str, members: list[str], out: str, version: str) -> dict:
     diff = check_merged(paths, fn, len(CLASSES[task]))
     clips = D.load_clips()
     res = evaluate(OrtModel(fn), task, val_set(task, clips, D.AudioStore(clips)))
+    if reference:
+        res["reference_previous_model"] = reference
     man = dict(mans[0])
     man["version"] = version
     man["metrics"] = summary_metrics(task, res)
@@ -181,11 +187,15 @@ def build(task: str, members: list[str], out: str, version: str) -> dict:
         "parameters": sum(m["model"]["parameters"] for m in mans),
         "macs_per_step": sum(m["model"]["macs_per_step"] for m in mans),
         "onnx_opset": mans[0]["model"]["onnx_opset"],
-        "architecture": f"ensemble of {len(mans)} ({how}; normalised geometric mean of the members' probabilities): "
+        "architecture": f"ensemble of {len(mans)} ({how}; normalised geometric mean of the members' probabilities"
+                        + (", weighted " + " / ".join(f"{w:g}" for w in weights) if weights else "") + "): "
                         + "; ".join(m["model"]["architecture"] for m in mans),
         "onnx_vs_members_max_abs_diff": diff,
     }
-    man["training"] = {"ensemble_of": [dict(m["training"], architecture=m["model"]["architecture"]) for m in mans]}
+    man["training"] = {"ensemble_of": [dict(m["training"], architecture=m["model"]["architecture"]) for m in mans],
+                       "merged_by": merged_by}
+    if weights:
+        man["training"]["weights"] = list(weights)
     write_model_dir(task, d, man, res, clips)
     o = res["overall"]
     print(f"[{task}] ensemble of {len(mans)} -> {fn} ({os.path.getsize(fn) / 1024:.0f} KB), clip acc {o['clip_accuracy']:.3f}"

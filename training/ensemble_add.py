@@ -1,4 +1,4 @@
-"""Adds a member to a shipped fused ensemble whose members are narrower than the new one.
+"""Adds a member to a shipped fused ensemble whose members are as wide as the new one or narrower.
 
     python -m training.ensemble_add --task gender --new training/runs/g13 --version 1.3.0 --out models [--weight-new 0.5]
 
@@ -88,6 +88,7 @@ def member_dirs(task: str, shipped: str, new: str) -> list[str]:
     old = man["training"]["ensemble_of"]
     dirs = []
     for j, convs in enumerate(split_fused(os.path.join(shipped, task, "model.onnx"))):
+        padded = any(w.shape != shape for (w, _), shape in zip(convs, shapes))
         d = os.path.join(MEMBER_DIRS, f"{task}_{man['version']}_member{j + 1}")
         os.makedirs(os.path.join(d, task), exist_ok=True)
         write_member(template, pad_member(convs, shapes), os.path.join(d, task, "model.onnx"))
@@ -97,8 +98,8 @@ def member_dirs(task: str, shipped: str, new: str) -> list[str]:
         mm["model"] = {"parameters": man["model"]["parameters"] // len(old),
                        "macs_per_step": man["model"]["macs_per_step"] // len(old),
                        "onnx_opset": man["model"]["onnx_opset"],
-                       "architecture": old[j]["architecture"] + f" (member {j + 1} of {task} {man['version']}, zero-padded "
-                                       f"to {shapes[-2][0]} channels)"}
+                       "architecture": old[j]["architecture"] + f" (member {j + 1} of {task} {man['version']}"
+                                       + (f", zero-padded to {shapes[-2][0]} channels)" if padded else ")")}
         json.dump(mm, open(os.path.join(d, task, "manifest.json"), "w"), indent=2)
         dirs.append(d)
     # the padded members, averaged, must give exactly the shipped file
@@ -107,7 +108,7 @@ def member_dirs(task: str, shipped: str, new: str) -> list[str]:
     return dirs + [new]
 
 
-def scale_head(src: str, dst: str, task: str, scale: float, note: str) -> str:
+def scale_head(src: str, dst: str, task: str, scale: float) -> str:
     """A copy of member folder src in dst whose head convolution (weights and bias) is multiplied by scale."""
     import onnx
     from onnx import numpy_helper
@@ -119,19 +120,33 @@ def scale_head(src: str, dst: str, task: str, scale: float, note: str) -> str:
     os.makedirs(os.path.join(dst, task), exist_ok=True)
     onnx.save(m, os.path.join(dst, task, "model.onnx"))
     man = json.load(open(os.path.join(src, task, "manifest.json")))
-    man["model"]["architecture"] += f" ({note}: head scaled by {scale:g})"
+    man.setdefault("training", {})["head_scaled_by"] = scale
     json.dump(man, open(os.path.join(dst, task, "manifest.json"), "w"), indent=2)
     return dst
+
+
+def member_weights(k: int, weight_new: float) -> list[float]:
+    """Shares of the fused log-probability: weight_new for the new (last) member, the rest split equally."""
+    return [(1 - weight_new) / (k - 1)] * (k - 1) + [weight_new]
 
 
 def weighted(task: str, dirs: list[str], weight_new: float, version: str) -> list[str]:
     """The members with heads scaled so that the fused file gives the new (last) member the share weight_new."""
     k = len(dirs)
-    scales = [k * (1 - weight_new) / (k - 1)] * (k - 1) + [k * weight_new]
-    notes = [f"weight {(1 - weight_new) / (k - 1):g} in the fused log-probability"] * (k - 1) \
-        + [f"weight {weight_new:g} in the fused log-probability"]
-    return [scale_head(d, os.path.join(MEMBER_DIRS, f"{task}_{version}_member{j + 1}_weighted"), task, s, n)
-            for j, (d, s, n) in enumerate(zip(dirs, scales, notes))]
+    return [scale_head(d, os.path.join(MEMBER_DIRS, f"{task}_{version}_member{j + 1}_weighted"), task, k * w)
+            for j, (d, w) in enumerate(zip(dirs, member_weights(k, weight_new)))]
+
+
+def previous_rows(task: str, shipped: str) -> dict:
+    """The shipped file's validation rows (its metrics.json: same clips, same evaluation code) for the new card."""
+    d = os.path.join(shipped, task)
+    version = json.load(open(os.path.join(d, "manifest.json")))["version"]
+    res = json.load(open(os.path.join(d, "metrics.json")))
+    rows = {f"{version} (previous release = members 1-{len(split_fused(os.path.join(d, 'model.onnx')))}): all validation":
+            res["overall"]}
+    rows.update({f"{version}: {s}": r for s, r in res["per_source"].items()})
+    return {"description": f"the same {res['overall']['n_clips']} validation clips scored, with the same evaluation "
+                           f"code, by the previous release {version}.", "rows": rows}
 
 
 def main():
@@ -145,9 +160,12 @@ def main():
                     help="share of the new member in the fused log-probability (default: all members alike)")
     a = ap.parse_args()
     members = member_dirs(a.task, a.shipped, a.new)
+    weights, merged_by = None, f"python -m training.ensemble_add --task {a.task} --new {a.new} --version {a.version}"
     if a.weight_new is not None:
         members = weighted(a.task, members, a.weight_new, a.version)
-    E.build(a.task, members, a.out, a.version)
+        weights, merged_by = member_weights(len(members), a.weight_new), merged_by + f" --weight-new {a.weight_new:g}"
+    E.build(a.task, members, a.out, a.version, weights=weights, merged_by=merged_by,
+            reference=previous_rows(a.task, a.shipped))
 
 
 if __name__ == "__main__":

@@ -113,4 +113,4 @@ def test_weighted_members_fuse_to_the_weighted_geometric_mean(tmp_path):
     plain = np.exp(np.mean(np.log(p), 0))
     plain /= plain.sum(-1, keepdims=True)
     assert np.abs(got - plain).max() > 1e-4  # the weights change the result
-    assert "weight 0.5" in json.loads(open(f"{scaled[2]}/gender/manifest.json").read())["model"]["architecture"]
+    assert json.loads(open(f"{scaled[2]}/gender/manifest.json").read())["training"]["head_scaled_by"] == 1.5
