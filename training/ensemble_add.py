@@ -153,12 +153,14 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--task", required=True)
     ap.add_argument("--shipped", default="models", help="folder holding <task>/ of the shipped fused ensemble")
-    ap.add_argument("--new", required=True, help="run folder holding <task>/ of the new (wider) member")
+    ap.add_argument("--new", required=True, help="run folder holding <task>/ of the new member")
     ap.add_argument("--out", required=True)
     ap.add_argument("--version", required=True)
     ap.add_argument("--weight-new", type=float, default=None,
                     help="share of the new member in the fused log-probability (default: all members alike)")
     a = ap.parse_args()
+    if a.weight_new is not None and not 0 < a.weight_new < 1:
+        ap.error("--weight-new must lie strictly between 0 and 1")
     members = member_dirs(a.task, a.shipped, a.new)
     weights, merged_by = None, f"python -m training.ensemble_add --task {a.task} --new {a.new} --version {a.version}"
     if a.weight_new is not None:
