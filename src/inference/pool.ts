@@ -2,7 +2,10 @@
  * A small pool of inference worker threads (onnxruntime runs synchronously on the calling
  * thread, so it must not run on the main event loop). Each worker owns its own sessions
  * (intraOpNumThreads 1, graph optimisation 'all'). Window inputs are transferred, not copied,
- * when they own their whole buffer; outputs come back transferred.
+ * when they own their whole buffer; outputs come back transferred. A live stream's state lives
+ * in its own SharedArrayBuffer (protocol.sharedState), which the worker reads and overwrites in
+ * place: at a few hundred streams, states travelling both ways at every 64 ms step were most
+ * of the main thread's allocations and its major garbage collections (docs/streaming.md).
  *
  * Jobs wait in a main-thread queue until a worker is free; jobs for the same model and
  * window length are then batched into one [B, T, 64] call (e.g. the channels of a stereo
@@ -12,7 +15,7 @@ import * as path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { AurisError } from '../errors';
 import { defaultInferenceThreads } from './env';
-import { ownsWholeBuffer, type FromWorker, type ModelRef, type ToWorker } from './protocol';
+import { isSharedState, ownsWholeBuffer, type FromWorker, type ModelRef, type ToWorker } from './protocol';
 import { FLOATS_PER_STEP, ModelInfo } from './registry';
 
 export interface InferencePoolOptions {
@@ -299,14 +302,14 @@ export class InferencePool {
     const features = stack(batch.map((j) => j.features), steps * FLOATS_PER_STEP);
     const stateful = batch[0]!.state !== undefined;
     const stateSize = stateful ? (model as StatefulPoolModel).stateSize : 0;
-    const state = stateful ? stack(batch.map((j) => j.state!), stateSize) : undefined;
+    // live streams keep their states in shared buffers that the worker updates in place; other states travel
+    const shared = stateful && batch.every((j) => isSharedState(j.state!, stateSize));
+    const state = stateful && !shared ? stack(batch.map((j) => j.state!), stateSize) : undefined;
     try {
       const transfer = [features.buffer as ArrayBuffer];
       if (state) transfer.push(state.buffer as ArrayBuffer);
-      const msg = await worker.call(
-        { type: 'run', model: ref(model), batch: batch.length, steps, features, ...(state ? { state } : {}) },
-        transfer,
-      );
+      const states = shared ? { sharedStates: batch.map((j) => j.state!.buffer as SharedArrayBuffer) } : state ? { state } : {};
+      const msg = await worker.call({ type: 'run', model: ref(model), batch: batch.length, steps, features, ...states }, transfer);
       const err = replyError(msg);
       if (err) throw err;
       if (msg.type !== 'result') throw new AurisError('INFERENCE_FAILED', `unexpected worker reply ${msg.type}`);
@@ -314,7 +317,7 @@ export class InferencePool {
       if (C !== model.rawKeys.length) {
         throw new AurisError('INFERENCE_FAILED', `model ${model.name} gave ${C} classes, its manifest has ${model.rawKeys.length} raw_keys`);
       }
-      if (stateful && msg.state?.length !== stateSize * batch.length) {
+      if (stateful && !shared && msg.state?.length !== stateSize * batch.length) {
         throw new AurisError('INFERENCE_FAILED', `model ${model.name} returned no state or a state of the wrong size`);
       }
       this._stats.calls++;
@@ -326,7 +329,7 @@ export class InferencePool {
       batch.forEach((j, i) =>
         j.resolve({
           probs: msg.probs.subarray(i * out, (i + 1) * out),
-          state: stateful ? msg.state!.subarray(i * stateSize, (i + 1) * stateSize) : noState,
+          state: shared ? j.state! : stateful ? msg.state!.subarray(i * stateSize, (i + 1) * stateSize) : noState,
         }),
       );
     } catch (e) {

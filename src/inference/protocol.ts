@@ -24,12 +24,28 @@ export type ToWorker =
       features: Float32Array;
       /** Stateful graphs: [batch][stateSize] float32, transferred. */
       state?: Float32Array;
+      /**
+       * Stateful graphs, instead of `state`: one shared buffer of stateSize floats per window (the
+       * stream's own state). The worker reads them and writes the new states back in place, so
+       * states neither travel nor become garbage on the main thread at every step.
+       */
+      sharedStates?: SharedArrayBuffer[];
     };
 
 export type FromWorker =
   | { type: 'loaded'; id: number }
   | { type: 'result'; id: number; probs: Float32Array; dims: number[]; ms: number; state?: Float32Array }
   | { type: 'error'; id: number; message: string; code: string; file?: string };
+
+/** A zero state of `floats` floats in its own shared buffer (a live stream's state, updated in place by the workers). */
+export function sharedState(floats: number): Float32Array {
+  return new Float32Array(new SharedArrayBuffer(floats * Float32Array.BYTES_PER_ELEMENT));
+}
+
+/** True when the array is exactly one whole shared buffer of `floats` floats (see sharedState). */
+export function isSharedState(a: Float32Array, floats: number): boolean {
+  return a.buffer instanceof SharedArrayBuffer && a.byteOffset === 0 && a.length === floats && a.buffer.byteLength === a.byteLength;
+}
 
 /** True when the array spans its whole (non-shared) buffer, so the buffer can be transferred instead of copied. */
 export function ownsWholeBuffer(a: Float32Array): boolean {

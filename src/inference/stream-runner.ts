@@ -24,6 +24,7 @@
  * windowed (their right context is the end). Both give the whole-file model's numbers.
  */
 import { AurisError } from '../errors';
+import { sharedState } from './protocol';
 import { FLOATS_PER_STEP } from './registry';
 import { StepBuffer } from './step-buffer';
 import type { InferFn, OutputFn, RunnerModel } from './runner';
@@ -182,8 +183,8 @@ export class StreamRunner {
     const b = this.callEnd(a, this._received, st.delaySteps);
     if (b <= a) return;
     const features = this.buf.copy(a, b);
-    // the graph's state travels with each call and comes back with its answer; zeros before the first
-    const state = a === 0 ? new Float32Array(st.stateSize) : this.state!;
+    // zeros before the first call; a shared buffer, which the inference worker updates in place
+    const state = a === 0 ? sharedState(st.stateSize) : this.state!;
     this.state = undefined;
     this.fed = b;
     this.trim();

@@ -58,10 +58,11 @@ port.on('message', (msg: ToWorker) => {
     );
     return;
   }
-  const { id, model, batch, steps, features, state } = msg;
+  const { id, model, batch, steps, features, sharedStates } = msg;
   session(model)
     .then(async (s) => {
       const t0 = performance.now();
+      const state = sharedStates ? gather(sharedStates) : msg.state;
       const feeds: Record<string, ort.Tensor> = {
         [model.inputName]: new ort.Tensor('float32', features, [batch, steps * FRAMES_PER_STEP, N_MELS]),
       };
@@ -84,13 +85,31 @@ port.on('message', (msg: ToWorker) => {
       if (state) {
         const st = outs[model.stateOutputName!];
         if (!st || st.data.length !== state.length) throw new Error(`model ${model.name}: state output of ${st?.data.length ?? 0} floats, expected ${state.length}`);
-        newState = owned(st.data as Float32Array);
-        transfer.push(newState.buffer as ArrayBuffer);
+        if (sharedStates) {
+          scatter(st.data as Float32Array, sharedStates);
+        } else {
+          newState = owned(st.data as Float32Array);
+          transfer.push(newState.buffer as ArrayBuffer);
+        }
       }
       reply({ type: 'result', id, probs, dims, ms: performance.now() - t0, ...(newState ? { state: newState } : {}) }, transfer);
     })
     .catch((e) => errorReply(id, e));
 });
+
+/** The streams' states side by side ([batch][stateSize]), the graph's state input. */
+function gather(states: SharedArrayBuffer[]): Float32Array {
+  const per = states[0]!.byteLength / Float32Array.BYTES_PER_ELEMENT;
+  const out = new Float32Array(per * states.length);
+  states.forEach((sab, i) => out.set(new Float32Array(sab), i * per));
+  return out;
+}
+
+/** Writes each stream's new state back into its own shared buffer. */
+function scatter(next: Float32Array, states: SharedArrayBuffer[]): void {
+  const per = states[0]!.byteLength / Float32Array.BYTES_PER_ELEMENT;
+  states.forEach((sab, i) => new Float32Array(sab).set(next.subarray(i * per, (i + 1) * per)));
+}
 
 /** The array itself when it owns its whole buffer (so it can be transferred), else a copy. */
 function owned(data: Float32Array): Float32Array {

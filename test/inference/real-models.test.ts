@@ -9,6 +9,7 @@ import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { FLOATS_PER_STEP, InferenceEngine, packageRoot, WindowedRunner } from '../../src/inference';
 import { seededRandom } from '../../src/inference/placeholder';
+import { sharedState } from '../../src/inference/protocol';
 import { StreamRunner } from '../../src/inference/stream-runner';
 
 const MODELS_DIR = path.join(packageRoot(), 'models');
@@ -108,6 +109,27 @@ describe('real models (models/)', () => {
         for (let i = 0; i < out.length; i++) maxDiff = Math.max(maxDiff, Math.abs(out[i]! - whole[i]!));
         assert.ok(maxDiff <= 1e-5, `${name}, ${steps} steps, align ${align}: max difference ${maxDiff}`);
         assert.ok(statefulCalls > 0, 'the stateful graphs were used');
+      }
+    });
+
+    it(`${name}: stream states in shared buffers are updated in place by the worker and equal states that travel`, async () => {
+      const model = engine!.model(name);
+      const g = model.streaming!;
+      const per = 2 * FLOATS_PER_STEP;
+      const xs = [0, 1, 2].map((k) => features(8, 40 + k));
+      const shared = xs.map(() => sharedState(g.stateSize));
+      let travelling = xs.map(() => new Float32Array(g.stateSize));
+      for (let c = 0; c < 4; c++) {
+        // three streams at once, so their calls are batched as live streams' calls are
+        const a = await Promise.all(xs.map((x, k) => engine!.inferStateful(model, 2 * c, x.slice(c * per, (c + 1) * per), 2, shared[k]!)));
+        const b = await Promise.all(xs.map((x, k) => engine!.inferStateful(model, 2 * c, x.slice(c * per, (c + 1) * per), 2, travelling[k]!)));
+        travelling = b.map((r) => r.state.slice());
+        a.forEach((r, k) => {
+          assert.equal(r.state, shared[k], 'the same shared array comes back');
+          assert.deepEqual(Array.from(r.probs), Array.from(b[k]!.probs), `${name}, call ${c}, stream ${k}: outputs`);
+          assert.deepEqual(Array.from(shared[k]!), Array.from(travelling[k]!), `${name}, call ${c}, stream ${k}: states`);
+        });
+        assert.ok(shared.every((s) => s.some((v) => v !== 0)), 'the worker wrote the new states');
       }
     });
   }
