@@ -144,7 +144,8 @@ EXPERIMENTS = {
         "Weighing it as much as 1.2.0's two members together (`ensemble_add --weight-new 0.5`, "
         "`added_member_loco --old-members 1`) gives the figures in the section above; it is the release. Its cost: "
         "the URDU held-out men of the 1.x validation (0.792 against 0.833 male recall), and 10-20 ms of p99 at 300 "
-        "live gRPC streams on 2 cores (docs/streaming.md). Two members instead of three, at 1.2.0's cost (one 1.2.0 "
+        "live gRPC streams on 2 cores, which keeping the streams' states in shared memory then more than won back "
+        "(docs/streaming.md). Two members instead of three, at 1.2.0's cost (one 1.2.0 "
         "member and the new one, half each; hyke, ASED, nEMO, ETTSDB): with member 1 clean 0.915, telephone 0.884, "
         "low-arousal women 0.760, but high-arousal men 0.857 and pitch-moved clips 0.696; with member 2 clean 0.920, "
         "telephone 0.852, low-arousal women 0.676. Neither is level with 1.2.0 in every slice, so all three stay.",
