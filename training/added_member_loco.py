@@ -1,6 +1,6 @@
 """Leave-one-corpus-out estimate of a fused ensemble made by ensemble_add.py: the shipped members plus a new one.
 
-    python -m training.added_member_loco --task gender --runs training/runs/exp/embed128 --out models
+    python -m training.added_member_loco --task gender --runs training/runs/exp/embedvar64 --old-members 1 --out models
 
 The shipped members never heard some corpora (loco.SHIPPED_TRAINED_ON); on those, the new member's fold model that
 was trained without the corpus (loco.py's <runs>/<task>/<corpus>.pt) is fused with the shipped file step by step,
@@ -77,7 +77,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--task", default="gender")
     ap.add_argument("--runs", required=True, help="loco.py --runs folder of the new member's recipe")
-    ap.add_argument("--cfg", default='{"c2": 128, "lifter": 0}', help="the new member's model config")
+    ap.add_argument("--cfg", default='{"lifter": 0}', help="the new member's model config (gender 1.3.0's member 3)")
     ap.add_argument("--old-members", type=int, default=2,
                     help="weight of the shipped file in the fusion, counted in members (1: as much as the new member, "
                          "as ensemble_add --weight-new 0.5)")
