@@ -147,6 +147,13 @@ function replyError(msg: FromWorker): AurisError | undefined {
   return new AurisError(code, msg.message, msg.file ? { file: msg.file } : undefined);
 }
 
+/** The new state, written into the stream's shared buffer when it had one (a batch that mixed shared and travelling states). */
+function keepShared(previous: Float32Array, next: Float32Array): Float32Array {
+  if (!isSharedState(previous, next.length)) return next;
+  previous.set(next);
+  return previous;
+}
+
 /** One buffer holding the arrays in order (the first array itself when it is alone and owns its buffer: transferred as is). */
 function stack(parts: Float32Array[], per: number): Float32Array {
   const first = parts[0]!;
@@ -329,7 +336,7 @@ export class InferencePool {
       batch.forEach((j, i) =>
         j.resolve({
           probs: msg.probs.subarray(i * out, (i + 1) * out),
-          state: shared ? j.state! : stateful ? msg.state!.subarray(i * stateSize, (i + 1) * stateSize) : noState,
+          state: shared ? j.state! : stateful ? keepShared(j.state!, msg.state!.subarray(i * stateSize, (i + 1) * stateSize)) : noState,
         }),
       );
     } catch (e) {

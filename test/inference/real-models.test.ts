@@ -132,5 +132,18 @@ describe('real models (models/)', () => {
         assert.ok(shared.every((s) => s.some((v) => v !== 0)), 'the worker wrote the new states');
       }
     });
+
+    it(`${name}: a batch mixing a shared and a travelling state keeps the shared one shared`, async () => {
+      const model = engine!.model(name);
+      const x = features(2, 50);
+      const shared = sharedState(model.streaming!.stateSize);
+      const [a, b] = await Promise.all([
+        engine!.inferStateful(model, 0, x.slice(), 2, shared),
+        engine!.inferStateful(model, 0, x.slice(), 2, new Float32Array(model.streaming!.stateSize)),
+      ]);
+      assert.equal(a.state, shared);
+      assert.deepEqual(Array.from(shared), Array.from(b.state));
+      assert.ok(shared.some((v) => v !== 0));
+    });
   }
 });
