@@ -23,8 +23,8 @@ import torch
 
 from . import data as D
 from . import speaker_data as S
+from .evaluation import recall_table
 
-PROSODY_CACHE = os.path.join(D.CACHE, "prosody.npz")
 PROSODY_NAMES = ("logf0 mean", "logf0 std", "logf0 p90-p10", "logf0 p95", "voiced share", "voiced/active",
                  "level std", "level p90-p10", "voiced level re max", "alpha ratio", "alpha ratio std",
                  "pitch movement", "duration", "active share")
@@ -56,18 +56,19 @@ def clip_prosody(x: np.ndarray) -> list[float] | None:
 
 
 def prosody_features(clips):
-    """{clip idx: statistics} for every clip of the arousal and emotions tasks (cached)."""
-    if os.path.exists(PROSODY_CACHE):
-        z = np.load(PROSODY_CACHE)
-        return dict(zip(z["idx"].tolist(), z["F"]))
+    """{clip idx: statistics} for every clip of the arousal and emotions tasks (cached, keyed by those clips' rows)."""
     use = [c for c in clips if S.label("arousal", c) is not None or S.label("emotions", c) is not None]
+    cache = os.path.join(D.CACHE, f"prosody_{D.rows_sha256(use)[:12]}.npz")
+    if os.path.exists(cache):
+        z = np.load(cache)
+        return dict(zip(z["idx"].tolist(), z["F"]))
     store = D.AudioStore(clips)
     out = {}
     for c in use:
         f = clip_prosody(store.get(c))
         if f is not None:
             out[c.idx] = np.array(f)
-    np.savez(PROSODY_CACHE, idx=np.array(list(out)), F=np.stack(list(out.values())))
+    np.savez(cache, idx=np.array(list(out)), F=np.stack(list(out.values())))
     return out
 
 
@@ -98,8 +99,10 @@ def probe(x_train, y_train, x_test, classes):
         return np.array(classes)[lin(torch.tensor((x_test - mu) / sd, dtype=torch.float32)).argmax(1).numpy()]
 
 
-def uar(y_true, y_pred) -> float:
-    return float(np.mean([np.mean(y_pred[y_true == c] == c) for c in sorted(set(y_true))]))
+def uar(y_true, y_pred, classes) -> float:
+    """Mean recall over the classes present in y_true (evaluation.recall_table on class indices)."""
+    rec = recall_table(np.array([classes.index(v) for v in y_true]), np.array([classes.index(v) for v in y_pred]), len(classes))
+    return float(np.nanmean(list(rec.values())))
 
 
 def speaker_relative(x, speakers, scale=False):
@@ -123,7 +126,7 @@ def within_corpus(x, y, source, spk, classes, folds=5) -> float:
             te = fold == f
             if te.any() and (~te).any():
                 pred[te] = probe(x[m][~te], y[m][~te], x[m][te], classes)
-        out.append(uar(y[m], pred))
+        out.append(uar(y[m], pred, classes))
     return float(np.mean(out))
 
 
@@ -144,7 +147,7 @@ def main():
             if view == "prosody":
                 variants["spk-z"] = speaker_relative(x, spk, scale=True)
             for name, xv in variants.items():
-                res = {h: uar(y[source == h], probe(xv[source != h], y[source != h], xv[source == h], classes))
+                res = {h: uar(y[source == h], probe(xv[source != h], y[source != h], xv[source == h], classes), classes)
                        for h in sorted(set(source))}
                 print(f"{task:8s} {view:7s} {name:5s} clips {len(y):5d} | "
                       + " | ".join(f"{h} {u:.3f}" for h, u in res.items()) + f" | mean {np.mean(list(res.values())):.3f}"
