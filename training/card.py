@@ -215,9 +215,6 @@ def _run(t, task):
 
 LICENCES = ("Licences include non-commercial (CC BY-NC-SA: RAVDESS, some jamendo songs) and research-use-only (BAVED, "
             "URDU) terms: check them before any commercial use of these weights.")
-ADDED_LICENCES = ("Licences include non-commercial (CC BY-NC-SA: RAVDESS, nEMO, some jamendo songs), research-only (BAVED, "
-                  "URDU, ETTSDB: no commercial use) and unstated (hyke: research data; ASED: \"freely available\") terms: "
-                  "check them before any commercial use of these weights.")
 
 
 def training_line(task, t):
@@ -253,6 +250,7 @@ def write_model_dir(task, d, manifest, res, clips):
 
 
 def write_card(task, d, manifest, res, clips):
+    from .speaker_card import SPEAKER_LICENCES
     from .streaming import card_line
     m = manifest
     txt = f"""# auris `{task}` model {m['version']}
@@ -274,7 +272,7 @@ Audio from the project's shared datasets folder (16 kHz Opus). Sources used for 
 
 {"Music and other clips from the training split (game soundtracks, game sfx, ESC-10 folds 1-3, librosa) are additionally used as backgrounds for mixing." if task != "speech" else ""}
 
-{added_member_sources(clips, set(res["per_source"])) + chr(10) + ADDED_LICENCES if os.path.exists(os.path.join(d, "loco_added_member.json")) else LICENCES}
+{added_member_sources(clips, set(res["per_source"])) + chr(10) + SPEAKER_LICENCES if os.path.exists(os.path.join(d, "loco_added_member.json")) else LICENCES}
 
 ## Labels
 

@@ -292,6 +292,11 @@ def shipped_section(task, loco):
             "clips (for corpora it was trained on, only its held-out speakers):\n\n" + shipped_tables(task, loco["shipped"]) + "\n")
 
 
+# the licence terms of the corpora with speaker labels and of the background music (one sentence for every card that uses them)
+SPEAKER_LICENCES = ("Licences include non-commercial (CC BY-NC-SA: RAVDESS, nEMO, some jamendo songs), research-only (BAVED, "
+                    "URDU, ETTSDB: no commercial use) and unstated (hyke: research data; ASED: \"freely available\") terms: "
+                    "check them before any commercial use of these weights.")
+
 ADDED_MEMBER = {
     "gender": "Member 3 (new in 1.3.0; `python -m training.speaker_train --task gender --embed-steps 4000 --variants "
               "0.35 --cfg '{\"lifter\": 0}'`, added by `python -m training.ensemble_add --weight-new 0.5`) is trained in "
@@ -415,7 +420,7 @@ Audio from the project's shared datasets folder (16 kHz Opus); music and other c
 
 {licences(task, clips)}
 
-Licences include non-commercial (CC BY-NC-SA: RAVDESS, nEMO), research-only (BAVED, URDU, ETTSDB: no commercial use) and unstated (hyke: research data; ASED: "freely available") terms: check them before any commercial use of these weights.
+{SPEAKER_LICENCES}
 
 ## Labels
 
