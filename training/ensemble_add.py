@@ -130,20 +130,20 @@ def member_weights(k: int, weight_new: float) -> list[float]:
     return [(1 - weight_new) / (k - 1)] * (k - 1) + [weight_new]
 
 
-def weighted(task: str, dirs: list[str], weight_new: float, version: str) -> list[str]:
-    """The members with heads scaled so that the fused file gives the new (last) member the share weight_new."""
-    k = len(dirs)
-    return [scale_head(d, os.path.join(MEMBER_DIRS, f"{task}_{version}_member{j + 1}_weighted"), task, k * w)
-            for j, (d, w) in enumerate(zip(dirs, member_weights(k, weight_new)))]
+def weighted(task: str, dirs: list[str], weights: list[float], version: str) -> list[str]:
+    """The members with heads scaled by k * weight, so that the fused file (plain mean over k members) gives
+    member i the share weights[i] of the fused log-probability."""
+    return [scale_head(d, os.path.join(MEMBER_DIRS, f"{task}_{version}_member{j + 1}_weighted"), task, len(dirs) * w)
+            for j, (d, w) in enumerate(zip(dirs, weights))]
 
 
 def previous_rows(task: str, shipped: str) -> dict:
     """The shipped file's validation rows (its metrics.json: same clips, same evaluation code) for the new card."""
     d = os.path.join(shipped, task)
-    version = json.load(open(os.path.join(d, "manifest.json")))["version"]
+    man = json.load(open(os.path.join(d, "manifest.json")))
+    version, members = man["version"], len(man["training"]["ensemble_of"])
     res = json.load(open(os.path.join(d, "metrics.json")))
-    rows = {f"{version} (previous release = members 1-{len(split_fused(os.path.join(d, 'model.onnx')))}): all validation":
-            res["overall"]}
+    rows = {f"{version} (previous release = members 1-{members}): all validation": res["overall"]}
     rows.update({f"{version}: {s}": r for s, r in res["per_source"].items()})
     return {"description": f"the same {res['overall']['n_clips']} validation clips scored, with the same evaluation "
                            f"code, by the previous release {version}.", "rows": rows}
@@ -164,8 +164,8 @@ def main():
     members = member_dirs(a.task, a.shipped, a.new)
     weights, merged_by = None, f"python -m training.ensemble_add --task {a.task} --new {a.new} --version {a.version}"
     if a.weight_new is not None:
-        members = weighted(a.task, members, a.weight_new, a.version)
         weights, merged_by = member_weights(len(members), a.weight_new), merged_by + f" --weight-new {a.weight_new:g}"
+        members = weighted(a.task, members, weights, a.version)
     E.build(a.task, members, a.out, a.version, weights=weights, merged_by=merged_by,
             reference=previous_rows(a.task, a.shipped))
 

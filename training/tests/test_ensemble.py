@@ -101,7 +101,7 @@ def test_weighted_members_fuse_to_the_weighted_geometric_mean(tmp_path):
         (d / "gender" / "manifest.json").write_text(json.dumps({"model": {"architecture": "net"}}))
         dirs.append(str(d))
     EA.MEMBER_DIRS = str(tmp_path / "weighted")
-    scaled = EA.weighted("gender", dirs, 0.5, "9.9.9")
+    scaled = EA.weighted("gender", dirs, EA.member_weights(3, 0.5), "9.9.9")
     fused = str(tmp_path / "fused.onnx")
     fuse([f"{d}/gender/model.onnx" for d in scaled], fused)
     x = np.random.default_rng(5).standard_normal((1, 48, 64)).astype(np.float32) * 3 - 5
