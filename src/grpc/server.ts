@@ -355,7 +355,10 @@ function bindCall(call: AnalyzeStream, stream: LiveStream, engine: InferenceEngi
     if (req.config) return stream.fail(new AurisError('INVALID_ARGUMENT', 'config may only be sent once, in the first message'));
     if (req.audio) stream.audio(req.audio);
   });
-  call.on('end', () => stream.endInput());
+  // A client's cancel (RST_STREAM) reaches grpc-js as a half-close first and 'cancelled' a tick
+  // later; waiting one turn of the event loop keeps a cancelled stream from being flushed and
+  // counted as a normal end.
+  call.on('end', () => setImmediate(() => (call.cancelled ? stream.cancel('cancelled') : stream.endInput())));
   call.on('cancelled', () => stream.cancel('cancelled'));
   call.on('drain', () => stream.drained());
 }
