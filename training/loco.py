@@ -63,7 +63,7 @@ def _fold(job):
     if distill:  # teacher targets on unlabelled speech, from a probe that never saw this corpus' labels
         from .distill import distill_items
         items += distill_items(clips, exclude=(corpus,))
-    args = argparse.Namespace(seed=1, **hp)
+    args = argparse.Namespace(**hp)
     logf = open(os.path.join(RUNS, task, f"{corpus}.log"), "w")
     model = ST.train(task, bank, items, args, log=lambda s: (logf.write(s + "\n"), logf.flush()))
     held = SD.clips_of(task, clips, corpora=[corpus])
@@ -257,6 +257,7 @@ def main():
     ap.add_argument("--variants", type=float, default=0.0, help="gender: share of examples made of WORLD voice variants")
     ap.add_argument("--embed-steps", type=int, default=0, help="gender: steps of speaker-encoder regression before the labels")
     ap.add_argument("--embed-then", choices=("head", "probe", "finetune"), default="head", help="after --embed-steps")
+    ap.add_argument("--seed", type=int, default=1, help="training seed of every fold (run-to-run spread)")
     a = ap.parse_args()
     if a.cfg:  # set before the pool forks: the folds inherit it
         ST.CONFIGS[a.task] = {**ST.CONFIGS[a.task], **json.loads(a.cfg)}
@@ -268,14 +269,14 @@ def main():
         corpora = a.corpora.split(",") if a.corpora else corpora_of(a.task, clips)
         hp = {"examples": a.examples, "epochs": a.epochs, "lr": ST.DEFAULTS["lr"], "ema": ST.DEFAULTS["ema"], "runs": RUNS,
               "distill": a.distill, "dvec": a.dvec, "variants": a.variants,
-              "embed_steps": a.embed_steps, "embed_then": a.embed_then}
+              "embed_steps": a.embed_steps, "embed_then": a.embed_then, "seed": a.seed}
         with Pool(a.jobs) as pool:
             for done in pool.imap_unordered(_fold, [(a.task, c, hp) for c in corpora]):
                 print(f"[loco {a.task}] fold {done} done", flush=True)
     rep = report(a.task, clips, bank)
     rep["recipe"] = {"examples": a.examples, "epochs": a.epochs, "cfg": ST.CONFIGS[a.task], "distill": a.distill, "dvec": a.dvec,
                      "variants": a.variants, "embed_steps": a.embed_steps,
-                     "embed_then": a.embed_then}
+                     "embed_then": a.embed_then, "seed": a.seed}
     os.makedirs(os.path.join(a.out, a.task), exist_ok=True)
     with open(os.path.join(a.out, a.task, "loco.json"), "w") as fh:
         json.dump(rep, fh, indent=1)
