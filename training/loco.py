@@ -31,6 +31,7 @@ import numpy as np
 
 from . import bank as B
 from . import data as D
+from . import label_audit
 from . import speaker_data as SD
 from . import speaker_train as ST
 
@@ -59,7 +60,7 @@ def _fold(job):
     distill = hp.pop("distill", False)
     bank = ST.training_bank(clips, distill or hp.get("embed_steps", 0) > 0, hp.get("variants", 0.0) > 0)
     others = [c for c in SD.CORPORA if c != corpus]
-    items = SD.clips_of(task, clips, corpora=others, split_name="train")
+    items = SD.training_items(SD.clips_of(task, clips, corpora=others, split_name="train"))
     if distill:  # teacher targets on unlabelled speech, from a probe that never saw this corpus' labels
         from .distill import distill_items
         items += distill_items(clips, exclude=(corpus,))
@@ -182,6 +183,7 @@ def cells(task, clips_by_idx, idx, y, p):
 def report(task, clips, bank):
     by_idx = {c.idx: c for c in clips}
     folds, pooled = {}, {v: ([], [], []) for v in ("clean", "phone")}
+    flagged = label_audit.flagged_speakers() if task == "gender" else set()
     pitch = ([], [])
     for corpus in corpora_of(task, clips):
         fn = os.path.join(RUNS, task, f"{corpus}.npz")
@@ -191,6 +193,11 @@ def report(task, clips, bank):
         spk = {by_idx[i].speaker for i in z["idx"]}
         folds[corpus] = {"speakers": len(spk), "clean": _scores(task, z["y"], z["clean"]),
                          "phone": _scores(task, z["y"], z["phone"])}
+        keep = np.array([by_idx[i].speaker not in flagged for i in z["idx"]], dtype=bool)
+        if task == "gender" and not keep.all():  # the same fold without the speakers the label audit flags
+            folds[corpus]["audited"] = {"flagged_speakers": len({by_idx[i].speaker for i in z["idx"][~keep]}),
+                                        "clean": _scores(task, z["y"][keep], z["clean"][keep]),
+                                        "phone": _scores(task, z["y"][keep], z["phone"][keep])}
         for v in pooled:
             pooled[v][0].extend(z["idx"]); pooled[v][1].extend(z["y"]); pooled[v][2].extend(z[v])
         if "pitch" in z and len(z["pitch"]):
@@ -201,6 +208,10 @@ def report(task, clips, bank):
            "pooled_clean": _scores(task, y, p), "cells": cells(task, by_idx, idx, y, p)}
     pidx, py, pp = (np.array(a) for a in pooled["phone"])
     rep["telephone"] = {"all": _scores(task, py, pp)}
+    if flagged:
+        keep = np.array([by_idx[i].speaker not in flagged for i in idx], dtype=bool)
+        rep["audited"] = {"flagged_speakers": sorted(flagged), "pooled_clean": _scores(task, y[keep], p[keep]),
+                          "telephone": _scores(task, py[keep], pp[keep])}
     codec = {int(c): str(k) for c, k in zip(bank.clip_idx, bank.codec) if k}
     for k in sorted(set(codec.values())):
         m = np.array([codec.get(int(i)) == k for i in pidx])
@@ -258,7 +269,10 @@ def main():
     ap.add_argument("--embed-steps", type=int, default=0, help="gender: steps of speaker-encoder regression before the labels")
     ap.add_argument("--embed-then", choices=("head", "probe", "finetune"), default="head", help="after --embed-steps")
     ap.add_argument("--seed", type=int, default=1, help="training seed of every fold (run-to-run spread)")
+    ap.add_argument("--leave-out-emotions", default="", help="emotions: comma-separated corpus labels to leave out of the task (e.g. calm)")
+    ap.add_argument("--adv", type=float, default=0.0, help="weight of the gradient reversal that removes the nuisance (speaker_train.NUISANCE); negative: multi-task")
     a = ap.parse_args()
+    SD.leave_out_emotions(a.leave_out_emotions)  # before the pool forks, like the config below
     if a.cfg:  # set before the pool forks: the folds inherit it
         ST.CONFIGS[a.task] = {**ST.CONFIGS[a.task], **json.loads(a.cfg)}
     set_runs(a.runs)
@@ -269,14 +283,15 @@ def main():
         corpora = a.corpora.split(",") if a.corpora else corpora_of(a.task, clips)
         hp = {"examples": a.examples, "epochs": a.epochs, "lr": ST.DEFAULTS["lr"], "ema": ST.DEFAULTS["ema"], "runs": RUNS,
               "distill": a.distill, "dvec": a.dvec, "variants": a.variants,
-              "embed_steps": a.embed_steps, "embed_then": a.embed_then, "seed": a.seed}
+              "embed_steps": a.embed_steps, "embed_then": a.embed_then, "seed": a.seed, "adv": a.adv}
         with Pool(a.jobs) as pool:
             for done in pool.imap_unordered(_fold, [(a.task, c, hp) for c in corpora]):
                 print(f"[loco {a.task}] fold {done} done", flush=True)
     rep = report(a.task, clips, bank)
     rep["recipe"] = {"examples": a.examples, "epochs": a.epochs, "cfg": ST.CONFIGS[a.task], "distill": a.distill, "dvec": a.dvec,
                      "variants": a.variants, "embed_steps": a.embed_steps,
-                     "embed_then": a.embed_then, "seed": a.seed}
+                     "embed_then": a.embed_then, "seed": a.seed, "adv": a.adv,
+                     "left_out_emotions": a.leave_out_emotions}
     os.makedirs(os.path.join(a.out, a.task), exist_ok=True)
     with open(os.path.join(a.out, a.task, "loco.json"), "w") as fh:
         json.dump(rep, fh, indent=1)

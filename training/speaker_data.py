@@ -28,6 +28,22 @@ EMOTION_MAP = {
     "neutral": "neutral", "calm": "neutral",
     "sad": "tired", "sadness": "tired",
 }
+
+
+# corpus emotion labels an experiment keeps out of training (scoring still uses EMOTION_MAP in full)
+TRAIN_LEFT_OUT: set = set()
+
+
+def leave_out_emotions(labels: str) -> None:
+    """Keeps comma-separated corpus emotion labels (e.g. "calm") out of the training items of every task."""
+    TRAIN_LEFT_OUT.update(filter(None, (x.strip() for x in labels.split(","))))
+
+
+def training_items(items):
+    """The (clip, class) pairs that training uses: all but the clips of the left-out emotion labels."""
+    return [it for it in items if it[0].emotion not in TRAIN_LEFT_OUT]
+
+
 # BAVED's levels 0/1/2 are arousal, not emotion categories: BAVED is not in the emotions task.
 EMOTION_CORPORA = ("ravdess", "urdu", "ased", "nemo", "ettsdb")
 

@@ -94,6 +94,7 @@ class Sampler:
         X = self.silence[s0:s0 + T].copy()
         lab = np.zeros((STEPS, self.n_classes), dtype=np.float32)  # per-step class probabilities (0: no label)
         w = np.zeros(STEPS, dtype=np.float32)
+        nuis = np.full(STEPS, -1, dtype=np.int64)  # per-step nuisance class for the adversary (-1: none)
         pos = int(rng.integers(0, 8)) if rng.random() < 0.5 else 0
         keys = sorted(cells, key=str)
         first = cells[keys[0]][0]
@@ -111,17 +112,55 @@ class Sampler:
             X[pos * 4:(pos + take) * 4] = f[st * 4:(st + take) * 4].astype(np.float32) + level
             lab[pos:pos + take] = self.target[clip.idx]
             w[pos:pos + take] = v[st:st + take]
+            nuis[pos:pos + take] = nuisance_of(self.task, clip)
             pos += take + int(rng.integers(1, 10))
             if rng.random() < 0.25:
                 break
         X = np.maximum(X + np.float32(rng.uniform(-30, 6) * LN10_DB), np.float32(np.log(1e-8)))  # whole-example gain, floored like the front end
-        return X, lab, w, dv
+        return X, lab, w, dv, nuis
 
     def batch(self, n, rng):
         return tuple(torch.from_numpy(np.stack(a)) for a in zip(*(self.example(rng) for _ in range(n))))
 
 
 DVEC_DIM = 256
+
+# Adversarial invariance (--adv): what the trunk must NOT carry. Gender: the clip's arousal (so raised pitch from
+# shouting or lowered pitch from sadness cannot stand in for voice gender); arousal and emotions: the corpus (so
+# what one corpus' actors do for a category does not become the category).
+NUISANCE = {"gender": ("arousal", SD.AROUSAL_CLASSES), "arousal": ("corpus", SD.CORPORA), "emotions": ("corpus", SD.CORPORA)}
+
+
+def nuisance_of(task, clip) -> int:
+    kind, values = NUISANCE[task]
+    v = clip.arousal if kind == "arousal" else clip.source
+    return values.index(v) if v in values else -1
+
+
+class _Reverse(torch.autograd.Function):
+    """Gradient reversal: identity forward, gradient times -scale backward (Ganin & Lempitsky 2015); a negative
+    scale passes the gradient on unreversed (the nuisance becomes a second task)."""
+
+    @staticmethod
+    def forward(ctx, x, scale):
+        ctx.scale = scale
+        return x.view_as(x)
+
+    @staticmethod
+    def backward(ctx, g):
+        return -ctx.scale * g, None
+
+
+def adversary(c2, task):
+    """Per-step nuisance classifier on the trunk (not exported)."""
+    return torch.nn.Sequential(torch.nn.Conv1d(c2, 64, 1), torch.nn.ReLU(), torch.nn.Conv1d(64, len(NUISANCE[task][1]), 1))
+
+
+def adversary_loss(adv, h, nuis, scale):
+    """Cross-entropy of the nuisance classifier on reversed trunk features, per step (0 where unknown)."""
+    logits = adv(_Reverse.apply(F.relu(h), scale))
+    known = (nuis >= 0).float()  # the caller weights voiced, labelled steps
+    return F.cross_entropy(logits, nuis.clamp(min=0), reduction="none") * known
 
 
 def speaker_dvectors():
@@ -157,11 +196,13 @@ def train(task, bank, items, args, log=print):
     model = Net(len(SD.CLASSES[task]), **CONFIGS[task])
     # speaker-encoder distillation: an auxiliary 1x1 head (not exported) maps the trunk to the teacher's d-vector
     aux = torch.nn.Conv1d(CONFIGS[task]["c2"], DVEC_DIM, 1) if dvec_w else None
+    adv_w = getattr(args, "adv", 0.0)
+    adv = adversary(CONFIGS[task]["c2"], task) if adv_w else None
     bs = 64
     steps_per_epoch = args.examples // bs
     embed_steps = getattr(args, "embed_steps", 0)
     embed_then = getattr(args, "embed_then", "head")
-    params = list(model.parameters()) + (list(aux.parameters()) if aux is not None else [])
+    params = list(model.parameters()) + [p for m in (aux, adv) if m is not None for p in m.parameters()]
     if embed_steps:  # the trunk learns the speaker encoder's embedding (embed_pretrain.py), then ...
         from .embed_pretrain import fit_head, freeze_trunk, pretrain
         pretrain(model, bank, items, embed_steps, args.seed, log=log)
@@ -177,8 +218,8 @@ def train(task, bank, items, args, log=print):
     for ep in range(args.epochs):
         model.train(not (embed_steps and embed_then == "head"))
         t0, tot, cnt = time.time(), 0.0, 0.0
-        for _ in range(steps_per_epoch):
-            xb, yb, wb, db = sampler.batch(bs, rng)
+        for k in range(steps_per_epoch):
+            xb, yb, wb, db, nb = sampler.batch(bs, rng)
             A.frequency_mask(xb, rng)
             h = model.trunk(xb)
             logits = model.head(F.relu(h))
@@ -186,6 +227,10 @@ def train(task, bank, items, args, log=print):
             loss = F.cross_entropy(logits, smooth(yb).transpose(1, 2), reduction="none")  # logits [B, C, S]
             if aux is not None:
                 loss = loss + dvec_w * dvec_loss(aux(F.relu(h)), wv, db)[:, None]
+            if adv is not None:  # DANN schedule: the reversal grows from 0 to adv_w over training
+                prog = (ep * steps_per_epoch + k) / (args.epochs * steps_per_epoch)
+                scale = adv_w * (2.0 / (1.0 + np.exp(-10.0 * prog)) - 1.0)
+                loss = loss + adversary_loss(adv, h, nb, scale)
             t, c = weighted_step(model, ema, opt, sched, loss, wv)
             tot += t
             cnt += c
@@ -239,7 +284,10 @@ def main():
     ap.add_argument("--variants", type=float, default=0.0, help="gender: share of examples made of WORLD voice variants")
     ap.add_argument("--embed-steps", type=int, default=0, help="gender: steps of speaker-encoder regression before the labels")
     ap.add_argument("--embed-then", choices=("head", "probe", "finetune"), default="head", help="after --embed-steps")
+    ap.add_argument("--leave-out-emotions", default="", help="emotions: comma-separated corpus labels to leave out of the task (e.g. calm)")
+    ap.add_argument("--adv", type=float, default=0.0, help="weight of the gradient reversal that removes the nuisance (NUISANCE) from the trunk; negative: learn it as a second task")
     args = ap.parse_args()
+    SD.leave_out_emotions(args.leave_out_emotions)
     if args.cfg:
         CONFIGS[args.task] = {**CONFIGS[args.task], **json.loads(args.cfg)}
     torch.set_num_threads(args.threads)
@@ -247,7 +295,7 @@ def main():
     if args.out is None:  # the shipped model's validation list, for `auris eval`; an experiment's run leaves it alone
         SD.write_validation_csv(args.task, clips, os.path.join(D.HERE, "validation"))
     bank = training_bank(clips, args.distill or args.embed_steps > 0, args.variants > 0)
-    items = SD.clips_of(args.task, clips, split_name="train")
+    items = SD.training_items(SD.clips_of(args.task, clips, split_name="train"))
     if args.distill:  # teacher targets on unlabelled speech (distill.py)
         from .distill import distill_items
         items += distill_items(clips)

@@ -1,0 +1,47 @@
+"""The training-time options of speaker_train: gradient reversal (--adv), its nuisance labels, and the emotion
+labels an experiment keeps out of training (--leave-out-emotions)."""
+import types
+
+import torch
+
+from training import speaker_data as SD
+from training import speaker_train as ST
+
+
+def test_reversal_flips_the_gradient_and_a_negative_scale_keeps_it():
+    x = torch.ones(3, requires_grad=True)
+    ST._Reverse.apply(x, 0.5).sum().backward()
+    assert torch.allclose(x.grad, torch.full((3,), -0.5))
+    x.grad = None
+    ST._Reverse.apply(x, -2.0).sum().backward()  # multi-task: the trunk learns the nuisance too
+    assert torch.allclose(x.grad, torch.full((3,), 2.0))
+
+
+def test_adversary_loss_counts_only_known_steps():
+    torch.manual_seed(0)
+    adv = ST.adversary(8, "gender")
+    h = torch.randn(2, 8, 5)
+    nuis = torch.tensor([[0, 1, 2, -1, -1], [-1, -1, -1, -1, -1]])
+    loss = ST.adversary_loss(adv, h, nuis, 1.0)
+    assert loss.shape == (2, 5)
+    assert (loss[:, 3:] == 0).all() and (loss[1] == 0).all() and (loss[0, :3] > 0).all()
+
+
+def test_nuisance_is_arousal_for_gender_and_corpus_for_the_others():
+    clip = types.SimpleNamespace(arousal="low", source="nemo")
+    assert ST.nuisance_of("gender", clip) == SD.AROUSAL_CLASSES.index("low")
+    assert ST.nuisance_of("emotions", clip) == SD.CORPORA.index("nemo")
+    assert ST.nuisance_of("gender", types.SimpleNamespace(arousal="", source="hyke")) == -1
+
+
+def test_left_out_emotions_leave_training_but_not_scoring():
+    calm = types.SimpleNamespace(emotion="calm")
+    sad = types.SimpleNamespace(emotion="sad")
+    items = [(calm, 2), (sad, 3)]
+    try:
+        SD.leave_out_emotions("calm, ")
+        assert SD.training_items(items) == [(sad, 3)]
+        assert SD.EMOTION_MAP["calm"] == "neutral"  # scoring still maps calm
+    finally:
+        SD.TRAIN_LEFT_OUT.clear()
+    assert SD.training_items(items) == items
