@@ -282,3 +282,20 @@ def frequency_mask(x, rng, p: float = 0.5) -> None:
     if rng.random() < p:
         f0 = int(rng.integers(0, 56))
         x[:, :, f0:f0 + int(rng.integers(1, 8))] = x.mean()
+
+
+LOG_FLOOR = float(np.log(1e-8))  # the front end's floor (features.py)
+
+
+def band_edge_drop(x, rng, p: float) -> None:
+    """Each example of a feature batch [B, T, 64] (a tensor), with probability p, loses what a telephone handset
+    removes: the bands below a cut at about 170-400 Hz and above one at about 3.1-3.7 kHz are attenuated by
+    30-60 dB (floored like the front end), in place.  The real codec versions of the bank have one band edge
+    each; this shows the model many edges on every recording, so no band outside 300-3400 Hz can carry a class."""
+    for b in range(x.shape[0]):
+        if rng.random() < p:
+            lo, hi = int(rng.integers(3, 11)), int(rng.integers(42, 48))
+            att = float(rng.uniform(30, 60)) * np.log(10.0) / 10.0
+            for sl in (slice(0, lo), slice(hi, x.shape[2])):
+                x[b, :, sl] = (x[b, :, sl] - att).clamp(min=LOG_FLOOR)
+

@@ -270,6 +270,7 @@ def main():
     ap.add_argument("--embed-then", choices=("head", "probe", "finetune"), default="head", help="after --embed-steps")
     ap.add_argument("--seed", type=int, default=1, help="training seed of every fold (run-to-run spread)")
     ap.add_argument("--leave-out-emotions", default="", help="emotions: comma-separated corpus labels to leave out of the task (e.g. calm)")
+    ap.add_argument("--band-drop", type=float, default=0.0, help="share of examples whose bands outside ~300-3400 Hz are attenuated (augment.band_edge_drop)")
     ap.add_argument("--adv", type=float, default=0.0, help="weight of the gradient reversal that removes the nuisance (speaker_train.NUISANCE); negative: multi-task")
     a = ap.parse_args()
     SD.leave_out_emotions(a.leave_out_emotions)  # before the pool forks, like the config below
@@ -283,14 +284,14 @@ def main():
         corpora = a.corpora.split(",") if a.corpora else corpora_of(a.task, clips)
         hp = {"examples": a.examples, "epochs": a.epochs, "lr": ST.DEFAULTS["lr"], "ema": ST.DEFAULTS["ema"], "runs": RUNS,
               "distill": a.distill, "dvec": a.dvec, "variants": a.variants,
-              "embed_steps": a.embed_steps, "embed_then": a.embed_then, "seed": a.seed, "adv": a.adv}
+              "embed_steps": a.embed_steps, "embed_then": a.embed_then, "seed": a.seed, "adv": a.adv, "band_drop": a.band_drop}
         with Pool(a.jobs) as pool:
             for done in pool.imap_unordered(_fold, [(a.task, c, hp) for c in corpora]):
                 print(f"[loco {a.task}] fold {done} done", flush=True)
     rep = report(a.task, clips, bank)
     rep["recipe"] = {"examples": a.examples, "epochs": a.epochs, "cfg": ST.CONFIGS[a.task], "distill": a.distill, "dvec": a.dvec,
                      "variants": a.variants, "embed_steps": a.embed_steps,
-                     "embed_then": a.embed_then, "seed": a.seed, "adv": a.adv,
+                     "embed_then": a.embed_then, "seed": a.seed, "adv": a.adv, "band_drop": a.band_drop,
                      "left_out_emotions": a.leave_out_emotions}
     os.makedirs(os.path.join(a.out, a.task), exist_ok=True)
     with open(os.path.join(a.out, a.task, "loco.json"), "w") as fh:

@@ -221,6 +221,8 @@ def train(task, bank, items, args, log=print):
         for k in range(steps_per_epoch):
             xb, yb, wb, db, nb = sampler.batch(bs, rng)
             A.frequency_mask(xb, rng)
+            if getattr(args, "band_drop", 0.0):
+                A.band_edge_drop(xb, rng, args.band_drop)
             h = model.trunk(xb)
             logits = model.head(F.relu(h))
             wv = wb * (yb.sum(-1) > 0).float()
@@ -285,6 +287,7 @@ def main():
     ap.add_argument("--embed-steps", type=int, default=0, help="gender: steps of speaker-encoder regression before the labels")
     ap.add_argument("--embed-then", choices=("head", "probe", "finetune"), default="head", help="after --embed-steps")
     ap.add_argument("--leave-out-emotions", default="", help="emotions: comma-separated corpus labels to leave out of the task (e.g. calm)")
+    ap.add_argument("--band-drop", type=float, default=0.0, help="share of examples whose bands outside ~300-3400 Hz are attenuated (augment.band_edge_drop)")
     ap.add_argument("--adv", type=float, default=0.0, help="weight of the gradient reversal that removes the nuisance (NUISANCE) from the trunk; negative: learn it as a second task")
     args = ap.parse_args()
     SD.leave_out_emotions(args.leave_out_emotions)

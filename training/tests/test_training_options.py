@@ -1,5 +1,5 @@
-"""The training-time options of speaker_train: gradient reversal (--adv), its nuisance labels, and the emotion
-labels an experiment keeps out of training (--leave-out-emotions)."""
+"""The training-time options of speaker_train: gradient reversal (--adv), its nuisance labels, band-edge dropout
+(--band-drop), and the emotion labels an experiment keeps out of training (--leave-out-emotions)."""
 import types
 
 import torch
@@ -45,3 +45,17 @@ def test_left_out_emotions_leave_training_but_not_scoring():
     finally:
         SD.TRAIN_LEFT_OUT.clear()
     assert SD.training_items(items) == items
+
+
+def test_band_edge_drop_attenuates_only_outside_the_telephone_band():
+    import numpy as np
+    from training import augment as A
+    x = torch.zeros(64, 8, 64)
+    A.band_edge_drop(x, np.random.default_rng(0), 1.0)
+    kept = x[:, :, 11:42]
+    assert (kept == 0).all()  # 400 Hz - 3.1 kHz always stays
+    assert (x[:, :, :3] < -6).all() and (x[:, :, 48:] < -6).all()  # below ~170 Hz and above ~3.7 kHz always go
+    assert (x >= A.LOG_FLOOR).all()
+    y = torch.zeros(4, 8, 64)
+    A.band_edge_drop(y, np.random.default_rng(0), 0.0)
+    assert (y == 0).all()
