@@ -261,7 +261,9 @@ EXPERIMENTS = {
         "**Session 9: arousal 1.0.0's opinion added** (clip level: the emotions log-probabilities plus w times the "
         "log of arousal 1.0.0's probability of each class's arousal - happy, irritated: high; neutral: neutral; "
         "tired: low - on ASED, ETTSDB, nEMO, URDU, which neither model heard): mean UAR 0.344 -> 0.378 (w 0.5) / "
-        "0.382 (w 1), nEMO 0.284 -> 0.413, with calm left out 0.387. The best gain of the session, and still 0.17 "
+        "0.382 (w 1), nEMO 0.284 -> 0.413, with calm left out 0.387; the seed-2 folds 0.350 -> 0.384 / 0.383 (nEMO "
+        "0.305 -> 0.421). Stable across seeds, so the next candidate for an emotions release (one graph with both "
+        "networks and both streaming states, not built yet). The best gain of the session, and still 0.17 "
         "short of the target on average (ETTSDB 0.27-0.33): an arousal model trained on two corpora recognises low "
         "arousal across corpora (recall 0.63) better than the four-class models do (`tired` 0.1), but happy vs "
         "irritated, and what each corpus calls sad, stay corpus-specific.",
