@@ -74,6 +74,15 @@ def licences(task, clips, sources=None):
     return "\n".join(rows)
 
 
+def trained_sources(task, manifest, res):
+    """The sources a model learnt from: as its manifest records them (clips.csv has grown since), else for
+    gender/arousal the validation's sources, else (an old speech manifest) every source that has the task."""
+    listed = manifest.get("training", {}).get("sources")
+    if listed:
+        return set(listed)
+    return None if task == "speech" else set(res["per_source"])
+
+
 def added_member_sources(clips, listed) -> str:
     """The sources the added (speaker-encoder) member also learnt from (ensemble_add.py, embed_pretrain.py)."""
     from . import distill_data as DD
@@ -268,7 +277,7 @@ def write_card(task, d, manifest, res, clips):
 
 Audio from the project's shared datasets folder (16 kHz Opus). Sources used for this task:
 
-{licences(task, clips, None if task == "speech" else set(res["per_source"]))}
+{licences(task, clips, trained_sources(task, m, res))}
 
 {"Music and other clips from the training split (game soundtracks, game sfx, ESC-10 folds 1-3, librosa) are additionally used as backgrounds for mixing." if task != "speech" else ""}
 

@@ -230,7 +230,9 @@ def export(task, model, clips, res, outdir, args, n_examples, epochs):
                   "onnx_vs_torch_max_abs_diff": maxdiff},
         "training": {"examples": n_examples, "epochs": epochs, "seed": args.seed, "quick": bool(args.quick),
                      "ema": ema_decay(task, args), "cfg": args.cfg, "lr": args.lr,
-                     "variants": task in VARIANT_TASKS and not args.no_variants, "reproduce": reproduce_cmd(task, args)},
+                     "variants": task in VARIANT_TASKS and not args.no_variants, "reproduce": reproduce_cmd(task, args),
+                     # the sources it learnt from: clips.csv grows, and the card must keep naming these alone
+                     "sources": sorted({c.source for c in used})},
     }
     write_model_dir(task, d, manifest, res, clips)
     print(f"[{task}] exported {fn} ({os.path.getsize(fn) / 1024:.0f} KB, {params} params, "
