@@ -286,7 +286,8 @@ def card_line(manifest: dict) -> str:
     if not st:
         return "- Streaming: no stateful graphs (this graph shape is not supported by `training/streaming.py`); live streams run it windowed."
     return (f"- Streaming: `{st['start_file']}` (first {st['start_steps']} steps) and `{st['file']}` compute the same outputs "
-            f"step by step from a state of {st['state_size']} floats (`python -m training.streaming`), {st['delay_steps']} "
+            f"step by step from a state of {st['state_size']} floats (`python -m training."
+            f"{'emotions_fuse' if manifest.get('training', {}).get('fused') else 'streaming'}`), {st['delay_steps']} "
             f"steps behind the input (the lookahead); the service runs live streams through them (docs/features.md). "
             f"Max difference from `model.onnx` on test signals: {st['vs_model_max_abs_diff']:.1e}.")
 

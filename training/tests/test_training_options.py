@@ -59,3 +59,12 @@ def test_band_edge_drop_attenuates_only_outside_the_telephone_band():
     y = torch.zeros(4, 8, 64)
     A.band_edge_drop(y, np.random.default_rng(0), 0.0)
     assert (y == 0).all()
+
+
+def test_emotions_fuse_maps_each_class_to_its_arousal():
+    import numpy as np
+    from training import emotions_fuse as EF
+    m = EF.arousal_map(["high", "low", "neutral"])
+    # columns happy, irritated, neutral, tired
+    assert np.array_equal(m, np.array([[1, 1, 0, 0], [0, 0, 0, 1], [0, 0, 1, 0]], dtype=np.float32))
+    assert (m.sum(axis=0) == 1).all()
