@@ -187,6 +187,12 @@ EXPERIMENTS = {
         "(0.768; through a codec 0.669 against 0.646), high-arousal men 0.877 (0.881), pitch-moved 0.807 (0.798). "
         "Within the spread in every slice. Neither removing arousal from the trunk nor adding it moves the cells "
         "where pitch misleads: with about 300 labelled voices the network's cue for gender stays mostly pitch.",
+        "**Session 9: gender corrected by arousal 1.0.0's opinion** (clip level, the emotions 1.1.0 idea applied to "
+        "gender: the male logit plus b_high P(high) + b_low P(low), the two biases fitted on the other three of ASED, "
+        "ETTSDB, nEMO and URDU and scored on the fourth, all with the 2.0 recipe's leave-one-corpus-out models): "
+        "ASED 0.826 -> 0.854 (its high-arousal men 0.68 -> 0.82), but ETTSDB 0.997 -> 0.887, nEMO 0.936 -> 0.848, "
+        "URDU 0.720 -> 0.698. The shift that fits one corpus's raised male voices misfires on another's women: not "
+        "pursued.",
     ],
     "arousal": [
         "**The 2.0 recipe** (figures above): trained on 7 corpora (+ ASED, nEMO, ETTSDB, URDU's odd-numbered speakers), "
