@@ -29,6 +29,11 @@ BANK_VERSION = "b1"
 VOICED_BELOW_ACTIVE_DB = 30.0  # a step counts as voiced within this many dB of the clip's active level
 
 
+def voiced_mean(p: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """A clip's probabilities from per-step ones [S, C]: the mean over its voiced steps (all steps if none is)."""
+    return p[v if v.any() else np.ones_like(v)].mean(0)
+
+
 def voiced_steps(x: np.ndarray) -> np.ndarray:
     """Steps within VOICED_BELOW_ACTIVE_DB of the clip's active level (80th percentile of step levels)."""
     lv = step_levels(x)

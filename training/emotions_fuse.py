@@ -21,6 +21,7 @@ import numpy as np
 import onnx
 from onnx import compose, helper, numpy_helper
 
+from . import bank as B
 from . import speaker_data as SD
 
 VERSION = "1.1.0"
@@ -81,7 +82,12 @@ def fuse_graphs(e_path, a_path, out_path, mt, weight, state_sizes=None):
     onnx.save(model, out_path)
 
 
-def fuse(e_dir, a_dir, out_dir, weight=1.0):
+def reproduce_cmd(e_version, a_dir, weight, loco_runs=None) -> str:
+    return (f"python -m training.emotions_fuse --emotions <folder holding emotions {e_version} (git history of "
+            f"models/emotions)> --arousal {a_dir} --weight {weight:g}" + (f" --loco-runs {loco_runs}" if loco_runs else ""))
+
+
+def fuse(e_dir, a_dir, out_dir, weight=1.0, loco_runs=None):
     from .streaming import check
     em, am = (json.load(open(os.path.join(d, "manifest.json"))) for d in (e_dir, a_dir))
     if em["context"] != am["context"] or em["streaming"]["start_steps"] != am["streaming"]["start_steps"]:
@@ -103,8 +109,7 @@ def fuse(e_dir, a_dir, out_dir, weight=1.0):
                                   f"{am['version']} ({am['model']['architecture']}): softmax(log p + {weight:g} log "
                                   f"p_arousal(arousal of the class)), one graph",
                   "onnx_vs_torch_max_abs_diff": em["model"]["onnx_vs_torch_max_abs_diff"]}
-    m["training"]["fused"] = {"by": f"python -m training.emotions_fuse --emotions <folder holding emotions {em['version']}> "
-                                    f"--arousal {a_dir} --weight {weight:g}", "arousal_version": am["version"],
+    m["training"]["fused"] = {"by": reproduce_cmd(em["version"], a_dir, weight, loco_runs), "arousal_version": am["version"],
                               "weight": weight, "arousal_of": AROUSAL_OF}
     with open(os.path.join(out_dir, "manifest.json"), "w") as fh:
         json.dump(m, fh, indent=2)
@@ -112,30 +117,14 @@ def fuse(e_dir, a_dir, out_dir, weight=1.0):
     return m
 
 
-def _onnx_clip_probs(path, bank, clips, version):
-    """Clip probabilities of an ONNX model on the bank: the mean over the clip's voiced steps (as speaker_train)."""
-    import onnxruntime as ort
-    sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
-    out = []
-    for c in clips:
-        i = bank.find(c, version)
-        f, v = bank.features(i), bank.voiced_of(i)
-        p = sess.run(None, {"features": f.astype(np.float32)[None]})[0][0]
-        out.append(p[v if v.any() else np.ones_like(v)].mean(0) if v.size else None)
-    return out
-
-
 def heldout_metrics(out_dir, bank, clips):
     """metrics.json of the fused model: the held-out speakers of the emotions split, clean and telephone."""
-    from .speaker_train import scores
-    val = SD.clips_of("emotions", clips, split_name="val")
-    res = {}
-    for version in ("clean", "phone"):
-        probs = _onnx_clip_probs(os.path.join(out_dir, "model.onnx"), bank, [c for c, _ in val], version)
-        res[version] = {"overall": scores("emotions", [y for _, y in val], probs), "per_source": {}}
-        for src in sorted({c.source for c, _ in val}):
-            k = [j for j, (c, _) in enumerate(val) if c.source == src]
-            res[version]["per_source"][src] = scores("emotions", [val[j][1] for j in k], [probs[j] for j in k])
+    import onnxruntime as ort
+    from .loco import onnx_clip_probs
+    from .speaker_train import heldout_report
+    sess = ort.InferenceSession(os.path.join(out_dir, "model.onnx"), providers=["CPUExecutionProvider"])
+    res = heldout_report("emotions", SD.clips_of("emotions", clips, split_name="val"),
+                         lambda cl, version: onnx_clip_probs(sess, bank, [(c, version) for c in cl]))
     with open(os.path.join(out_dir, "metrics.json"), "w") as fh:
         json.dump(res, fh, indent=2)
         fh.write("\n")
@@ -172,9 +161,8 @@ def loco_estimate(runs, a_dir, bank, clips, weight=1.0, corpora=("ased", "ettsdb
                 lg = np.log(pe + EPS) + weight * np.log(pa + EPS)
                 pf = np.exp(lg - lg.max(-1, keepdims=True))
                 pf /= pf.sum(-1, keepdims=True)
-                m = v if v.any() else np.ones_like(v)
-                probs.append(pf[m].mean(0))
-                alone.append(pe[m].mean(0))
+                probs.append(B.voiced_mean(pf, v))
+                alone.append(B.voiced_mean(pe, v))
             ys = [y for _, y in held]
             out[corpus][version] = {"fused": scores("emotions", ys, probs), "emotions_alone": scores("emotions", ys, alone)}
     return out
@@ -189,10 +177,9 @@ def main(argv=None):
     ap.add_argument("--loco-runs", default=None, help="also estimate it leave-one-corpus-out from these fold checkpoints "
                                                        "(training/loco.py --task emotions --runs ...) -> <out>/emotions/loco_fused.json")
     a = ap.parse_args(argv)
-    from . import bank as B
     from . import data as D
     out = os.path.join(a.out, "emotions")
-    m = fuse(a.emotions, a.arousal, out, a.weight)
+    m = fuse(a.emotions, a.arousal, out, a.weight, a.loco_runs)
     print(json.dumps(m["streaming"], indent=1))
     clips = D.load_clips()
     bank = B.build(clips)

@@ -29,7 +29,6 @@ from . import speaker_data as SD
 EMB = os.path.join(D.CACHE, "audit_dvec.npz")
 OUT = os.path.join(D.HERE, "label_audit.csv")
 PER_SPEAKER = 8       # clips per speaker embedded: enough for a speaker-level opinion
-MAX_SECONDS = 8.0
 FLAG_SHARE = 0.8      # both judges call at least this share of the speaker's clips the other gender
 
 
@@ -45,21 +44,18 @@ def audited_clips(clips):
 
 def embed():
     """d-vectors of the audited clips (needs the teacher venv: Resemblyzer + torch)."""
-    from resemblyzer import VoiceEncoder, preprocess_wav
+    from resemblyzer import VoiceEncoder
+    from .teachers import dvector, middle
     clips = D.load_clips()
     use = audited_clips(clips)
     store = D.AudioStore(clips)
     enc = VoiceEncoder(device="cpu", verbose=False)
     idx, emb = [], []
     for k, c in enumerate(use):
-        x = store.get(c)
-        if x.size > MAX_SECONDS * D.SR:
-            s0 = (x.size - int(MAX_SECONDS * D.SR)) // 2
-            x = x[s0:s0 + int(MAX_SECONDS * D.SR)]
-        w = preprocess_wav(x, source_sr=D.SR)
-        if w.size >= 1600:
+        e = dvector(enc, middle(store.get(c)))
+        if np.isfinite(e).all():
             idx.append(c.idx)
-            emb.append(enc.embed_utterance(w).astype(np.float32))
+            emb.append(e)
         if (k + 1) % 500 == 0:
             print(f"[audit] {k + 1}/{len(use)}", flush=True)
     np.savez(EMB, idx=np.array(idx), emb=np.stack(emb), rows=D.rows_sha256(use)[:16])

@@ -104,7 +104,7 @@ def pitch_slice(model, clips, held):
         v = B.voiced_steps(x)
         with torch.no_grad():
             p = model(torch.from_numpy(logmel_fast(x))[None])[0].numpy()
-        probs.append(p[v if v.any() else np.ones_like(v)].mean(0))
+        probs.append(B.voiced_mean(p, v))
         idx.append(c.idx)
         ys.append(g)
     return {"pitch_idx": np.array(idx), "pitch_y": np.array(ys), "pitch": np.array(probs)}
@@ -147,13 +147,19 @@ def shipped_probs(task, bank, clips_v):
     if shipped_model_path(task) is None:
         return None
     sess, order = _shipped_session(task)
+    return np.array(onnx_clip_probs(sess, bank, clips_v, order))
+
+
+def onnx_clip_probs(sess, bank, clips_v, order=None):
+    """Clip probabilities (bank.voiced_mean) of an onnxruntime session for (clip, version) pairs; `order` picks and
+    orders its output columns."""
     out = []
     for c, version in clips_v:
         i = bank.find(c, version)
         f, v = bank.features(i), bank.voiced_of(i)
-        p = sess.run(None, {"features": f.astype(np.float32)[None]})[0][0][:, order]
-        out.append(p[v if v.any() else np.ones_like(v)].mean(0))
-    return np.array(out)
+        p = sess.run(None, {"features": f.astype(np.float32)[None]})[0][0]
+        out.append(B.voiced_mean(p if order is None else p[:, order], v))
+    return out
 
 
 # the speaker groups the shipped 1.x models never saw (they trained on the other speakers of these corpora)

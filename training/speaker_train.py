@@ -253,9 +253,7 @@ def predict(model, bank, clips, version="clean"):
         if v.size == 0:
             out.append(None)
             continue
-        p = model(torch.from_numpy(f.astype(np.float32))[None])[0].numpy()
-        m = v if v.any() else np.ones_like(v)
-        out.append(p[m].mean(0))
+        out.append(B.voiced_mean(model(torch.from_numpy(f.astype(np.float32))[None])[0].numpy(), v))
     return out
 
 
@@ -268,6 +266,19 @@ def scores(task, ys, probs):
     rec = {cls[k]: round(float((p[y == k] == k).mean()), 4) for k in range(len(cls)) if (y == k).any()}
     return {"n": int(y.size), "accuracy": round(float((y == p).mean()), 4) if y.size else None,
             "uar": round(float(np.mean(list(rec.values()))), 4) if rec else None, "recall": rec}
+
+
+def heldout_report(task, val, clip_probs):
+    """metrics.json: scores of the held-out (clip, y) pairs `val`, clean and through the telephone channel, overall
+    and per source; `clip_probs(clips, version)` gives the model's clip probabilities."""
+    res = {}
+    for version in ("clean", "phone"):
+        probs = clip_probs([c for c, _ in val], version)
+        res[version] = {"overall": scores(task, [y for _, y in val], probs), "per_source": {}}
+        for src in sorted({c.source for c, _ in val}):
+            k = [j for j, (c, _) in enumerate(val) if c.source == src]
+            res[version]["per_source"][src] = scores(task, [val[j][1] for j in k], [probs[j] for j in k])
+    return res
 
 
 def main():
@@ -304,13 +315,7 @@ def main():
         items += distill_items(clips)
     model = train(args.task, bank, items, args, log=lambda s: print(s, flush=True))
     val = SD.clips_of(args.task, clips, split_name="val")
-    res = {}
-    for version in ("clean", "phone"):
-        probs = predict(model, bank, [c for c, _ in val], version)
-        res[version] = {"overall": scores(args.task, [y for _, y in val], probs), "per_source": {}}
-        for src in sorted({c.source for c, _ in val}):
-            k = [j for j, (c, _) in enumerate(val) if c.source == src]
-            res[version]["per_source"][src] = scores(args.task, [val[j][1] for j in k], [probs[j] for j in k])
+    res = heldout_report(args.task, val, lambda clips, version: predict(model, bank, clips, version))
     print(json.dumps(res, indent=1), flush=True)
     export(args.task, model, clips, res, args.out or os.path.join(os.path.dirname(D.HERE), "models"), args)
 

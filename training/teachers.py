@@ -66,9 +66,22 @@ def ina_female_prob(gender_nn, x: np.ndarray) -> tuple[float, int]:
     return float(p[:, 0].mean()), int(keep.sum())  # outlabels ('female', 'male')
 
 
+def middle(x: np.ndarray) -> np.ndarray:
+    """The middle MAX_SECONDS of a longer clip (enough for a clip-level opinion)."""
+    n = int(MAX_SECONDS * D.SR)
+    return x if x.size <= n else x[(x.size - n) // 2:(x.size - n) // 2 + n]
+
+
+def dvector(enc, x: np.ndarray) -> np.ndarray:
+    """Resemblyzer's d-vector of a 16 kHz clip (its VAD-trimmed audio); NaNs when too little speech is left."""
+    from resemblyzer import preprocess_wav
+    w = preprocess_wav(x, source_sr=D.SR)
+    return enc.embed_utterance(w).astype(np.float32) if w.size >= 1600 else np.full(256, np.nan, dtype=np.float32)
+
+
 def main():
     from inaSpeechSegmenter.segmenter import Gender
-    from resemblyzer import VoiceEncoder, preprocess_wav
+    from resemblyzer import VoiceEncoder
     import torch
     torch.set_num_threads(1)
     clips = D.load_clips()
@@ -79,14 +92,9 @@ def main():
     idx, ina, npatch, emb = [], [], [], []
     t0 = time.time()
     for k, c in enumerate(use):
-        x = store.get(c)
-        if x.size > MAX_SECONDS * D.SR:
-            s0 = (x.size - int(MAX_SECONDS * D.SR)) // 2
-            x = x[s0:s0 + int(MAX_SECONDS * D.SR)]
+        x = middle(store.get(c))
         p, n = ina_female_prob(gender.nn, x)
-        w = preprocess_wav(x, source_sr=D.SR)
-        e = enc.embed_utterance(w) if w.size >= 1600 else np.full(256, np.nan, dtype=np.float32)
-        idx.append(c.idx); ina.append(p); npatch.append(n); emb.append(e.astype(np.float32))
+        idx.append(c.idx); ina.append(p); npatch.append(n); emb.append(dvector(enc, x))
         if (k + 1) % 500 == 0:
             print(f"[teachers] {k + 1}/{len(use)} ({time.time() - t0:.0f}s)", flush=True)
     tmp = OUT[:-4] + ".tmp.npz"
