@@ -68,7 +68,8 @@ def _fold(job):
     logf = open(os.path.join(RUNS, task, f"{corpus}.log"), "w")
     model = ST.train(task, bank, items, args, log=lambda s: (logf.write(s + "\n"), logf.flush()))
     held = SD.clips_of(task, clips, corpora=[corpus])
-    out = {"idx": np.array([c.idx for c, _ in held]), "y": np.array([y for _, y in held])}
+    out = {"idx": np.array([c.idx for c, _ in held]), "y": np.array([y for _, y in held]),
+           "train_speakers": len({c.speaker for c, _ in items if c.source in SD.CORPORA})}
     for version in ("clean", "phone"):
         out[version] = np.stack([p if p is not None else np.full(len(SD.CLASSES[task]), np.nan)
                                  for p in ST.predict(model, bank, [c for c, _ in held], version)])
@@ -199,6 +200,8 @@ def report(task, clips, bank):
         spk = {by_idx[i].speaker for i in z["idx"]}
         folds[corpus] = {"speakers": len(spk), "clean": _scores(task, z["y"], z["clean"]),
                          "phone": _scores(task, z["y"], z["phone"])}
+        if "train_speakers" in z:  # labelled voices the fold's model learnt from (older fold files lack it)
+            folds[corpus]["train_speakers"] = int(z["train_speakers"])
         keep = np.array([by_idx[i].speaker not in flagged for i in z["idx"]], dtype=bool)
         if task == "gender" and not keep.all():  # the same fold without the speakers the label audit flags
             folds[corpus]["audited"] = {"flagged_speakers": len({by_idx[i].speaker for i in z["idx"][~keep]}),
@@ -278,8 +281,10 @@ def main():
     ap.add_argument("--leave-out-emotions", default="", help="emotions: comma-separated corpus labels to leave out of the task (e.g. calm)")
     ap.add_argument("--band-drop", type=float, default=0.0, help="share of examples whose bands outside ~300-3400 Hz are attenuated (augment.band_edge_drop)")
     ap.add_argument("--adv", type=float, default=0.0, help="weight of the gradient reversal that removes the nuisance (speaker_train.NUISANCE); negative: multi-task")
+    ap.add_argument("--speaker-fraction", type=float, default=1.0, help="share of each corpus' training speakers kept (learning curve)")
     a = ap.parse_args()
-    SD.leave_out_emotions(a.leave_out_emotions)  # before the pool forks, like the config below
+    SD.leave_out_emotions(a.leave_out_emotions)
+    SD.keep_speaker_fraction(a.speaker_fraction)  # before the pool forks, like the config below
     if a.cfg:  # set before the pool forks: the folds inherit it
         ST.CONFIGS[a.task] = {**ST.CONFIGS[a.task], **json.loads(a.cfg)}
     set_runs(a.runs)
@@ -298,7 +303,7 @@ def main():
     rep["recipe"] = {"examples": a.examples, "epochs": a.epochs, "cfg": ST.CONFIGS[a.task], "distill": a.distill, "dvec": a.dvec,
                      "variants": a.variants, "embed_steps": a.embed_steps,
                      "embed_then": a.embed_then, "seed": a.seed, "adv": a.adv, "band_drop": a.band_drop,
-                     "left_out_emotions": a.leave_out_emotions}
+                     "left_out_emotions": a.leave_out_emotions, "speaker_fraction": a.speaker_fraction}
     os.makedirs(os.path.join(a.out, a.task), exist_ok=True)
     with open(os.path.join(a.out, a.task, "loco.json"), "w") as fh:
         json.dump(rep, fh, indent=1)

@@ -6,6 +6,7 @@ speaker (held-out speakers validate the shipped model), and `corpus` is what lea
 from __future__ import annotations
 
 import hashlib
+import math
 
 from . import data as D
 
@@ -39,9 +40,38 @@ def leave_out_emotions(labels: str) -> None:
     TRAIN_LEFT_OUT.update(filter(None, (x.strip() for x in labels.split(","))))
 
 
+# share of each corpus' training speakers an experiment keeps (the learning curve: accuracy vs labelled voices)
+SPEAKER_FRACTION = [1.0]
+
+
+def keep_speaker_fraction(fraction: float) -> None:
+    """Keeps `fraction` of the training speakers of every corpus and gender (at least one of each)."""
+    if not 0.0 < fraction <= 1.0:
+        raise ValueError(f"speaker fraction must be in (0, 1], got {fraction}")
+    SPEAKER_FRACTION[0] = fraction
+
+
+def _kept_speakers(items) -> set:
+    """A fixed, seed-independent subset: the first ceil(fraction * n) speakers of each (corpus, gender) stratum
+    in md5 order, so a smaller fraction's speakers are always among a larger one's."""
+    strata: dict = {}
+    for c, _ in items:
+        strata.setdefault((c.source, c.gender), set()).add(c.speaker)
+    kept = set()
+    for speakers in strata.values():
+        order = sorted(speakers, key=lambda s: hashlib.md5(s.encode()).hexdigest())
+        kept.update(order[:max(1, math.ceil(SPEAKER_FRACTION[0] * len(order)))])
+    return kept
+
+
 def training_items(items):
-    """The (clip, class) pairs that training uses: all but the clips of the left-out emotion labels."""
-    return [it for it in items if it[0].emotion not in TRAIN_LEFT_OUT]
+    """The (clip, class) pairs that training uses: all but the clips of the left-out emotion labels and, in a
+    learning-curve experiment, of the speakers left out."""
+    items = [it for it in items if it[0].emotion not in TRAIN_LEFT_OUT]
+    if SPEAKER_FRACTION[0] < 1.0:
+        kept = _kept_speakers(items)
+        items = [it for it in items if it[0].speaker in kept]
+    return items
 
 
 # BAVED's levels 0/1/2 are arousal, not emotion categories: BAVED is not in the emotions task.

@@ -68,3 +68,27 @@ def test_emotions_fuse_maps_each_class_to_its_arousal():
     # columns happy, irritated, neutral, tired
     assert np.array_equal(m, np.array([[1, 1, 0, 0], [0, 0, 0, 1], [0, 0, 1, 0]], dtype=np.float32))
     assert (m.sum(axis=0) == 1).all()
+
+
+def test_speaker_fraction_keeps_a_nested_subset_of_every_corpus_and_gender():
+    def clip(source, gender, speaker):
+        return types.SimpleNamespace(emotion="neutral", source=source, gender=gender, speaker=speaker)
+    items = [(clip("nemo", "female", f"f{k}"), 0) for k in range(8) for _ in range(3)]
+    items += [(clip("nemo", "male", "m0"), 1), (clip("hyke", "male", "h0"), 1), (clip("hyke", "male", "h1"), 1)]
+    try:
+        SD.keep_speaker_fraction(0.5)
+        half = {c.speaker for c, _ in SD.training_items(items)}
+        assert len([s for s in half if s.startswith("f")]) == 4
+        assert "m0" in half and len(half & {"h0", "h1"}) == 1  # a lone speaker of a stratum always stays
+        assert all(len([c for c, _ in SD.training_items(items) if c.speaker == s]) == 3 for s in half if s.startswith("f"))
+        SD.keep_speaker_fraction(0.25)
+        quarter = {c.speaker for c, _ in SD.training_items(items)}
+        assert quarter < half  # nested: the curve adds voices, it does not swap them
+    finally:
+        SD.keep_speaker_fraction(1.0)
+    assert SD.training_items(items) == items
+    try:
+        SD.keep_speaker_fraction(0.0)
+        raise AssertionError("a fraction of 0 must be refused")
+    except ValueError:
+        pass
