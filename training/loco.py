@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import hashlib
 import json
 import os
 import subprocess
@@ -59,7 +60,7 @@ def _fold(job):
     clips = D.load_clips()
     distill = hp.pop("distill", False)
     bank = ST.training_bank(clips, distill or hp.get("embed_steps", 0) > 0, hp.get("variants", 0.0) > 0)
-    others = [c for c in SD.CORPORA if c != corpus]
+    others = training_corpora(corpus, hp.pop("corpora_count", 0))
     items = SD.training_items(SD.clips_of(task, clips, corpora=others, split_name="train"))
     if distill:  # teacher targets on unlabelled speech, from a probe that never saw this corpus' labels
         from .distill import distill_items
@@ -69,7 +70,8 @@ def _fold(job):
     model = ST.train(task, bank, items, args, log=lambda s: (logf.write(s + "\n"), logf.flush()))
     held = SD.clips_of(task, clips, corpora=[corpus])
     out = {"idx": np.array([c.idx for c, _ in held]), "y": np.array([y for _, y in held]),
-           "train_speakers": len({c.speaker for c, _ in items if c.source in SD.CORPORA})}
+           "train_speakers": len({c.speaker for c, _ in items if c.source in SD.CORPORA}),
+           "train_corpora": np.array(others)}
     for version in ("clean", "phone"):
         out[version] = np.stack([p if p is not None else np.full(len(SD.CLASSES[task]), np.nan)
                                  for p in ST.predict(model, bank, [c for c, _ in held], version)])
@@ -78,6 +80,16 @@ def _fold(job):
     torch.save(model.state_dict(), os.path.join(RUNS, task, f"{corpus}.pt"))
     np.savez(os.path.join(RUNS, task, f"{corpus}.npz"), **out)
     return corpus
+
+
+def training_corpora(held: str, count: int = 0):
+    """The corpora a fold learns from: every other one, or (count > 0, a curve over corpora) a fixed random
+    `count` of them, drawn from the held-out corpus' name so each fold's draw is the same in every run."""
+    others = [c for c in SD.CORPORA if c != held]
+    if 0 < count < len(others):
+        rng = np.random.default_rng(int(hashlib.md5(f"{held}:{count}".encode()).hexdigest()[:8], 16))
+        others = sorted(others[k] for k in rng.permutation(len(others))[:count])
+    return others
 
 
 def pitch_variants(clips, held, seed=3):
@@ -202,6 +214,8 @@ def report(task, clips, bank):
                          "phone": _scores(task, z["y"], z["phone"])}
         if "train_speakers" in z:  # labelled voices the fold's model learnt from (older fold files lack it)
             folds[corpus]["train_speakers"] = int(z["train_speakers"])
+        if "train_corpora" in z:
+            folds[corpus]["train_corpora"] = [str(c) for c in z["train_corpora"]]
         keep = np.array([by_idx[i].speaker not in flagged for i in z["idx"]], dtype=bool)
         if task == "gender" and not keep.all():  # the same fold without the speakers the label audit flags
             folds[corpus]["audited"] = {"flagged_speakers": len({by_idx[i].speaker for i in z["idx"][~keep]}),
@@ -281,6 +295,7 @@ def main():
     ap.add_argument("--leave-out-emotions", default="", help="emotions: comma-separated corpus labels to leave out of the task (e.g. calm)")
     ap.add_argument("--band-drop", type=float, default=0.0, help="share of examples whose bands outside ~300-3400 Hz are attenuated (augment.band_edge_drop)")
     ap.add_argument("--adv", type=float, default=0.0, help="weight of the gradient reversal that removes the nuisance (speaker_train.NUISANCE); negative: multi-task")
+    ap.add_argument("--corpora-count", type=int, default=0, help="train each fold on this many of the other corpora (learning curve)")
     ap.add_argument("--speaker-fraction", type=float, default=1.0, help="share of each corpus' training speakers kept (learning curve)")
     a = ap.parse_args()
     SD.leave_out_emotions(a.leave_out_emotions)
@@ -295,7 +310,8 @@ def main():
         corpora = a.corpora.split(",") if a.corpora else corpora_of(a.task, clips)
         hp = {"examples": a.examples, "epochs": a.epochs, "lr": ST.DEFAULTS["lr"], "ema": ST.DEFAULTS["ema"], "runs": RUNS,
               "distill": a.distill, "dvec": a.dvec, "variants": a.variants,
-              "embed_steps": a.embed_steps, "embed_then": a.embed_then, "seed": a.seed, "adv": a.adv, "band_drop": a.band_drop}
+              "embed_steps": a.embed_steps, "embed_then": a.embed_then, "seed": a.seed, "adv": a.adv, "band_drop": a.band_drop,
+              "corpora_count": a.corpora_count}
         with Pool(a.jobs) as pool:
             for done in pool.imap_unordered(_fold, [(a.task, c, hp) for c in corpora]):
                 print(f"[loco {a.task}] fold {done} done", flush=True)
@@ -303,7 +319,8 @@ def main():
     rep["recipe"] = {"examples": a.examples, "epochs": a.epochs, "cfg": ST.CONFIGS[a.task], "distill": a.distill, "dvec": a.dvec,
                      "variants": a.variants, "embed_steps": a.embed_steps,
                      "embed_then": a.embed_then, "seed": a.seed, "adv": a.adv, "band_drop": a.band_drop,
-                     "left_out_emotions": a.leave_out_emotions, "speaker_fraction": a.speaker_fraction}
+                     "left_out_emotions": a.leave_out_emotions, "speaker_fraction": a.speaker_fraction,
+                     "corpora_count": a.corpora_count}
     os.makedirs(os.path.join(a.out, a.task), exist_ok=True)
     with open(os.path.join(a.out, a.task, "loco.json"), "w") as fh:
         json.dump(rep, fh, indent=1)

@@ -92,3 +92,12 @@ def test_speaker_fraction_keeps_a_nested_subset_of_every_corpus_and_gender():
         raise AssertionError("a fraction of 0 must be refused")
     except ValueError:
         pass
+
+
+def test_corpora_count_draws_a_fixed_subset_without_the_held_out_corpus():
+    from training import loco
+    assert loco.training_corpora("urdu") == [c for c in SD.CORPORA if c != "urdu"]
+    three = loco.training_corpora("urdu", 3)
+    assert len(three) == 3 and "urdu" not in three and set(three) < set(SD.CORPORA)
+    assert loco.training_corpora("urdu", 3) == three  # the same draw in every run
+    assert loco.training_corpora("urdu", 6) == loco.training_corpora("urdu")
