@@ -325,6 +325,8 @@ estimate of behaviour on unseen recordings.
         from .speaker_card import kept_model_addendum
         subject = f"{task} {KEPT_AGAINST_SUBJECT[task]}" if os.path.exists(added) and task in KEPT_AGAINST_SUBJECT else "this model"
         txt += kept_model_addendum(task, json.load(open(loco)), KEPT_AGAINST.get(task, "2.0"), subject)
+    from .speaker_card import learning_curve_section
+    txt += learning_curve_section(d)
     with open(os.path.join(d, "MODEL_CARD.md"), "w") as fh:
         fh.write(txt)
 

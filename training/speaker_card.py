@@ -515,6 +515,44 @@ weight 1 (a plain product of the two opinions) was not tuned; 0.5 scores about t
 """
 
 
+def learning_curve_section(d) -> str:
+    """Leave-one-corpus-out figures against the labelled data a fold learnt from (learning_curve.py); empty for a
+    model without learning_curve.json."""
+    fn = os.path.join(d, "learning_curve.json")
+    if not os.path.exists(fn):
+        return ""
+    z = json.load(open(fn))
+    pts = z["points"]
+    corpora = sorted(pts[0]["folds"])
+    name = "accuracy" if z["task"] == "gender" else "UAR"
+    head = ["training data per fold", "command", "voices (mean)", "corpora"] + corpora + [
+        f"mean {name}", f"mean {name}, telephone", "pooled"]
+    extra = list(pts[0].get("cells", {})) or ["neutral recall"]
+    head += extra
+    rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for p in pts:
+        cells = [f"{p['folds'][c]['clean']:.3f}" for c in corpora]
+        ex = [f"{v:.3f}" for v in p["cells"].values()] if "cells" in p else [f"{p['neutral_recall']:.3f}"]
+        rows.append("| " + " | ".join([p["label"], f"`{p['command']}`", f"{p['mean_train_voices']:.0f}",
+                                        f"{p['mean_train_corpora']:g}"] + cells +
+                                       [f"{p['mean_clean']:.3f}", f"{p['mean_phone']:.3f}", f"{p['pooled_clean']:.3f}"] + ex) + " |")
+    slope = z["per_doubling_of_voices"]
+    return f"""
+## Learning curve: how much more data would help (session 10)
+
+The recipe above (2.x, seed 1), re-run leave-one-corpus-out with part of its training data (`training/learning_curve.py`,
+`models/{z['task']}/learning_curve.json`): fewer voices of the same corpora (`--speaker-fraction`: a nested share of every
+corpus' and gender's training speakers), or all the voices of fewer corpora (`--corpora-count`: a fixed draw per
+held-out corpus). Columns per corpus: {name} on that corpus, clean, by the model trained without it.
+
+{chr(10).join(rows)}
+
+Per doubling of the labelled voices (same corpora; least squares over the voices points): mean {name}
+{slope['mean_clean']:+.3f} clean, {slope['mean_phone']:+.3f} through a telephone codec.
+{z.get('reading', '')}
+"""
+
+
 def write_card(task, d, clips):
     from .streaming import card_line
     m = json.load(open(os.path.join(d, "manifest.json")))
