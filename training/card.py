@@ -182,7 +182,8 @@ LIMITS = {
 - "neutral" is the weakest class. On URDU (cross-corpus, 100 clips per emotion) the shipped model calls angry clips high
   94/100 and happy 71/100, sad low 46/100, but neutral clips are split high 35 / low 47 / neutral 18: conversational
   TV speech does not match the acted, read "neutral" of RAVDESS/BAVED. High-vs-rest is considerably more reliable
-  than the 3-class UAR suggests.
+  than the 3-class UAR suggests. (These counts are the network's, 1.0.0. Since 1.0.1 its `neutral` logit is raised
+  (see "Class-prior shift"): neutral is said far more often, high and low less.)
 - Below the targets set for this release (UAR >= 0.70): more and more varied (natural) emotional speech would be needed;
   a wider model (c2=96) and twice the synthetic examples did not help materially on this validation set.
 - Tried in session 2 and not shipped (same validation, UAR): two more seeds of this recipe (with weight averaging)
@@ -235,8 +236,13 @@ def training_line(task, t):
         return (f"- An ensemble of {len(t['ensemble_of'])} models merged into this one file by "
                 f"`{t.get('merged_by', 'python -m training.ensemble')}` (normalised geometric mean of their "
                 f"probabilities{weights}); no checkpoint selection on validation:{runs}")
-    return (f"- Trained with `python -m training.train --task {task}` ({_run(t, task)}; `python -m training.train --all` retrains all "
+    line = (f"- Trained with `python -m training.train --task {task}` ({_run(t, task)}; `python -m training.train --all` retrains all "
             f"three); no checkpoint selection on validation.")
+    if t.get("prior_shift"):  # a released network with one class's logit raised (prior_shift.py)
+        ps = t["prior_shift"]
+        line += (f"\n- Then the `{ps['class']}` logit of that network ({ps['from_version']}) raised by {ps['logit_shift']:g} "
+                 f"(`{ps['by']}`; chosen on {', '.join(ps['chosen_on'])}, which it never heard; see \"Class-prior shift\" below).")
+    return line
 
 
 def augment_text(task):
@@ -323,10 +329,11 @@ estimate of behaviour on unseen recordings.
     loco = os.path.join(d, "loco.json")
     if os.path.exists(loco):  # a newer recipe was validated against this model and did not replace it
         from .speaker_card import kept_model_addendum
-        subject = f"{task} {KEPT_AGAINST_SUBJECT[task]}" if os.path.exists(added) and task in KEPT_AGAINST_SUBJECT else "this model"
+        changed = os.path.exists(added) or os.path.exists(os.path.join(d, "loco_prior.json"))  # the file is no longer what loco.json scored
+        subject = f"{task} {KEPT_AGAINST_SUBJECT[task]}" if changed and task in KEPT_AGAINST_SUBJECT else "this model"
         txt += kept_model_addendum(task, json.load(open(loco)), KEPT_AGAINST.get(task, "2.0"), subject)
-    from .speaker_card import learning_curve_section
-    txt += learning_curve_section(d)
+    from .speaker_card import learning_curve_section, prior_shift_section
+    txt += prior_shift_section(d) + learning_curve_section(d)
     with open(os.path.join(d, "MODEL_CARD.md"), "w") as fh:
         fh.write(txt)
 
@@ -334,7 +341,7 @@ estimate of behaviour on unseen recordings.
 # the recipe version each kept model was compared with (its loco.json)
 KEPT_AGAINST = {"gender": "2.0", "arousal": "2.0"}
 # which model the kept-model addendum scored, once a member was added to it
-KEPT_AGAINST_SUBJECT = {"gender": "1.2.0 (members 1-2 of this file)"}
+KEPT_AGAINST_SUBJECT = {"gender": "1.2.0 (members 1-2 of this file)", "arousal": "1.0.0 (this file before its class-prior shift)"}
 
 
 def main():

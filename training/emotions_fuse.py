@@ -1,6 +1,6 @@
 """Emotions 1.1.0: the emotions network's probabilities weighed by arousal 1.0.0's opinion, in one graph.
 
-    python -m training.emotions_fuse --emotions <folder with emotions 1.0.0> --arousal models/arousal --out models
+    python -m training.emotions_fuse --emotions <folder with emotions 1.0.0> --arousal <folder with arousal 1.0.0> --out models
 
 Leave-one-corpus-out, every view of a clip recognises `tired` (sad) badly in a corpus it never heard (recall about
 0.1), while arousal 1.0.0 - trained on two corpora only - recognises low arousal there far better (recall 0.63).
@@ -82,9 +82,11 @@ def fuse_graphs(e_path, a_path, out_path, mt, weight, state_sizes=None):
     onnx.save(model, out_path)
 
 
-def reproduce_cmd(e_version, a_dir, weight, loco_runs=None) -> str:
+def reproduce_cmd(e_version, a_version, weight, loco_runs=None) -> str:
+    # both inputs by version: models/ moves on (arousal 1.0.1 raised its neutral logit after this fusion)
     return (f"python -m training.emotions_fuse --emotions <folder holding emotions {e_version} (git history of "
-            f"models/emotions)> --arousal {a_dir} --weight {weight:g}" + (f" --loco-runs {loco_runs}" if loco_runs else ""))
+            f"models/emotions)> --arousal <folder holding arousal {a_version} (git history of models/arousal)> "
+            f"--weight {weight:g}" + (f" --loco-runs {loco_runs}" if loco_runs else ""))
 
 
 def fuse(e_dir, a_dir, out_dir, weight=1.0, loco_runs=None):
@@ -109,7 +111,7 @@ def fuse(e_dir, a_dir, out_dir, weight=1.0, loco_runs=None):
                                   f"{am['version']} ({am['model']['architecture']}): softmax(log p + {weight:g} log "
                                   f"p_arousal(arousal of the class)), one graph",
                   "onnx_vs_torch_max_abs_diff": em["model"]["onnx_vs_torch_max_abs_diff"]}
-    m["training"]["fused"] = {"by": reproduce_cmd(em["version"], a_dir, weight, loco_runs), "arousal_version": am["version"],
+    m["training"]["fused"] = {"by": reproduce_cmd(em["version"], am["version"], weight, loco_runs), "arousal_version": am["version"],
                               "weight": weight, "arousal_of": AROUSAL_OF}
     with open(os.path.join(out_dir, "manifest.json"), "w") as fh:
         json.dump(m, fh, indent=2)
@@ -171,7 +173,7 @@ def loco_estimate(runs, a_dir, bank, clips, weight=1.0, corpora=("ased", "ettsdb
 def main(argv=None):
     ap = argparse.ArgumentParser()
     ap.add_argument("--emotions", required=True, help="folder of the emotions model to fuse (1.0.0)")
-    ap.add_argument("--arousal", default="models/arousal")
+    ap.add_argument("--arousal", required=True, help="folder with the arousal model to weigh by (1.0.0 for emotions 1.1.0)")
     ap.add_argument("--out", default="models", help="folder that gets emotions/")
     ap.add_argument("--weight", type=float, default=1.0)
     ap.add_argument("--loco-runs", default=None, help="also estimate it leave-one-corpus-out from these fold checkpoints "
