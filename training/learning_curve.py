@@ -27,7 +27,7 @@ ROOT = os.path.dirname(D.HERE)
 
 def fold_voices(task: str, clips, held: str, fraction: float, count: int) -> tuple[int, list]:
     """(labelled training voices, training corpora) of one fold, by the rules loco._fold applies."""
-    others = L.training_corpora(held, count)
+    others = L.training_corpora(held, count, L.corpora_of(task, clips))
     before = SD.SPEAKER_FRACTION[0]
     try:
         SD.keep_speaker_fraction(fraction)

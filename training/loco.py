@@ -60,7 +60,7 @@ def _fold(job):
     clips = D.load_clips()
     distill = hp.pop("distill", False)
     bank = ST.training_bank(clips, distill or hp.get("embed_steps", 0) > 0, hp.get("variants", 0.0) > 0)
-    others = training_corpora(corpus, hp.pop("corpora_count", 0))
+    others = training_corpora(corpus, hp.pop("corpora_count", 0), corpora_of(task, clips))
     items = SD.training_items(SD.clips_of(task, clips, corpora=others, split_name="train"))
     if distill:  # teacher targets on unlabelled speech, from a probe that never saw this corpus' labels
         from .distill import distill_items
@@ -82,10 +82,11 @@ def _fold(job):
     return corpus
 
 
-def training_corpora(held: str, count: int = 0):
-    """The corpora a fold learns from: every other one, or (count > 0, a curve over corpora) a fixed random
-    `count` of them, drawn from the held-out corpus' name so each fold's draw is the same in every run."""
-    others = [c for c in SD.CORPORA if c != held]
+def training_corpora(held: str, count: int = 0, labelled=SD.CORPORA):
+    """The corpora a fold learns from: every other one with the task's labels (`labelled`), or (count > 0, a curve
+    over corpora) a fixed random `count` of them, drawn from the held-out corpus' name so each fold's draw is the
+    same in every run."""
+    others = [c for c in SD.CORPORA if c != held and c in labelled]
     if 0 < count < len(others):
         rng = np.random.default_rng(int(hashlib.md5(f"{held}:{count}".encode()).hexdigest()[:8], 16))
         others = sorted(others[k] for k in rng.permutation(len(others))[:count])

@@ -593,8 +593,7 @@ held-out corpus). Columns per corpus: {name} on that corpus, clean, by the model
 {chr(10).join(rows)}
 
 Per doubling of the labelled voices (same corpora; least squares over the voices points): mean {name}
-{slope['mean_clean']:+.3f} clean, {slope['mean_phone']:+.3f} through a telephone codec.
-{z.get('reading', '')}
+{slope['mean_clean']:+.3f} clean, {slope['mean_phone']:+.3f} through a telephone codec (what the points mean: "What was tried").
 """
 
 

@@ -101,3 +101,7 @@ def test_corpora_count_draws_a_fixed_subset_without_the_held_out_corpus():
     assert len(three) == 3 and "urdu" not in three and set(three) < set(SD.CORPORA)
     assert loco.training_corpora("urdu", 3) == three  # the same draw in every run
     assert loco.training_corpora("urdu", 6) == loco.training_corpora("urdu")
+    # a corpus without the task's labels (hyke has no arousal) is never drawn: it would teach nothing
+    labelled = [c for c in SD.CORPORA if c != "hyke"]
+    assert all("hyke" not in loco.training_corpora(h, 3, labelled) for h in labelled)
+    assert len(loco.training_corpora("urdu", 3, labelled)) == 3
