@@ -204,6 +204,16 @@ EXPERIMENTS = {
         "like these; at the last doubling's +0.008, hundreds of times. More labelled speakers of the kinds we have "
         "(acted or read speech, one corpus of phone calls) is not the way to the target; by the same token, more "
         "teacher opinions on the same voices (the distillation that was next on the list) is unlikely to be.",
+        "**Session 10: what the remaining errors are** (`python -m training.pitch_errors --runs <the re-run's folds>`, "
+        "`models/gender/pitch_errors.json`: median F0 of the clips each fold's model gets right and wrong, accuracy per "
+        "emotion). The voice's pitch, moved by emotion. ASED men: wrong clips median F0 255 Hz (quartiles 224-312), right "
+        "ones 211; neutral 0.96 right, but fearful 0.62, angry 0.71, happy 0.73. URDU men: wrong 269 Hz, right 159; "
+        "neutral 0.96, angry 0.41, sad 0.63. nEMO women: wrong 189 Hz, right 215; sad 0.67, neutral 0.87. The "
+        "network draws its line at about 200-230 Hz: raised voices carry men above it and sad or low voices carry "
+        "women below it. The cue that would decide - vocal-tract length in the formants - is in every input, but with "
+        "about 300 labelled voices no recipe tried (WORLD re-syntheses, a cepstral lifter, arousal removed or added, "
+        "the speaker encoder's trunk) made the network prefer it to pitch. (hyke is left out: its 8 kHz calls have "
+        "lost most men's fundamental.)",
     ],
     "arousal": [
         "**The 2.0 recipe** (figures above): trained on 7 corpora (+ ASED, nEMO, ETTSDB, URDU's odd-numbered speakers), "
