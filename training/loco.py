@@ -296,6 +296,7 @@ def main():
     ap.add_argument("--leave-out-emotions", default="", help="emotions: comma-separated corpus labels to leave out of the task (e.g. calm)")
     ap.add_argument("--band-drop", type=float, default=0.0, help="share of examples whose bands outside ~300-3400 Hz are attenuated (augment.band_edge_drop)")
     ap.add_argument("--adv", type=float, default=0.0, help="weight of the gradient reversal that removes the nuisance (speaker_train.NUISANCE); negative: multi-task")
+    ap.add_argument("--pitch-counter", type=float, default=0.0, help="gender: share of examples made of clips whose pitch points to the other gender")
     ap.add_argument("--corpora-count", type=int, default=0, help="train each fold on this many of the other corpora (learning curve)")
     ap.add_argument("--speaker-fraction", type=float, default=1.0, help="share of each corpus' training speakers kept (learning curve)")
     a = ap.parse_args()
@@ -312,7 +313,7 @@ def main():
         hp = {"examples": a.examples, "epochs": a.epochs, "lr": ST.DEFAULTS["lr"], "ema": ST.DEFAULTS["ema"], "runs": RUNS,
               "distill": a.distill, "dvec": a.dvec, "variants": a.variants,
               "embed_steps": a.embed_steps, "embed_then": a.embed_then, "seed": a.seed, "adv": a.adv, "band_drop": a.band_drop,
-              "corpora_count": a.corpora_count}
+              "corpora_count": a.corpora_count, "pitch_counter": a.pitch_counter}
         with Pool(a.jobs) as pool:
             for done in pool.imap_unordered(_fold, [(a.task, c, hp) for c in corpora]):
                 print(f"[loco {a.task}] fold {done} done", flush=True)
@@ -321,7 +322,7 @@ def main():
                      "variants": a.variants, "embed_steps": a.embed_steps,
                      "embed_then": a.embed_then, "seed": a.seed, "adv": a.adv, "band_drop": a.band_drop,
                      "left_out_emotions": a.leave_out_emotions, "speaker_fraction": a.speaker_fraction,
-                     "corpora_count": a.corpora_count}
+                     "corpora_count": a.corpora_count, "pitch_counter": a.pitch_counter}
     os.makedirs(os.path.join(a.out, a.task), exist_ok=True)
     with open(os.path.join(a.out, a.task, "loco.json"), "w") as fh:
         json.dump(rep, fh, indent=1)

@@ -71,3 +71,30 @@ def main(argv=None):
 
 if __name__ == "__main__":
     main()
+
+
+# ------------------------------------------------------------------ per-clip F0 for training (--pitch-counter)
+F0_CACHE = os.path.join(D.CACHE, "clip_f0.npz")
+
+
+def _f0_chunk(idxs):
+    clips = D.load_clips()
+    by_idx, store = {c.idx: c for c in clips}, D.AudioStore(clips)
+    return [(i, median_f0(store.get(by_idx[i]))) for i in idxs]
+
+
+def clip_f0(workers: int = 2) -> dict:
+    """clip idx -> median F0 (Hz, NaN when unvoiced) of every gender-labelled clip, cached in training/cache."""
+    clips = D.load_clips()
+    want = sorted(c.idx for c, _ in SD.clips_of("gender", clips))
+    if os.path.exists(F0_CACHE):
+        z = np.load(F0_CACHE)
+        if set(want) <= set(z["idx"].tolist()):
+            return dict(zip(z["idx"].tolist(), z["f0"].tolist()))
+    from multiprocessing import Pool
+    chunks = [want[k::workers * 8] for k in range(workers * 8)]
+    with Pool(workers) as pool:
+        pairs = [p for part in pool.map(_f0_chunk, chunks) for p in part]
+    idx, f0 = zip(*sorted(pairs))
+    np.savez(F0_CACHE, idx=np.array(idx), f0=np.array(f0, dtype=np.float32))
+    return dict(zip(idx, f0))

@@ -48,7 +48,7 @@ def reproduce_cmd(task, args) -> str:
         if getattr(args, k) != v:
             cmd += f" --{k} {getattr(args, k):g}"
     cmd += f" --seed {args.seed}" if args.seed != 1 else ""
-    for flag in ("distill", "dvec", "variants", "embed_steps", "adv", "band_drop"):  # the experiments' options, where used
+    for flag in ("distill", "dvec", "variants", "embed_steps", "adv", "band_drop", "pitch_counter"):  # the experiments' options, where used
         v = getattr(args, flag, 0)
         cmd += (f" --{flag.replace('_', '-')}" + ("" if v is True else f" {v:g}")) if v else ""
     cmd += f" --embed-then {args.embed_then}" if getattr(args, "embed_steps", 0) and args.embed_then != "head" else ""

@@ -51,7 +51,7 @@ def training_bank(clips, distill=False, variants=False) -> B.Bank:
 class Sampler:
     """Draws training examples [4*STEPS, 64] with per-step labels and voiced weights from the bank."""
 
-    def __init__(self, task, bank: B.Bank, items, dvec=None, variant_p=0.0):
+    def __init__(self, task, bank: B.Bank, items, dvec=None, variant_p=0.0, f0=None, counter_p=0.0):
         """`items`: (clip, class) pairs, or (clip, class, target) with a soft target (class probabilities, e.g. a
         teacher's opinion on an unlabelled clip; the class then only places the clip in the balanced draw)."""
         self.task, self.bank = task, bank
@@ -69,6 +69,9 @@ class Sampler:
         # clips with WORLD voice variants in the bank; an example uses them with probability variant_p
         self.variant_p = variant_p
         self.has_variants = {int(c) for c, v in zip(bank.clip_idx, bank.version) if v == "var0"} if variant_p else set()
+        # gender: clips whose pitch points to the other gender (men at or above MALE_HIGH_F0, women at or below
+        # FEMALE_LOW_F0); with probability counter_p an example is made of its speaker's such clips, where it has any
+        self.counter_p, self.f0 = counter_p, f0 or {}
         rng = np.random.default_rng(0)
         quiet = (rng.standard_normal(256 * 400) * 10 ** (-85 / 20)).astype(np.float32)
         self.silence = logmel_fast(quiet)
@@ -85,6 +88,8 @@ class Sampler:
     def example(self, rng):
         y, cells = self.pick_speaker(rng)
         version = rng.choice(list(VERSION_P), p=list(VERSION_P.values()))
+        if self.counter_p and rng.random() < self.counter_p:
+            cells = self.counter_cells(y, cells)
         if self.has_variants and rng.random() < self.variant_p:
             with_var = {k: v for k, v in ((k, [c for c in cl if c.idx in self.has_variants]) for k, cl in cells.items()) if v}
             if with_var:
@@ -119,11 +124,21 @@ class Sampler:
         X = np.maximum(X + np.float32(rng.uniform(-30, 6) * LN10_DB), np.float32(np.log(1e-8)))  # whole-example gain, floored like the front end
         return X, lab, w, dv, nuis
 
+    def counter_cells(self, y, cells):
+        """The speaker's clips whose F0 points to the other gender, by cell; all of them where there is none."""
+        female = SD.CLASSES[self.task][y] == "female"
+        against = (lambda f: f <= FEMALE_LOW_F0) if female else (lambda f: f >= MALE_HIGH_F0)
+        kept = {k: v for k, v in ((k, [c for c in cl if against(self.f0.get(c.idx, float("nan")))]) for k, cl in cells.items()) if v}
+        return kept or cells
+
     def batch(self, n, rng):
         return tuple(torch.from_numpy(np.stack(a)) for a in zip(*(self.example(rng) for _ in range(n))))
 
 
 DVEC_DIM = 256
+# pitch that points to the other gender (--pitch-counter): the leave-one-corpus-out models misjudge men's clips
+# above about 200-230 Hz and women's below (pitch_errors.py)
+MALE_HIGH_F0, FEMALE_LOW_F0 = 180.0, 190.0
 
 # Adversarial invariance (--adv): what the trunk must NOT carry. Gender: the clip's arousal (so raised pitch from
 # shouting or lowered pitch from sadness cannot stand in for voice gender); arousal and emotions: the corpus (so
@@ -191,8 +206,13 @@ def train(task, bank, items, args, log=print):
     torch.manual_seed(args.seed)
     rng = np.random.default_rng(args.seed)
     dvec_w = getattr(args, "dvec", 0.0)
+    counter_p = getattr(args, "pitch_counter", 0.0)
+    f0 = None
+    if counter_p:
+        from .pitch_errors import clip_f0
+        f0 = clip_f0()
     sampler = Sampler(task, bank, items, dvec=speaker_dvectors() if dvec_w else None,
-                      variant_p=getattr(args, "variants", 0.0))
+                      variant_p=getattr(args, "variants", 0.0), f0=f0, counter_p=counter_p)
     model = Net(len(SD.CLASSES[task]), **CONFIGS[task])
     # speaker-encoder distillation: an auxiliary 1x1 head (not exported) maps the trunk to the teacher's d-vector
     aux = torch.nn.Conv1d(CONFIGS[task]["c2"], DVEC_DIM, 1) if dvec_w else None
@@ -300,6 +320,7 @@ def main():
     ap.add_argument("--leave-out-emotions", default="", help="emotions: comma-separated corpus labels to leave out of the task (e.g. calm)")
     ap.add_argument("--band-drop", type=float, default=0.0, help="share of examples whose bands outside ~300-3400 Hz are attenuated (augment.band_edge_drop)")
     ap.add_argument("--adv", type=float, default=0.0, help="weight of the gradient reversal that removes the nuisance (NUISANCE) from the trunk; negative: learn it as a second task")
+    ap.add_argument("--pitch-counter", type=float, default=0.0, help="gender: share of examples made of clips whose pitch points to the other gender")
     args = ap.parse_args()
     SD.leave_out_emotions(args.leave_out_emotions)
     if args.cfg:

@@ -105,3 +105,16 @@ def test_corpora_count_draws_a_fixed_subset_without_the_held_out_corpus():
     labelled = [c for c in SD.CORPORA if c != "hyke"]
     assert all("hyke" not in loco.training_corpora(h, 3, labelled) for h in labelled)
     assert len(loco.training_corpora("urdu", 3, labelled)) == 3
+
+
+def test_pitch_counter_cells_keep_the_clips_whose_pitch_points_to_the_other_gender():
+    s = ST.Sampler.__new__(ST.Sampler)  # only the fields counter_cells reads
+    s.task, s.f0 = "gender", {1: 120.0, 2: 240.0, 3: 170.0, 4: 230.0, 5: float("nan")}
+    clip = lambda i: types.SimpleNamespace(idx=i)
+    male = SD.CLASSES["gender"].index("male")
+    female = SD.CLASSES["gender"].index("female")
+    cells = {"neutral": [clip(1)], "angry": [clip(2), clip(5)]}
+    assert {k: [c.idx for c in v] for k, v in s.counter_cells(male, cells).items()} == {"angry": [2]}
+    women = {"sad": [clip(3)], "happy": [clip(4)]}
+    assert {k: [c.idx for c in v] for k, v in s.counter_cells(female, women).items()} == {"sad": [3]}
+    assert s.counter_cells(male, {"x": [clip(1)]}) == {"x": [clip(1)]}  # none against its gender: all of them
