@@ -8,7 +8,7 @@ learnt from, to tell whether more voices, or more kinds of recording, would clos
 Each point is one full leave-one-corpus-out run of the same recipe and seed with part of the training data:
 `--speaker-fraction F` keeps a nested share of every corpus' and gender's training speakers (the same corpora,
 fewer voices); `--corpora-count K` keeps K of the other corpora, all their speakers (fewer kinds of recording).
-The number of labelled voices each fold learnt from is recounted here from the same rules, so older runs count too.
+The number of labelled voices each fold learnt from is counted here by the rules loco._fold applies.
 """
 from __future__ import annotations
 
@@ -28,12 +28,7 @@ ROOT = os.path.dirname(D.HERE)
 def fold_voices(task: str, clips, held: str, fraction: float, count: int) -> tuple[int, list]:
     """(labelled training voices, training corpora) of one fold, by the rules loco._fold applies."""
     others = L.training_corpora(held, count, L.corpora_of(task, clips))
-    before = SD.SPEAKER_FRACTION[0]
-    try:
-        SD.keep_speaker_fraction(fraction)
-        items = SD.training_items(SD.clips_of(task, clips, corpora=others, split_name="train"))
-    finally:
-        SD.keep_speaker_fraction(before)
+    items = SD.training_items(SD.clips_of(task, clips, corpora=others, split_name="train"), fraction)
     return len({c.speaker for c, _ in items}), others
 
 

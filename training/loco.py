@@ -69,9 +69,7 @@ def _fold(job):
     logf = open(os.path.join(RUNS, task, f"{corpus}.log"), "w")
     model = ST.train(task, bank, items, args, log=lambda s: (logf.write(s + "\n"), logf.flush()))
     held = SD.clips_of(task, clips, corpora=[corpus])
-    out = {"idx": np.array([c.idx for c, _ in held]), "y": np.array([y for _, y in held]),
-           "train_speakers": len({c.speaker for c, _ in items if c.source in SD.CORPORA}),
-           "train_corpora": np.array(others)}
+    out = {"idx": np.array([c.idx for c, _ in held]), "y": np.array([y for _, y in held])}
     for version in ("clean", "phone"):
         out[version] = np.stack([p if p is not None else np.full(len(SD.CLASSES[task]), np.nan)
                                  for p in ST.predict(model, bank, [c for c, _ in held], version)])
@@ -213,10 +211,6 @@ def report(task, clips, bank):
         spk = {by_idx[i].speaker for i in z["idx"]}
         folds[corpus] = {"speakers": len(spk), "clean": _scores(task, z["y"], z["clean"]),
                          "phone": _scores(task, z["y"], z["phone"])}
-        if "train_speakers" in z:  # labelled voices the fold's model learnt from (older fold files lack it)
-            folds[corpus]["train_speakers"] = int(z["train_speakers"])
-        if "train_corpora" in z:
-            folds[corpus]["train_corpora"] = [str(c) for c in z["train_corpora"]]
         keep = np.array([by_idx[i].speaker not in flagged for i in z["idx"]], dtype=bool)
         if task == "gender" and not keep.all():  # the same fold without the speakers the label audit flags
             folds[corpus]["audited"] = {"flagged_speakers": len({by_idx[i].speaker for i in z["idx"][~keep]}),

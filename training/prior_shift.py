@@ -78,20 +78,15 @@ def bias_vector(value: float) -> np.ndarray:
 
 def shifted_scores(rows, value: float) -> dict:
     """UAR and per-class recall of clip decisions (voiced mean of the per-step probabilities) after the shift."""
+    from .speaker_train import scores
     b = bias_vector(value)
-    ys, preds = [], []
-    for y, p, v in rows:
+    probs = []
+    for _, p, v in rows:
         lp = np.log(np.maximum(p, 1e-12)) + b
         q = np.exp(lp - lp.max(axis=1, keepdims=True))
-        q /= q.sum(axis=1, keepdims=True)
-        m = B.voiced_mean(q, v)
-        if np.isnan(m).any():
-            continue
-        ys.append(y)
-        preds.append(int(m.argmax()))
-    ys, preds = np.array(ys), np.array(preds)
-    recall = {k: float((preds[ys == i] == i).mean()) for i, k in enumerate(SD.CLASSES[TASK]) if (ys == i).any()}
-    return {"n": int(ys.size), "uar": float(np.mean(list(recall.values()))), "recall": recall}
+        m = B.voiced_mean(q / q.sum(axis=1, keepdims=True), v)
+        probs.append(None if np.isnan(m).any() else m)
+    return scores(TASK, [y for y, _, _ in rows], probs)
 
 
 def choose(table: dict, corpora) -> float:

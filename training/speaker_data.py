@@ -51,7 +51,7 @@ def keep_speaker_fraction(fraction: float) -> None:
     SPEAKER_FRACTION[0] = fraction
 
 
-def _kept_speakers(items) -> set:
+def _kept_speakers(items, fraction: float) -> set:
     """A fixed, seed-independent subset: the first ceil(fraction * n) speakers of each (corpus, gender) stratum
     in md5 order, so a smaller fraction's speakers are always among a larger one's."""
     strata: dict = {}
@@ -60,16 +60,17 @@ def _kept_speakers(items) -> set:
     kept = set()
     for speakers in strata.values():
         order = sorted(speakers, key=lambda s: hashlib.md5(s.encode()).hexdigest())
-        kept.update(order[:max(1, math.ceil(SPEAKER_FRACTION[0] * len(order)))])
+        kept.update(order[:max(1, math.ceil(fraction * len(order)))])
     return kept
 
 
-def training_items(items):
+def training_items(items, speaker_fraction: float | None = None):
     """The (clip, class) pairs that training uses: all but the clips of the left-out emotion labels and, in a
-    learning-curve experiment, of the speakers left out."""
+    learning-curve experiment, of the speakers left out (`speaker_fraction`, default keep_speaker_fraction's)."""
+    fraction = SPEAKER_FRACTION[0] if speaker_fraction is None else speaker_fraction
     items = [it for it in items if it[0].emotion not in TRAIN_LEFT_OUT]
-    if SPEAKER_FRACTION[0] < 1.0:
-        kept = _kept_speakers(items)
+    if fraction < 1.0:
+        kept = _kept_speakers(items, fraction)
         items = [it for it in items if it[0].speaker in kept]
     return items
 
