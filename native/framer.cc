@@ -111,6 +111,7 @@ void Framer::emitStep(const float* w, int realSamples, StepOutput& out) {
   static_assert(kFramesPerStep == 4, "RealFft4 computes the four frames of a step together");
   const MelBank& bank = melBank();
   const float* stepStart = w + kLookahead;
+  out.pcm.insert(out.pcm.end(), stepStart, stepStart + kStepSamples);
   double e[4] = {0, 0, 0, 0};
   int i = 0;
   for (; i + 4 <= realSamples; i += 4)

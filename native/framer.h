@@ -28,10 +28,14 @@ constexpr int kFeaturesPerStep = kFramesPerStep * kMels;           // 256 floats
 struct StepOutput {
   std::vector<float> levels;    // one per step
   std::vector<float> features;  // kFeaturesPerStep per step, time-major [frame][mel]
+  // kStepSamples per step: the step's 16 kHz samples (zeros past the signal end), for the
+  // pretrained encoders whose own front ends run inside their ONNX graphs (docs/features.md).
+  std::vector<float> pcm;
   size_t steps() const { return levels.size(); }
   void clear() {
     levels.clear();
     features.clear();
+    pcm.clear();
   }
 };
 

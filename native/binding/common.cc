@@ -143,6 +143,7 @@ Napi::Object chunkObject(Napi::Env env, int channel, int64_t startStep, const St
   o.Set("steps", Napi::Number::New(env, static_cast<double>(s.steps())));
   o.Set("levels", float32Array(env, s.levels.data(), s.levels.size()));
   o.Set("features", float32Array(env, s.features.data(), s.features.size()));
+  o.Set("pcm", float32Array(env, s.pcm.data(), s.pcm.size()));
   return o;
 }
 }  // namespace

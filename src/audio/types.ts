@@ -41,6 +41,8 @@ export interface FeatureChunk {
   levels: Float32Array;
   /** Log-mel features, time-major, length `steps * 4 * 64`. */
   features: Float32Array;
+  /** The steps' 16 kHz samples, length `steps * 1024` (zeros past the signal end): input of the pretrained encoders (absent in synthetic test chunks: the encoder views then abstain). */
+  pcm?: Float32Array;
 }
 
 export interface OpenOptions {

@@ -8,6 +8,8 @@ import { defaultModelsDir, defaultWindowSteps } from './env';
 import { InferencePool, InferencePoolOptions, StatefulPoolModel, StatefulResult } from './pool';
 import { ModelInfo, ModelRegistry } from './registry';
 import { OutputFn, WindowedRunner } from './runner';
+import { EncoderStage, type WindowOutcome } from './encoder-stage';
+import type { ModelViews } from './views';
 
 export interface EngineOptions extends InferencePoolOptions {
   /** Default: $AURIS_MODELS_DIR, else <package root>/models. */
@@ -109,6 +111,11 @@ export class InferenceEngine {
       windowSteps,
       minWindowSteps: options.minWindowSteps ?? windowSteps,
     });
+  }
+
+  /** An encoder stage for one channel of a model with encoder views (window outcomes to `onWindow`, in order). */
+  encoderStage(views: ModelViews, onWindow: (o: WindowOutcome) => void): EncoderStage {
+    return new EncoderStage({ schedule: views.schedule, embed: (pcm) => this.pool.runEncoder(views.encoder, pcm), onWindow });
   }
 
   close(): Promise<void> {

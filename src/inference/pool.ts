@@ -49,6 +49,16 @@ export interface PoolStats {
 /** What the pool needs to know about a model (a registry ModelInfo fits). */
 export type PoolModel = Pick<ModelInfo, 'name' | 'modelPath' | 'inputName' | 'outputName' | 'rawKeys'>;
 
+/** A pretrained encoder (src/inference/encoders.ts): one item = `pcmFloats` 16 kHz samples -> `dim` floats. */
+export interface EncoderPoolModel extends PoolModel {
+  pcmFloats: number;
+  dim: number;
+}
+
+const isEncoder = (m: PoolModel): m is EncoderPoolModel => typeof (m as EncoderPoolModel).pcmFloats === 'number';
+/** Floats of one job's input. */
+const inputFloats = (m: PoolModel, steps: number): number => (isEncoder(m) ? m.pcmFloats : steps * FLOATS_PER_STEP);
+
 /** A stateful streaming graph (registry StreamingGraph plus the model's name and classes). */
 export interface StatefulPoolModel extends PoolModel {
   stateInputName: string;
@@ -139,6 +149,7 @@ const ref = (m: PoolModel | StatefulPoolModel): ModelRef => ({
   inputName: m.inputName,
   outputName: m.outputName,
   ...('stateInputName' in m ? { stateInputName: m.stateInputName, stateOutputName: m.stateOutputName } : {}),
+  ...(isEncoder(m) ? { pcmFloats: m.pcmFloats } : {}),
 });
 
 function replyError(msg: FromWorker): AurisError | undefined {
@@ -233,6 +244,11 @@ export class InferencePool {
    * (zeros for a new stream). Calls of different streams with the same step count are batched.
    * The pool takes ownership of `features` and `state`.
    */
+  /** Embeds one item of a pretrained encoder (`pcm`: model.pcmFloats samples; ownership passes to the pool) -> model.dim floats. */
+  runEncoder(model: EncoderPoolModel, pcm: Float32Array): Promise<Float32Array> {
+    return this.submit(model, pcm, 1).then((out) => out.probs);
+  }
+
   runStateful(model: StatefulPoolModel, features: Float32Array, steps: number, state: Float32Array): Promise<StatefulResult> {
     if (state.length !== model.stateSize) {
       return Promise.reject(new AurisError('INVALID_ARGUMENT', `state of ${model.name} must have ${model.stateSize} floats, got ${state.length}`));
@@ -242,9 +258,9 @@ export class InferencePool {
 
   private submit(model: PoolModel | StatefulPoolModel, features: Float32Array, steps: number, state?: Float32Array): Promise<StatefulResult> {
     if (this.closed) return Promise.reject(new AurisError('CLOSED', 'inference pool is closed'));
-    if (!Number.isInteger(steps) || steps < 1 || features.length !== steps * FLOATS_PER_STEP) {
+    if (!Number.isInteger(steps) || steps < 1 || features.length !== inputFloats(model, steps)) {
       return Promise.reject(
-        new AurisError('INVALID_ARGUMENT', `window of ${steps} steps needs ${steps * FLOATS_PER_STEP} floats, got ${features.length}`),
+        new AurisError('INVALID_ARGUMENT', `window of ${steps} steps of ${model.name} needs ${inputFloats(model, steps)} floats, got ${features.length}`),
       );
     }
     return new Promise<StatefulResult>((resolve, reject) => {
@@ -306,7 +322,7 @@ export class InferencePool {
   private async runBatch(worker: PoolWorker, batch: Job[]): Promise<void> {
     worker.busy = true;
     const { model, steps } = batch[0]!;
-    const features = stack(batch.map((j) => j.features), steps * FLOATS_PER_STEP);
+    const features = stack(batch.map((j) => j.features), inputFloats(model, steps));
     const stateful = batch[0]!.state !== undefined;
     const stateSize = stateful ? (model as StatefulPoolModel).stateSize : 0;
     // live streams keep their states in shared buffers that the worker updates in place; other states travel
@@ -320,8 +336,8 @@ export class InferencePool {
       const err = replyError(msg);
       if (err) throw err;
       if (msg.type !== 'result') throw new AurisError('INFERENCE_FAILED', `unexpected worker reply ${msg.type}`);
-      const C = msg.dims[2]!;
-      if (C !== model.rawKeys.length) {
+      const C = isEncoder(model) ? msg.dims[1]! : msg.dims[2]!;
+      if (isEncoder(model) ? C !== model.dim : C !== model.rawKeys.length) {
         throw new AurisError('INFERENCE_FAILED', `model ${model.name} gave ${C} classes, its manifest has ${model.rawKeys.length} raw_keys`);
       }
       if (stateful && !shared && msg.state?.length !== stateSize * batch.length) {

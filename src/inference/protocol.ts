@@ -8,6 +8,8 @@ export interface ModelRef {
   /** Stateful streaming graphs only: the state's input and output names. */
   stateInputName?: string;
   stateOutputName?: string;
+  /** Pretrained encoders: each item is this many 16 kHz samples (input [batch, pcmFloats], output [batch, D]). */
+  pcmFloats?: number;
 }
 
 export type ToWorker =

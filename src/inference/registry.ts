@@ -9,6 +9,7 @@ import { AurisError } from '../errors';
 import { unknownModelError } from '../analysis/options';
 import { BUILTIN_RAW_KEYS } from '../analysis/policies';
 import { defaultModelsDir } from './env';
+import { parseViews, type ModelViews } from './views';
 
 /** Front-end parameters the models must have been trained with (docs/features.md). */
 export const FRONTEND = {
@@ -91,6 +92,8 @@ export interface ModelInfo {
   outputName: string;
   /** Present when the model ships a stateful streaming graph. */
   streaming?: StreamingGraph;
+  /** Present when a pretrained encoder's view is fused with the network (views.ts). */
+  views?: ModelViews;
   manifest: ModelManifest;
 }
 
@@ -210,6 +213,7 @@ export function loadModelDir(dir: string): ModelInfo {
     stateSize: st.state_size,
     delaySteps: st.delay_steps,
   };
+  const views = parseViews(m['views'], path.dirname(dir), manifestPath, m.raw_keys.length);
   return {
     name: m.name,
     version: m.version,
@@ -224,6 +228,7 @@ export function loadModelDir(dir: string): ModelInfo {
     inputName: m.input,
     outputName: m.output,
     ...(streaming ? { streaming } : {}),
+    ...(views ? { views } : {}),
     manifest: m,
   };
 }

@@ -63,8 +63,9 @@ port.on('message', (msg: ToWorker) => {
     .then(async (s) => {
       const t0 = performance.now();
       const state = sharedStates ? gather(sharedStates) : msg.state;
+      const inputDims = model.pcmFloats ? [batch, model.pcmFloats] : [batch, steps * FRAMES_PER_STEP, N_MELS];
       const feeds: Record<string, ort.Tensor> = {
-        [model.inputName]: new ort.Tensor('float32', features, [batch, steps * FRAMES_PER_STEP, N_MELS]),
+        [model.inputName]: new ort.Tensor('float32', features, inputDims),
       };
       const fetches = [model.outputName];
       if (state) {
@@ -76,8 +77,8 @@ port.on('message', (msg: ToWorker) => {
       const out = outs[model.outputName];
       if (!out) throw new Error(`model ${model.name} produced no output "${model.outputName}"`);
       const dims = out.dims.map(Number);
-      if (dims.length !== 3 || dims[0] !== batch || dims[1] !== steps) {
-        throw new Error(`model ${model.name}: output shape [${dims.join(', ')}], expected [${batch}, ${steps}, C]`);
+      if (model.pcmFloats ? dims.length !== 2 || dims[0] !== batch : dims.length !== 3 || dims[0] !== batch || dims[1] !== steps) {
+        throw new Error(`model ${model.name}: output shape [${dims.join(', ')}], expected [${batch}, ${model.pcmFloats ? 'D' : `${steps}, C`}]`);
       }
       const probs = owned(out.data as Float32Array);
       const transfer = [probs.buffer as ArrayBuffer];

@@ -13,6 +13,8 @@ import { InferenceEngine, sharedEngine } from '../inference/engine';
 import { StepBuffer } from '../inference/step-buffer';
 import type { ModelInfo } from '../inference/registry';
 import type { WindowedRunner } from '../inference/runner';
+import { EncoderStage } from '../inference/encoder-stage';
+import { ViewFusion } from '../inference/view-fusion';
 import { defaultOpen, type FileFrontendLike, type OpenFileFrontend } from './audio';
 
 /** Progress, audio facts and cancellation of one analysis (the job worker's view too). */
@@ -61,6 +63,8 @@ interface ChannelState {
   levels: StepBuffer;
   probs: Map<string, StepBuffer>;
   runners: WindowedRunner[];
+  /** Encoder stages of the models with encoder views (src/inference/views.ts). */
+  stages: EncoderStage[];
 }
 
 function aborted(signal: AbortSignal | undefined): AurisError {
@@ -169,11 +173,17 @@ function channelStates(plan: AnalysisPlan, channels: number[], expected: number,
   if (windowSteps !== undefined) runnerOptions.windowSteps = windowSteps;
   const states = new Map<number, ChannelState>();
   for (const ch of channels) {
-    const st: ChannelState = { channel: ch, steps: 0, levels: new StepBuffer(1, expected + 1), probs: new Map(), runners: [] };
+    const st: ChannelState = { channel: ch, steps: 0, levels: new StepBuffer(1, expected + 1), probs: new Map(), runners: [], stages: [] };
     for (const m of plan.infos) {
       const store = new StepBuffer(m.rawKeys.length, expected + 1);
       st.probs.set(m.name, store);
-      st.runners.push(plan.engine.runner(m, (_start, probs) => store.append(probs), runnerOptions));
+      let output = (_start: number, probs: Float32Array): void => store.append(probs);
+      if (m.views) {
+        const fusion = new ViewFusion(m.views, output);
+        st.stages.push(plan.engine.encoderStage(m.views, (o) => fusion.pushWindow(o)));
+        output = (_start, probs) => fusion.pushNet(probs, probs.length / 2);
+      }
+      st.runners.push(plan.engine.runner(m, output, runnerOptions));
     }
     states.set(ch, st);
   }
@@ -221,7 +231,7 @@ async function feedRunners(
     if (totalSteps > 0) progress(Math.min(0.99, decoded / totalSteps));
   }
   const ends: Promise<void>[] = [];
-  for (const st of states.values()) for (const r of st.runners) ends.push(r.end());
+  for (const st of states.values()) for (const r of [...st.runners, ...st.stages]) ends.push(r.end());
   await abortable(Promise.all([...inFlight, ...ends]), signal);
 }
 
@@ -235,6 +245,7 @@ function pushChunk(states: Map<number, ChannelState>, chunk: FeatureChunk, pushe
   if (chunk.steps === 0) return 0;
   st.levels.append(chunk.levels.subarray(0, chunk.steps));
   for (const r of st.runners) pushes.push(r.push(chunk.features, chunk.steps));
+  for (const e of st.stages) pushes.push(e.push(chunk.levels, chunk.pcm, chunk.steps));
   st.steps += chunk.steps;
   return chunk.steps;
 }

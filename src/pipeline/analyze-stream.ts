@@ -24,6 +24,8 @@ import type { InferenceEngine } from '../inference/engine';
 import type { ModelInfo } from '../inference/registry';
 import { StepBuffer } from '../inference/step-buffer';
 import { StreamRunner } from '../inference/stream-runner';
+import type { EncoderStage } from '../inference/encoder-stage';
+import { ViewFusion } from '../inference/view-fusion';
 
 /** Sample encodings of a live stream: the front end's PCM, or G.711 (8-bit, expanded to s16le here). */
 export type StreamEncoding = SampleEncoding | G711Law;
@@ -74,6 +76,8 @@ export class StreamSession {
   private readonly decider: StepDecider;
   private readonly frontend: StreamFrontend;
   private readonly runners: StreamRunner[];
+  /** Encoder stages of the models with encoder views. */
+  private readonly stages: EncoderStage[] = [];
   private readonly levels = new StepBuffer(1);
   private readonly probs = new Map<string, StepBuffer>();
   private readonly per: number;
@@ -124,14 +128,21 @@ export class StreamSession {
     this.runners = infos.map((m) => {
       const store = new StepBuffer(m.rawKeys.length);
       this.probs.set(m.name, store);
+      let output = (_start: number, probs: Float32Array): void => {
+        store.append(probs);
+        this.emitReady();
+        this.events.onProgress?.();
+      };
+      if (m.views) {
+        // the encoder view is fused step by step exactly as in file jobs (src/inference/view-fusion.ts)
+        const fusion = new ViewFusion(m.views, output);
+        this.stages.push(engine.encoderStage(m.views, (o) => fusion.pushWindow(o)));
+        output = (_start, probs) => fusion.pushNet(probs, probs.length / 2);
+      }
       return new StreamRunner({
         model: m,
         infer: (features, steps) => engine.infer(m, features, steps),
-        onOutput: (_start, probs) => {
-          store.append(probs);
-          this.emitReady();
-          this.events.onProgress?.();
-        },
+        onOutput: output,
         onError: (e) => this.fail(e),
         align: this.per,
         maxWindowSteps: Math.max(options.maxWindowSteps ?? 256, 1),
@@ -193,6 +204,7 @@ export class StreamSession {
       this.feed(this.frontend.end());
       const done = new Promise<void>((resolve, reject) => (this.finish = { resolve, reject }));
       for (const r of this.runners) r.end();
+      for (const e of this.stages) e.end().then(() => this.emitReady(), (err: Error) => this.fail(err));
       this.emitReady();
       await done;
     }
@@ -213,6 +225,7 @@ export class StreamSession {
     this.closed = true;
     this.frontend.close();
     for (const r of this.runners) r.close();
+    for (const e of this.stages) e.close();
     this.finish?.reject(new AurisError('ABORTED', 'stream closed'));
     this.finish = undefined;
   }
@@ -224,6 +237,7 @@ export class StreamSession {
     this.levels.append(chunk.levels.subarray(0, chunk.steps));
     this.steps += chunk.steps;
     for (const r of this.runners) r.push(chunk.features, chunk.steps);
+    for (const e of this.stages) e.push(chunk.levels, chunk.pcm, chunk.steps).catch((err: Error) => this.fail(err));
   }
 
   private fail(e: Error): void {
@@ -276,7 +290,7 @@ export class StreamSession {
       this.events.onStep(step);
       if (this.closed) return;
     }
-    if (this.frontendEnded && this.nextOut * this.per >= this.steps && this.runners.every((r) => r.done)) {
+    if (this.frontendEnded && this.nextOut * this.per >= this.steps && this.runners.every((r) => r.done) && this.stages.every((e) => e.done)) {
       const f = this.finish;
       this.finish = undefined;
       f?.resolve();

@@ -1,0 +1,122 @@
+/**
+ * Encoder views of a model (manifest "views"): a pretrained encoder (models/encoders/<name>/,
+ * run on fixed windows of speech) and a linear head of ours on its embeddings, fused with the
+ * model's own per-step network. Gender 2.0 reads a speaker's gender this way (MODEL_CARD.md);
+ * docs/features.md describes the window schedule and the fusion.
+ *
+ *   manifest.views = {
+ *     encoder: "speaker",                       // models/encoders/speaker/manifest.json
+ *     schedule: { window_steps, every, min_voiced_steps, gate_db },
+ *     head: { weights: number[dim], bias },      // log-odds of raw_keys[1] vs raw_keys[0]
+ *     fusion: { net, view, bias }                // fused log-odds = net * L_net + view * L_head + bias
+ *   }
+ */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { AurisError } from '../errors';
+import type { EncoderPoolModel } from './pool';
+
+/** Samples per 64 ms step at 16 kHz. */
+export const STEP_SAMPLES = 1024;
+
+export interface EncoderInfo extends EncoderPoolModel {
+  version: string;
+  dir: string;
+  manifestPath: string;
+  /** Steps per encoder window (pcmFloats / STEP_SAMPLES). */
+  windowSteps: number;
+  manifest: Record<string, unknown>;
+}
+
+/** Which windows the encoder runs on (encoder-stage.ts). */
+export interface ViewSchedule {
+  /** Window k covers steps [k * windowSteps, (k + 1) * windowSteps). */
+  windowSteps: number;
+  /** Within a run of voiced windows, the encoder runs on every `every`-th one; the others reuse its result. */
+  every: number;
+  /** Fewer voiced steps than this: the window is not embedded and ends the run. */
+  minVoicedSteps: number;
+  /** A step is voiced when its level is at least this, dBFS. */
+  gateDb: number;
+}
+
+export interface ModelViews {
+  encoder: EncoderInfo;
+  schedule: ViewSchedule;
+  head: { weights: Float32Array; bias: number };
+  fusion: { net: number; view: number; bias: number };
+}
+
+function fail(file: string, problem: string, cause?: unknown): AurisError {
+  return new AurisError('MODEL_LOAD_FAILED', `${file}: ${problem}`, { file }, cause === undefined ? undefined : { cause });
+}
+
+const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const isNum = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v);
+const isPosInt = (v: unknown): v is number => typeof v === 'number' && Number.isInteger(v) && v > 0;
+
+/** Reads models/encoders/<name>/manifest.json (kind "pcm_window_encoder"). */
+export function loadEncoder(modelsDir: string, name: string, from: string): EncoderInfo {
+  if (!/^[a-z0-9_-]+$/.test(name)) throw fail(from, `"views.encoder" must be a plain name, got ${JSON.stringify(name)}`);
+  const dir = path.join(modelsDir, 'encoders', name);
+  const manifestPath = path.join(dir, 'manifest.json');
+  let m: unknown;
+  try {
+    m = JSON.parse(fs.readFileSync(manifestPath, 'utf8'));
+  } catch (e) {
+    throw fail(manifestPath, `cannot read the encoder manifest named by ${from} (${(e as Error).message})`, e);
+  }
+  if (!isObj(m) || m['kind'] !== 'pcm_window_encoder') throw fail(manifestPath, '"kind" must be "pcm_window_encoder"');
+  for (const k of ['name', 'version', 'file', 'input', 'output']) {
+    if (typeof m[k] !== 'string' || m[k] === '') throw fail(manifestPath, `"${k}" must be a non-empty string`);
+  }
+  if (m['name'] !== name) throw fail(manifestPath, `"name" must be ${JSON.stringify(name)}`);
+  if (!isPosInt(m['window_samples']) || m['window_samples'] % STEP_SAMPLES !== 0) {
+    throw fail(manifestPath, `"window_samples" must be a positive multiple of ${STEP_SAMPLES}`);
+  }
+  if (!isPosInt(m['dim'])) throw fail(manifestPath, '"dim" must be a positive integer');
+  const modelPath = path.resolve(dir, m['file'] as string);
+  if (path.relative(dir, modelPath).startsWith('..') || !fs.existsSync(modelPath) || !fs.statSync(modelPath).isFile()) {
+    throw fail(manifestPath, `encoder file ${JSON.stringify(m['file'])} is missing`);
+  }
+  return {
+    name: `encoder:${name}`,
+    version: m['version'] as string,
+    dir,
+    manifestPath,
+    modelPath,
+    inputName: m['input'] as string,
+    outputName: m['output'] as string,
+    rawKeys: [],
+    pcmFloats: m['window_samples'],
+    dim: m['dim'],
+    windowSteps: m['window_samples'] / STEP_SAMPLES,
+    manifest: m,
+  };
+}
+
+/** Parses and checks a model manifest's "views" (undefined: the model has none). */
+export function parseViews(raw: unknown, modelsDir: string, file: string, classes: number): ModelViews | undefined {
+  if (raw === undefined) return undefined;
+  if (!isObj(raw)) throw fail(file, '"views" must be an object');
+  if (classes !== 2) throw fail(file, '"views" needs a two-class model (the head gives the log-odds of raw_keys[1])');
+  const encoder = loadEncoder(modelsDir, String(raw['encoder']), file);
+  const s = raw['schedule'];
+  if (!isObj(s) || !isPosInt(s['every']) || !isPosInt(s['min_voiced_steps']) || !isNum(s['gate_db'])) {
+    throw fail(file, '"views.schedule" must be {window_steps, every, min_voiced_steps, gate_db}');
+  }
+  if (s['window_steps'] !== encoder.windowSteps) throw fail(file, `"views.schedule.window_steps" must be the encoder's ${encoder.windowSteps}`);
+  if ((s['min_voiced_steps'] as number) > encoder.windowSteps) throw fail(file, '"views.schedule.min_voiced_steps" exceeds the window');
+  const h = raw['head'];
+  if (!isObj(h) || !Array.isArray(h['weights']) || h['weights'].length !== encoder.dim || !h['weights'].every(isNum) || !isNum(h['bias'])) {
+    throw fail(file, `"views.head" must be {weights: ${encoder.dim} numbers, bias}`);
+  }
+  const f = raw['fusion'];
+  if (!isObj(f) || !isNum(f['net']) || !isNum(f['view']) || !isNum(f['bias'])) throw fail(file, '"views.fusion" must be {net, view, bias}');
+  return {
+    encoder,
+    schedule: { windowSteps: encoder.windowSteps, every: s['every'], minVoicedSteps: s['min_voiced_steps'], gateDb: s['gate_db'] },
+    head: { weights: Float32Array.from(h['weights'] as number[]), bias: h['bias'] },
+    fusion: { net: f['net'], view: f['view'], bias: f['bias'] },
+  };
+}

@@ -1,0 +1,155 @@
+/**
+ * The encoder stage (which windows a pretrained encoder runs on) and the view fusion (how its
+ * head's opinion joins the network's per-step output), with a stand-in encoder: the window
+ * decisions and the fused numbers must not depend on how the audio was chunked (file vs stream).
+ */
+import { strict as assert } from 'node:assert';
+import { describe, it } from 'node:test';
+import { EncoderStage, type WindowOutcome } from '../../src/inference/encoder-stage';
+import { ViewFusion } from '../../src/inference/view-fusion';
+import { STEP_SAMPLES, type ModelViews } from '../../src/inference/views';
+
+const W = 25;
+const schedule = { windowSteps: W, every: 2, minVoicedSteps: 8, gateDb: -50 };
+
+/** Levels: voiced (-20 dB) where `voiced(step)`, silent (-90 dB) elsewhere; samples encode the step index. */
+function signal(steps: number, voiced: (s: number) => boolean): { levels: Float32Array; pcm: Float32Array } {
+  const levels = Float32Array.from({ length: steps }, (_, s) => (voiced(s) ? -20 : -90));
+  const pcm = new Float32Array(steps * STEP_SAMPLES);
+  for (let s = 0; s < steps; s++) pcm.fill(s + 1, s * STEP_SAMPLES, (s + 1) * STEP_SAMPLES);
+  return { levels, pcm };
+}
+
+/** Runs a stage over the signal in chunks of `chunk` steps; the stand-in embedding is [mean sample, samples seen]. */
+async function stageRun(sig: { levels: Float32Array; pcm: Float32Array }, chunk: number): Promise<{ outcomes: WindowOutcome[]; embedded: number[][] }> {
+  const outcomes: WindowOutcome[] = [];
+  const embedded: number[][] = [];
+  const stage = new EncoderStage({
+    schedule,
+    embed: async (pcm) => {
+      assert.equal(pcm.length, W * STEP_SAMPLES);
+      let sum = 0;
+      for (const v of pcm) sum += v;
+      await new Promise((r) => setTimeout(r, Math.random() * 3)); // out-of-order completion must not reorder
+      embedded.push([sum / pcm.length]);
+      return Float32Array.of(sum / pcm.length, pcm[pcm.length - 1]!);
+    },
+    onWindow: (o) => outcomes.push(o),
+  });
+  const steps = sig.levels.length;
+  for (let s = 0; s < steps; s += chunk) {
+    const n = Math.min(chunk, steps - s);
+    void stage.push(sig.levels.subarray(s, s + n), sig.pcm.subarray(s * STEP_SAMPLES, (s + n) * STEP_SAMPLES), n);
+  }
+  await stage.end();
+  assert.ok(stage.done);
+  return { outcomes, embedded };
+}
+
+describe('encoder stage', () => {
+  // windows: 0 voiced, 1 voiced, 2 voiced, 3 silent, 4 voiced (9 voiced steps), 5 partial (10 steps, voiced)
+  const sig = signal(5 * W + 10, (s) => s < 3 * W || (s >= 4 * W && s < 4 * W + 9) || s >= 5 * W);
+
+  it('embeds the first window of each voiced run and every `every`-th after it; silence ends a run', async () => {
+    const { outcomes } = await stageRun(sig, 7);
+    assert.deepEqual(
+      outcomes.map((o) => `${o.window}:${o.kind}`),
+      ['0:embedded', '1:carry', '2:embedded', '3:none', '4:embedded', '5:carry'],
+    );
+  });
+
+  it('gives the encoder exactly the window samples, the last window zero-padded', async () => {
+    const last = signal(W + 10, () => true);
+    const { outcomes } = await stageRun(last, 5);
+    assert.equal(outcomes.length, 2);
+    const first = outcomes[0]!;
+    assert.ok(first.kind === 'embedded');
+    assert.equal(first.embedding[0], (1 + W) / 2); // mean of step numbers 1..25
+    assert.equal(outcomes[1]!.kind, 'carry');
+  });
+
+  it('decides the same windows whatever the chunking (a stream of 1 step vs a file chunk of 1000)', async () => {
+    const a = await stageRun(sig, 1);
+    const b = await stageRun(sig, 1000);
+    assert.deepEqual(a.outcomes, b.outcomes);
+  });
+
+  it('abstains on chunks without samples (synthetic features)', async () => {
+    const outcomes: WindowOutcome[] = [];
+    const stage = new EncoderStage({ schedule, embed: () => assert.fail('no encoder call expected'), onWindow: (o) => outcomes.push(o) });
+    await stage.push(new Float32Array(W).fill(-10), undefined, W);
+    await stage.end();
+    assert.deepEqual(outcomes, [{ window: 0, kind: 'none' }]);
+  });
+
+  it('rejects push() and end() after an encoder failure', async () => {
+    const stage = new EncoderStage({ schedule, embed: () => Promise.reject(new Error('encoder down')), onWindow: () => undefined });
+    await assert.rejects(stage.push(new Float32Array(W).fill(-10), new Float32Array(W * STEP_SAMPLES), W), /encoder down/);
+    await assert.rejects(stage.end(), /encoder down/);
+  });
+});
+
+describe('view fusion', () => {
+  const views = {
+    schedule,
+    head: { weights: Float32Array.of(2, 0), bias: -1 },
+    fusion: { net: 0.5, view: 1.5, bias: 0.25 },
+  } as unknown as ModelViews;
+  const logit = (p: number): number => Math.log(p / (1 - p));
+  const sigmoid = (z: number): number => 1 / (1 + Math.exp(-z));
+
+  function fuse(order: 'net-first' | 'windows-first', outcomes: WindowOutcome[], net: Float32Array): Float32Array {
+    const out: number[] = [];
+    const f = new ViewFusion(views, (start, probs, steps) => {
+      assert.equal(start, out.length / 2);
+      assert.equal(probs.length, steps * 2);
+      out.push(...probs);
+    });
+    if (order === 'net-first') {
+      f.pushNet(net, net.length / 2);
+      outcomes.forEach((o) => f.pushWindow(o));
+    } else {
+      outcomes.forEach((o) => f.pushWindow(o));
+      for (let s = 0; s < net.length / 2; s += 3) f.pushNet(net.subarray(2 * s, Math.min(net.length, 2 * s + 6)), Math.min(3, net.length / 2 - s));
+    }
+    return Float32Array.from(out);
+  }
+
+  const steps = 3 * W;
+  const net = new Float32Array(steps * 2);
+  for (let s = 0; s < steps; s++) {
+    const p = 0.2 + (0.6 * s) / steps;
+    net[2 * s] = 1 - p;
+    net[2 * s + 1] = p;
+  }
+  const outcomes: WindowOutcome[] = [
+    { window: 0, kind: 'embedded', embedding: Float32Array.of(1.5, 9) },
+    { window: 1, kind: 'carry' },
+    { window: 2, kind: 'none' },
+  ];
+
+  it('fuses log-odds where a view holds (embedded and carried windows) and keeps the network elsewhere', () => {
+    const out = fuse('net-first', outcomes, net);
+    assert.equal(out.length, steps * 2);
+    const view = 2 * 1.5 - 1;
+    for (const s of [0, 24, 25, 49]) {
+      const want = sigmoid(0.5 * logit(net[2 * s + 1]!) + 1.5 * view + 0.25);
+      assert.ok(Math.abs(out[2 * s + 1]! - want) < 1e-6, `step ${s}`);
+      assert.ok(Math.abs(out[2 * s]! + out[2 * s + 1]! - 1) < 1e-6);
+    }
+    for (const s of [50, 74]) assert.equal(out[2 * s + 1], net[2 * s + 1]);
+  });
+
+  it('gives the same numbers whatever arrives first', () => {
+    assert.deepEqual(fuse('net-first', outcomes, net), fuse('windows-first', outcomes, net));
+  });
+
+  it('holds a step back until its window is known', () => {
+    let emitted = 0;
+    const f = new ViewFusion(views, (_s, _p, n) => (emitted += n));
+    f.pushNet(net, steps);
+    assert.equal(emitted, 0);
+    f.pushWindow(outcomes[0]!);
+    assert.equal(emitted, W);
+  });
+});
