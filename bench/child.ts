@@ -179,6 +179,9 @@ const tasks: Record<string, (args: Args) => Promise<Record<string, unknown>>> = 
         inferCpuSec: sec.cpuSec,
         engineStartSec,
         poolSize: engine.pool.size ?? null,
+        // the pretrained encoders' share (gender 2.0's speaker encoder, docs/features.md)
+        encoderWindows: engine.pool.stats.encoderWindows,
+        encoderSec: engine.pool.stats.encoderBusyMs / 1000,
       };
     } finally {
       await closeSharedEngines();

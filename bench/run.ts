@@ -236,6 +236,25 @@ async function main(): Promise<void> {
         });
         if (threads === os.availableParallelism()) break;
       }
+      if (models.includes('gender')) {
+        // issue target: speech + gender, gender with its encoder view (>= 500x real time per core)
+        const name = 'pipeline speech+gender (1 thread)';
+        await attempt(input, name, async () => {
+          const r = await bestNode('pipeline', { file: input.path, models: ['speech', 'gender'] }, { env: { AURIS_INFERENCE_THREADS: '1' } });
+          const m = fromSection(input, name, 'analyzeFile(speech,gender) as above, AURIS_INFERENCE_THREADS=1; the speaker encoder embeds the scheduled voiced windows', r);
+          const encSec = Number(r.data.encoderSec ?? 0);
+          const enc: Measurement = {
+            ...m,
+            name: 'pipeline speech+gender: speaker encoder',
+            what: `worker time in the speaker encoder alone (${String(r.data.encoderWindows)} windows of 1.6 s embedded; no CPU figure)`,
+            wallSec: encSec,
+            cpuSec: NaN,
+            xrtWall: encSec > 0 ? input.durationSec / encSec : NaN,
+            xrtCpu: NaN,
+          };
+          return [m, enc];
+        });
+      }
     } else {
       skipped.push({ input: input.id, name: 'models / pipeline', reason: 'no models/<name>/manifest.json yet' });
     }

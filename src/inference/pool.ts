@@ -44,6 +44,9 @@ export interface PoolStats {
   steps: number;
   /** Time spent inside session.run, summed over workers, ms. */
   busyMs: number;
+  /** Of these: pretrained-encoder windows embedded, and the workers' time on them. */
+  encoderWindows: number;
+  encoderBusyMs: number;
 }
 
 /** What the pool needs to know about a model (a registry ModelInfo fits). */
@@ -189,7 +192,7 @@ export class InferencePool {
   private closed = false;
   /** Batches handed to a worker and not yet answered. */
   private readonly inflight = new Set<Promise<void>>();
-  private readonly _stats: PoolStats = { calls: 0, windows: 0, steps: 0, busyMs: 0 };
+  private readonly _stats: PoolStats = { calls: 0, windows: 0, steps: 0, busyMs: 0, encoderWindows: 0, encoderBusyMs: 0 };
 
   constructor(options: InferencePoolOptions = {}) {
     const size = options.size ?? defaultInferenceThreads();
@@ -347,6 +350,10 @@ export class InferencePool {
       this._stats.windows += batch.length;
       this._stats.steps += steps * batch.length;
       this._stats.busyMs += msg.ms;
+      if (isEncoder(model)) {
+        this._stats.encoderWindows += batch.length;
+        this._stats.encoderBusyMs += msg.ms;
+      }
       const out = steps * C;
       const noState = new Float32Array(0);
       batch.forEach((j, i) =>

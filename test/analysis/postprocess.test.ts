@@ -31,7 +31,7 @@ const MU = [0.7, 0.2, 0.1]; // music
 const HI = [0.6, 0.3, 0.1];
 const FE = [0.9, 0.1];
 const MA = [0.2, 0.8];
-const AMB = [0.55, 0.45]; // gender below threshold
+const AMB = [0.52, 0.48]; // gender below threshold
 
 function sumUnits(o: Record<string, number>): number {
   return Math.round(Object.values(o).reduce((a, b) => a + b * 10000, 0));
@@ -175,9 +175,9 @@ describe('no_speech and unknown', () => {
 
   it(`gender is unknown when the winning probability is below ${GENDER_UNKNOWN_THRESHOLD}`, () => {
     const r = buildChannelResult(input, opts(['gender']));
-    assert.deepEqual(r.time_series[3]!.results['gender'], { result: 'unknown', confidence: 0.55 });
+    assert.deepEqual(r.time_series[3]!.results['gender'], { result: 'unknown', confidence: 0.52 });
     const edge = buildChannelResult(
-      { steps: 1, levels: [LOUD], probs: { speech: flat([SP]), gender: flat([[0.35, 0.65]]) } },
+      { steps: 1, levels: [LOUD], probs: { speech: flat([SP]), gender: flat([[0.45, 0.55]]) } },
       opts(['gender']),
     );
     assert.equal(edge.time_series[0]!.results['gender']!.result, 'male');
@@ -334,7 +334,7 @@ describe('gender segment mean (segment.ts)', () => {
 
   it('decides from the running mean since the segment began: one stray step does not flip it', () => {
     // four speech steps: female, female, male, female. Step by step the third is male; the running
-    // mean after it is (0.9+0.9+0.2)/3 = 0.667 female, so it stays female (and above the 0.65 threshold).
+    // mean after it is (0.9+0.9+0.2)/3 = 0.667 female, so it stays female (and above the 0.55 threshold).
     const probs = { speech: flat([SP, SP, SP, SP]), gender: flat([FE, FE, MA, FE]) };
     assert.deepEqual(genders(buildChannelResult({ steps: 4, levels: rep(4, LOUD), probs }, opts(['gender']))), ['female', 'female', 'male', 'female']);
     const r = buildChannelResult({ steps: 4, levels: rep(4, LOUD), probs }, smooth({ includeRaw: true }));

@@ -93,11 +93,48 @@ describe('model registry', () => {
     }
   });
 
+  it('reads a model\'s encoder view, and rejects a missing encoder or a malformed head naming the file', () => {
+    const copy = (name: string): string => {
+      const dir = path.join(tmp, name);
+      fs.cpSync(path.join(packageRoot(), 'models', 'gender'), path.join(dir, 'gender'), { recursive: true });
+      fs.cpSync(path.join(packageRoot(), 'models', 'encoders'), path.join(dir, 'encoders'), { recursive: true });
+      return dir;
+    };
+    const ok = copy('views-ok');
+    const v = ModelRegistry.loadSync({ modelsDir: ok }).get('gender').views;
+    assert.ok(v, 'gender has an encoder view');
+    assert.equal(v.encoder.modelPath, path.join(ok, 'encoders', 'speaker', 'encoder.onnx'));
+    assert.equal(v.encoder.pcmFloats, 25600);
+    assert.equal(v.head.weights.length, v.encoder.dim);
+    assert.equal(v.schedule.windowSteps, 25);
+    assert.equal(ModelRegistry.loadSync({ modelsDir: ok }).names().includes('encoders'), false, 'an encoder is not a model');
+
+    const noEncoder = copy('views-no-encoder');
+    fs.rmSync(path.join(noEncoder, 'encoders'), { recursive: true });
+    expectLoadError(() => ModelRegistry.loadSync({ modelsDir: noEncoder }), path.join(noEncoder, 'encoders', 'speaker', 'manifest.json'), /cannot read the encoder manifest/);
+
+    const manifest = (dir: string): string => path.join(dir, 'gender', 'manifest.json');
+    const edit = (name: string, f: (views: Record<string, unknown>) => void): string => {
+      const dir = copy(name);
+      const m = JSON.parse(fs.readFileSync(manifest(dir), 'utf8')) as Record<string, Record<string, unknown>>;
+      f(m['views']!);
+      fs.writeFileSync(manifest(dir), JSON.stringify(m));
+      return dir;
+    };
+    const short = edit('views-short-head', (v) => ((v['head'] as Record<string, unknown>)['weights'] = [1, 2, 3]));
+    expectLoadError(() => ModelRegistry.loadSync({ modelsDir: short }), manifest(short), /views.head/);
+    const escape = edit('views-escape', (v) => (v['encoder'] = '../gender'));
+    expectLoadError(() => ModelRegistry.loadSync({ modelsDir: escape }), manifest(escape), /plain name/);
+    const window = edit('views-window', (v) => ((v['schedule'] as Record<string, unknown>)['window_steps'] = 20));
+    expectLoadError(() => ModelRegistry.loadSync({ modelsDir: window }), manifest(window), /window_steps/);
+  });
+
   it('reads a model\'s streaming graph, and rejects a missing, corrupt or inconsistent one naming the file', async () => {
     /** A models dir with a copy of the shipped gender model (model.onnx + stream.onnx). */
     const copy = (name: string): string => {
       const dir = path.join(tmp, name);
       fs.cpSync(path.join(packageRoot(), 'models', 'gender'), path.join(dir, 'gender'), { recursive: true });
+      fs.cpSync(path.join(packageRoot(), 'models', 'encoders'), path.join(dir, 'encoders'), { recursive: true });
       return dir;
     };
     const ok = copy('stream-ok');

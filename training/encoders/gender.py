@@ -6,7 +6,7 @@ leave-one-corpus-out on the embeddings of training/encoders/embed.py.
   python -m training.encoders.gender ship       # head on every corpus + fusion -> models/gender/manifest.json "views"
 
 Scoring is per clip as the service decides a speech segment: the mean of the fused per-step
-probabilities over its voiced steps (segment.ts), `unknown` under 0.65 (counted as wrong).
+probabilities over its voiced steps (segment.ts), `unknown` under 0.55 (counted as wrong).
 """
 from __future__ import annotations
 
@@ -23,8 +23,8 @@ from training.encoders.windows import GATE_DB, WINDOW_STEPS
 ROOT = Path(__file__).resolve().parents[2]
 CACHE = ROOT / "training/runs/encoders/gender.pkl"
 OUT_JSON = ROOT / "models/gender/encoder_view.json"
-HEAD_L2 = 1e-3
-UNKNOWN = 0.65
+HEAD_L2 = 1e-4
+UNKNOWN = 0.55  # the service's GENDER_UNKNOWN_THRESHOLD (src/analysis/policies.ts)
 # corpora gender 1.3.0 never heard: the fusion weights are fitted on these alone, so the network's
 # weight is not inflated by its own training data
 UNHEARD_BY_NET = ("speechocean", "audiomnist_az")

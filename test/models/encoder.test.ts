@@ -1,0 +1,99 @@
+/**
+ * The shipped speaker encoder (models/encoders/speaker, Resemblyzer 0.1.4 exported with its front end
+ * inside the graph) run through the service's inference pool equals the package's own Python path
+ * (librosa mel + its PyTorch LSTM) on two golden windows: test/fixtures/speaker_encoder_golden.json,
+ * written by `python -m training.encoders.speaker golden`. A wrong window, gain, mel or weight fails here.
+ */
+import { strict as assert } from 'node:assert';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { after, describe, it } from 'node:test';
+import * as os from 'node:os';
+import { closeSharedEngines, InferenceEngine, sharedEngine } from '../../src/inference';
+import { analyzeFile } from '../../src/pipeline';
+
+const ROOT = path.join(__dirname, '..', '..', '..');
+const golden = JSON.parse(fs.readFileSync(path.join(ROOT, 'test', 'fixtures', 'speaker_encoder_golden.json'), 'utf8')) as {
+  windows: { f0: number; embedding: number[] }[];
+};
+
+/** The golden window (training/encoders/speaker.py golden_signal): 10 harmonics of f0, vibrato, tremolo. */
+function goldenSignal(f0: number): Float32Array {
+  const n = 25600;
+  const x = new Float32Array(n);
+  for (let i = 0; i < n; i++) {
+    const t = i / 16000;
+    const phase = 2 * Math.PI * f0 * (t - (0.04 * Math.cos(2 * Math.PI * 5 * t)) / (2 * Math.PI * 5));
+    let v = 0;
+    for (let h = 1; h <= 10; h++) v += Math.sin(h * phase) / h;
+    x[i] = 0.05 * v * (0.6 + 0.4 * Math.sin(2 * Math.PI * 3 * t));
+  }
+  return x;
+}
+
+after(async () => {
+  await closeSharedEngines();
+});
+
+describe('speaker encoder', () => {
+  it('gives the package\'s own embeddings for the golden windows', async () => {
+    const engine = await sharedEngine();
+    const views = engine.model('gender').views;
+    assert.ok(views, 'gender ships an encoder view');
+    for (const w of golden.windows) {
+      const got = await engine.pool.runEncoder(views.encoder, goldenSignal(w.f0));
+      assert.equal(got.length, 256);
+      let maxDiff = 0;
+      let dot = 0;
+      for (let i = 0; i < 256; i++) {
+        maxDiff = Math.max(maxDiff, Math.abs(got[i]! - w.embedding[i]!));
+        dot += got[i]! * w.embedding[i]!;
+      }
+      assert.ok(maxDiff < 2e-4, `f0 ${w.f0}: max difference ${maxDiff}`);
+      assert.ok(dot > 0.9999, `f0 ${w.f0}: cosine ${dot}`);
+    }
+  });
+
+  it('tells the two golden voices apart (a constant encoder fails)', async () => {
+    const engine = await sharedEngine();
+    const enc = engine.model('gender').views!.encoder;
+    const [a, b] = await Promise.all(golden.windows.map((w) => engine.pool.runEncoder(enc, goldenSignal(w.f0))));
+    let dot = 0;
+    for (let i = 0; i < 256; i++) dot += a![i]! * b![i]!;
+    assert.ok(dot < 0.9, `cosine of the 110 Hz and 220 Hz windows ${dot}`);
+  });
+});
+
+describe('gender with its encoder view', () => {
+  it('embeds the voiced windows of a file and moves the speech steps\' probabilities away from the network alone', async () => {
+    const engine = await sharedEngine();
+    const demo = path.join(ROOT, 'test', 'fixtures', 'demo.flac');
+    const request = { models: ['gender'], outputPeriodMs: 64, includeRaw: true };
+    const before = engine.pool.stats.encoderWindows;
+    const withView = await analyzeFile({ path: demo }, request, { engine });
+    const windows = engine.pool.stats.encoderWindows - before;
+    assert.ok(windows >= 2, `encoder windows embedded: ${windows}`);
+    // the same models without the view: gender 1.3.0's network alone
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'auris-noview-'));
+    try {
+      fs.cpSync(path.join(ROOT, 'models'), dir, { recursive: true });
+      const manifest = JSON.parse(fs.readFileSync(path.join(dir, 'gender', 'manifest.json'), 'utf8')) as Record<string, unknown>;
+      delete manifest['views'];
+      fs.writeFileSync(path.join(dir, 'gender', 'manifest.json'), JSON.stringify(manifest));
+      const plain = await InferenceEngine.create({ modelsDir: dir, size: 1 });
+      try {
+        const netOnly = await analyzeFile({ path: demo }, request, { engine: plain });
+        assert.equal(plain.pool.stats.encoderWindows, 0);
+        const a = withView.channels['0']!.time_series;
+        const b = netOnly.channels['0']!.time_series;
+        assert.equal(a.length, b.length);
+        const moved = a.filter((s, i) => s.results['gender']!.result !== 'no_speech' && s.results['gender']!.result !== 'silence' && Math.abs(s.raw!['gender']!['male']! - b[i]!.raw!['gender']!['male']!) > 1e-3);
+        assert.ok(moved.length > 10, `speech steps whose gender probabilities the view moved: ${moved.length}`);
+      } finally {
+        await plain.close();
+      }
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
