@@ -93,13 +93,15 @@ describe('model registry', () => {
     }
   });
 
+  /** A models dir with a copy of the shipped gender model (model.onnx, stream.onnx, its encoder view). */
+  const copy = (name: string): string => {
+    const dir = path.join(tmp, name);
+    fs.cpSync(path.join(packageRoot(), 'models', 'gender'), path.join(dir, 'gender'), { recursive: true });
+    fs.cpSync(path.join(packageRoot(), 'models', 'encoders'), path.join(dir, 'encoders'), { recursive: true });
+    return dir;
+  };
+
   it('reads a model\'s encoder view, and rejects a missing encoder or a malformed head naming the file', () => {
-    const copy = (name: string): string => {
-      const dir = path.join(tmp, name);
-      fs.cpSync(path.join(packageRoot(), 'models', 'gender'), path.join(dir, 'gender'), { recursive: true });
-      fs.cpSync(path.join(packageRoot(), 'models', 'encoders'), path.join(dir, 'encoders'), { recursive: true });
-      return dir;
-    };
     const ok = copy('views-ok');
     const v = ModelRegistry.loadSync({ modelsDir: ok }).get('gender').views;
     assert.ok(v, 'gender has an encoder view');
@@ -130,13 +132,6 @@ describe('model registry', () => {
   });
 
   it('reads a model\'s streaming graph, and rejects a missing, corrupt or inconsistent one naming the file', async () => {
-    /** A models dir with a copy of the shipped gender model (model.onnx + stream.onnx). */
-    const copy = (name: string): string => {
-      const dir = path.join(tmp, name);
-      fs.cpSync(path.join(packageRoot(), 'models', 'gender'), path.join(dir, 'gender'), { recursive: true });
-      fs.cpSync(path.join(packageRoot(), 'models', 'encoders'), path.join(dir, 'encoders'), { recursive: true });
-      return dir;
-    };
     const ok = copy('stream-ok');
     const g = (await ModelRegistry.load({ modelsDir: ok })).get('gender');
     assert.equal(g.streaming?.modelPath, path.join(ok, 'gender', 'stream.onnx'));
