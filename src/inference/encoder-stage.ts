@@ -13,8 +13,8 @@ import { AurisError } from '../errors';
 import { STEP_SAMPLES, type ViewSchedule } from './views';
 
 export type WindowOutcome =
-  /** The encoder ran on this window. */
-  | { window: number; kind: 'embedded'; embedding: Float32Array }
+  /** The encoders ran on this window (one embedding each, in the views' order). */
+  | { window: number; kind: 'embedded'; embeddings: Float32Array[] }
   /** Voiced, but the schedule skipped it: the run's last embedding holds. */
   | { window: number; kind: 'carry' }
   /** Too few voiced steps (or no samples): no embedding, and the run ends. */
@@ -22,8 +22,8 @@ export type WindowOutcome =
 
 export interface EncoderStageOptions {
   schedule: ViewSchedule;
-  /** Runs the encoder on one window's samples (ownership passes) -> its embedding. */
-  embed(pcm: Float32Array): Promise<Float32Array>;
+  /** Runs the encoders on one window's samples (ownership passes) -> their embeddings. */
+  embed(pcm: Float32Array): Promise<Float32Array[]>;
   /** Every window's outcome, in window order. */
   onWindow(outcome: WindowOutcome): void;
 }
@@ -112,7 +112,7 @@ export class EncoderStage {
       this._calls++;
       const pcm = this.pcm;
       this.pcm = new Float32Array(this.windowSamples);
-      outcome = this.options.embed(pcm).then((embedding) => ({ window, kind: 'embedded', embedding }));
+      outcome = this.options.embed(pcm).then((embeddings) => ({ window, kind: 'embedded', embeddings }));
       outcome.catch(() => undefined); // surfaced through the tail below
     }
     this.filled = 0;

@@ -115,7 +115,11 @@ export class InferenceEngine {
 
   /** An encoder stage for one channel of a model with encoder views (window outcomes to `onWindow`, in order). */
   encoderStage(views: ModelViews, onWindow: (o: WindowOutcome) => void): EncoderStage {
-    return new EncoderStage({ schedule: views.schedule, embed: (pcm) => this.pool.runEncoder(views.encoder, pcm), onWindow });
+    const last = views.views.length - 1;
+    // each encoder job owns its input (the pool may transfer it to a worker): copies for all but the last
+    const embed = (pcm: Float32Array): Promise<Float32Array[]> =>
+      Promise.all(views.views.map((v, i) => this.pool.runEncoder(v.encoder, i === last ? pcm : pcm.slice())));
+    return new EncoderStage({ schedule: views.schedule, embed, onWindow });
   }
 
   close(): Promise<void> {

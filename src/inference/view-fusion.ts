@@ -1,7 +1,8 @@
 /**
- * Fuses a two-class model's per-step network output with its encoder view (views.ts): for
- * step s in window k, the view's log-odds are those of the run's latest embedded window up to
- * k (the head applied to its embedding); fused log-odds = net * L_net + view * L_view + bias.
+ * Fuses a two-class model's per-step network output with its encoder views (views.ts): for
+ * step s in window k, the views' log-odds are those of the run's latest embedded window up to
+ * k (each head applied to its encoder's embedding); fused log-odds = net * L_net +
+ * sum_i views[i] * L_i + bias.
  * Steps with no embedded window in their run keep the network's own output unchanged.
  *
  * Window k ends at most W - 1 steps after any of its steps, within the models' lookahead, so
@@ -16,7 +17,7 @@ const EPS = 1e-6;
 
 export class ViewFusion {
   private readonly net = new StepBuffer(2);
-  /** View log-odds in force for each window reported and not yet passed (NaN: none). */
+  /** Weighted view log-odds in force for each window reported and not yet passed (NaN: none). */
   private readonly windowLogit: number[] = [];
   private firstWindow = 0;
   private current = NaN;
@@ -32,12 +33,16 @@ export class ViewFusion {
     return this.emitted;
   }
 
-  /** The head's log-odds for one embedding (raw_keys[1] against raw_keys[0]). */
-  headLogit(embedding: Float32Array): number {
-    const { weights, bias } = this.views.head;
-    let z = bias;
-    for (let i = 0; i < weights.length; i++) z += weights[i]! * embedding[i]!;
-    return z;
+  /** The weighted sum of the heads' log-odds for one window's embeddings (raw_keys[1] against raw_keys[0]). */
+  viewLogit(embeddings: Float32Array[]): number {
+    let sum = 0;
+    this.views.views.forEach(({ head }, v) => {
+      const e = embeddings[v]!;
+      let z = head.bias;
+      for (let i = 0; i < head.weights.length; i++) z += head.weights[i]! * e[i]!;
+      sum += this.views.fusion.views[v]! * z;
+    });
+    return sum;
   }
 
   /** The network's output for the next `steps` steps, [steps][2]. */
@@ -48,7 +53,7 @@ export class ViewFusion {
 
   /** The next window's outcome (in window order). */
   pushWindow(o: WindowOutcome): void {
-    if (o.kind === 'embedded') this.current = this.headLogit(o.embedding);
+    if (o.kind === 'embedded') this.current = this.viewLogit(o.embeddings);
     else if (o.kind === 'none') this.current = NaN;
     this.windowLogit.push(this.current);
     this.flush();
@@ -62,7 +67,7 @@ export class ViewFusion {
     const from = this.emitted;
     const out = new Float32Array((end - from) * 2);
     const src = this.net.view(from, end);
-    const { net, view, bias } = this.views.fusion;
+    const { net, bias } = this.views.fusion;
     for (let s = from; s < end; s++) {
       const i = s - from;
       const vl = this.windowLogit[Math.floor(s / W) - this.firstWindow]!;
@@ -72,7 +77,7 @@ export class ViewFusion {
         continue;
       }
       const p = Math.min(1 - EPS, Math.max(EPS, src[2 * i + 1]!));
-      const z = net * Math.log(p / (1 - p)) + view * vl + bias;
+      const z = net * Math.log(p / (1 - p)) + vl + bias;
       const p1 = 1 / (1 + Math.exp(-z));
       out[2 * i] = 1 - p1;
       out[2 * i + 1] = p1;

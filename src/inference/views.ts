@@ -1,14 +1,13 @@
 /**
- * Encoder views of a model (manifest "views"): a pretrained encoder (models/encoders/<name>/,
- * run on fixed windows of speech) and a linear head of ours on its embeddings, fused with the
- * model's own per-step network. Gender 2.0 reads a speaker's gender this way (MODEL_CARD.md);
- * docs/features.md describes the window schedule and the fusion.
+ * Encoder views of a model (manifest "views"): pretrained encoders (models/encoders/<name>/, run
+ * on the same fixed windows of voiced audio) each with a linear head of ours on its embeddings,
+ * fused with the model's own per-step network. Gender 2.0 reads a speaker's gender this way
+ * (MODEL_CARD.md); docs/features.md describes the window schedule and the fusion.
  *
  *   manifest.views = {
- *     encoder: "speaker",                       // models/encoders/speaker/manifest.json
  *     schedule: { window_steps, every, min_voiced_steps, gate_db },
- *     head: { weights: number[dim], bias },      // log-odds of raw_keys[1] vs raw_keys[0]
- *     fusion: { net, view, bias }                // fused log-odds = net * L_net + view * L_head + bias
+ *     encoders: [ { encoder: "speaker", head: { weights: number[dim], bias } }, ... ],
+ *     fusion: { net, views: number[], bias }   // log-odds = net * L_net + sum views[i] * L_head_i + bias
  *   }
  */
 import * as fs from 'node:fs';
@@ -40,11 +39,18 @@ export interface ViewSchedule {
   gateDb: number;
 }
 
-export interface ModelViews {
+/** One encoder and our head on its embeddings (log-odds of raw_keys[1] against raw_keys[0]). */
+export interface EncoderView {
   encoder: EncoderInfo;
-  schedule: ViewSchedule;
   head: { weights: Float32Array; bias: number };
-  fusion: { net: number; view: number; bias: number };
+}
+
+export interface ModelViews {
+  schedule: ViewSchedule;
+  /** Every encoder embeds the same windows (the schedule's). */
+  views: EncoderView[];
+  /** Weights of the network's log-odds and of each view's, and the bias. */
+  fusion: { net: number; views: number[]; bias: number };
 }
 
 function fail(file: string, problem: string, cause?: unknown): AurisError {
@@ -99,24 +105,33 @@ export function loadEncoder(modelsDir: string, name: string, from: string): Enco
 export function parseViews(raw: unknown, modelsDir: string, file: string, classes: number): ModelViews | undefined {
   if (raw === undefined) return undefined;
   if (!isObj(raw)) throw fail(file, '"views" must be an object');
-  if (classes !== 2) throw fail(file, '"views" needs a two-class model (the head gives the log-odds of raw_keys[1])');
-  const encoder = loadEncoder(modelsDir, String(raw['encoder']), file);
+  if (classes !== 2) throw fail(file, '"views" needs a two-class model (a head gives the log-odds of raw_keys[1])');
+  const list = raw['encoders'];
+  if (!Array.isArray(list) || list.length === 0) throw fail(file, '"views.encoders" must be a non-empty array');
+  const views = list.map((v: unknown, i): EncoderView => {
+    if (!isObj(v)) throw fail(file, `"views.encoders[${i}]" must be an object`);
+    const encoder = loadEncoder(modelsDir, String(v['encoder']), file);
+    const h = v['head'];
+    if (!isObj(h) || !Array.isArray(h['weights']) || h['weights'].length !== encoder.dim || !h['weights'].every(isNum) || !isNum(h['bias'])) {
+      throw fail(file, `"views.encoders[${i}].head" must be {weights: ${encoder.dim} numbers, bias}`);
+    }
+    return { encoder, head: { weights: Float32Array.from(h['weights'] as number[]), bias: h['bias'] } };
+  });
+  const windowSteps = views[0]!.encoder.windowSteps;
+  if (views.some((v) => v.encoder.windowSteps !== windowSteps)) throw fail(file, '"views.encoders" must share one window length');
   const s = raw['schedule'];
   if (!isObj(s) || !isPosInt(s['every']) || !isPosInt(s['min_voiced_steps']) || !isNum(s['gate_db'])) {
     throw fail(file, '"views.schedule" must be {window_steps, every, min_voiced_steps, gate_db}');
   }
-  if (s['window_steps'] !== encoder.windowSteps) throw fail(file, `"views.schedule.window_steps" must be the encoder's ${encoder.windowSteps}`);
-  if ((s['min_voiced_steps'] as number) > encoder.windowSteps) throw fail(file, '"views.schedule.min_voiced_steps" exceeds the window');
-  const h = raw['head'];
-  if (!isObj(h) || !Array.isArray(h['weights']) || h['weights'].length !== encoder.dim || !h['weights'].every(isNum) || !isNum(h['bias'])) {
-    throw fail(file, `"views.head" must be {weights: ${encoder.dim} numbers, bias}`);
-  }
+  if (s['window_steps'] !== windowSteps) throw fail(file, `"views.schedule.window_steps" must be the encoders' ${windowSteps}`);
+  if ((s['min_voiced_steps'] as number) > windowSteps) throw fail(file, '"views.schedule.min_voiced_steps" exceeds the window');
   const f = raw['fusion'];
-  if (!isObj(f) || !isNum(f['net']) || !isNum(f['view']) || !isNum(f['bias'])) throw fail(file, '"views.fusion" must be {net, view, bias}');
+  if (!isObj(f) || !isNum(f['net']) || !isNum(f['bias']) || !Array.isArray(f['views']) || f['views'].length !== views.length || !f['views'].every(isNum)) {
+    throw fail(file, `"views.fusion" must be {net, views: ${views.length} numbers, bias}`);
+  }
   return {
-    encoder,
-    schedule: { windowSteps: encoder.windowSteps, every: s['every'], minVoicedSteps: s['min_voiced_steps'], gateDb: s['gate_db'] },
-    head: { weights: Float32Array.from(h['weights'] as number[]), bias: h['bias'] },
-    fusion: { net: f['net'], view: f['view'], bias: f['bias'] },
+    schedule: { windowSteps, every: s['every'], minVoicedSteps: s['min_voiced_steps'], gateDb: s['gate_db'] },
+    views,
+    fusion: { net: f['net'], views: f['views'] as number[], bias: f['bias'] },
   };
 }

@@ -32,7 +32,7 @@ async function stageRun(sig: { levels: Float32Array; pcm: Float32Array }, chunk:
       for (const v of pcm) sum += v;
       await new Promise((r) => setTimeout(r, Math.random() * 3)); // out-of-order completion must not reorder
       embedded.push([sum / pcm.length]);
-      return Float32Array.of(sum / pcm.length, pcm[pcm.length - 1]!);
+      return [Float32Array.of(sum / pcm.length, pcm[pcm.length - 1]!)];
     },
     onWindow: (o) => outcomes.push(o),
   });
@@ -64,7 +64,7 @@ describe('encoder stage', () => {
     assert.equal(outcomes.length, 2);
     const first = outcomes[0]!;
     assert.ok(first.kind === 'embedded');
-    assert.equal(first.embedding[0], (1 + W) / 2); // mean of step numbers 1..25
+    assert.equal(first.embeddings[0]![0], (1 + W) / 2); // mean of step numbers 1..25
     assert.equal(outcomes[1]!.kind, 'carry');
   });
 
@@ -90,10 +90,11 @@ describe('encoder stage', () => {
 });
 
 describe('view fusion', () => {
+  // two views: the second head is 0.5 * e[1], weighted -1 (so it cancels a part of the first)
   const views = {
     schedule,
-    head: { weights: Float32Array.of(2, 0), bias: -1 },
-    fusion: { net: 0.5, view: 1.5, bias: 0.25 },
+    views: [{ head: { weights: Float32Array.of(2, 0), bias: -1 } }, { head: { weights: Float32Array.of(0, 0.5), bias: 0 } }],
+    fusion: { net: 0.5, views: [1.5, -1], bias: 0.25 },
   } as unknown as ModelViews;
   const logit = (p: number): number => Math.log(p / (1 - p));
   const sigmoid = (z: number): number => 1 / (1 + Math.exp(-z));
@@ -123,17 +124,17 @@ describe('view fusion', () => {
     net[2 * s + 1] = p;
   }
   const outcomes: WindowOutcome[] = [
-    { window: 0, kind: 'embedded', embedding: Float32Array.of(1.5, 9) },
+    { window: 0, kind: 'embedded', embeddings: [Float32Array.of(1.5, 9), Float32Array.of(0, 2)] },
     { window: 1, kind: 'carry' },
     { window: 2, kind: 'none' },
   ];
 
-  it('fuses log-odds where a view holds (embedded and carried windows) and keeps the network elsewhere', () => {
+  it('fuses log-odds (every view weighted) where a view holds (embedded and carried windows) and keeps the network elsewhere', () => {
     const out = fuse('net-first', outcomes, net);
     assert.equal(out.length, steps * 2);
-    const view = 2 * 1.5 - 1;
+    const view = 1.5 * (2 * 1.5 - 1) - 1 * (0.5 * 2);
     for (const s of [0, 24, 25, 49]) {
-      const want = sigmoid(0.5 * logit(net[2 * s + 1]!) + 1.5 * view + 0.25);
+      const want = sigmoid(0.5 * logit(net[2 * s + 1]!) + view + 0.25);
       assert.ok(Math.abs(out[2 * s + 1]! - want) < 1e-6, `step ${s}`);
       assert.ok(Math.abs(out[2 * s]! + out[2 * s + 1]! - 1) < 1e-6);
     }

@@ -105,9 +105,11 @@ describe('model registry', () => {
     const ok = copy('views-ok');
     const v = ModelRegistry.loadSync({ modelsDir: ok }).get('gender').views;
     assert.ok(v, 'gender has an encoder view');
-    assert.equal(v.encoder.modelPath, path.join(ok, 'encoders', 'speaker', 'encoder.onnx'));
-    assert.equal(v.encoder.pcmFloats, 25600);
-    assert.equal(v.head.weights.length, v.encoder.dim);
+    const speaker = v.views[0]!;
+    assert.equal(speaker.encoder.modelPath, path.join(ok, 'encoders', 'speaker', 'encoder.onnx'));
+    assert.equal(speaker.encoder.pcmFloats, 25600);
+    assert.equal(speaker.head.weights.length, speaker.encoder.dim);
+    assert.equal(v.fusion.views.length, v.views.length);
     assert.equal(v.schedule.windowSteps, 25);
     assert.equal(ModelRegistry.loadSync({ modelsDir: ok }).names().includes('encoders'), false, 'an encoder is not a model');
 
@@ -123,9 +125,12 @@ describe('model registry', () => {
       fs.writeFileSync(manifest(dir), JSON.stringify(m));
       return dir;
     };
-    const short = edit('views-short-head', (v) => ((v['head'] as Record<string, unknown>)['weights'] = [1, 2, 3]));
-    expectLoadError(() => ModelRegistry.loadSync({ modelsDir: short }), manifest(short), /views.head/);
-    const escape = edit('views-escape', (v) => (v['encoder'] = '../gender'));
+    const first = (v: Record<string, unknown>): Record<string, unknown> => (v['encoders'] as Record<string, unknown>[])[0]!;
+    const short = edit('views-short-head', (v) => ((first(v)['head'] as Record<string, unknown>)['weights'] = [1, 2, 3]));
+    expectLoadError(() => ModelRegistry.loadSync({ modelsDir: short }), manifest(short), /views.encoders\[0\].head/);
+    const weights = edit('views-fusion', (v) => ((v['fusion'] as Record<string, unknown>)['views'] = []));
+    expectLoadError(() => ModelRegistry.loadSync({ modelsDir: weights }), manifest(weights), /views.fusion/);
+    const escape = edit('views-escape', (v) => (first(v)['encoder'] = '../gender'));
     expectLoadError(() => ModelRegistry.loadSync({ modelsDir: escape }), manifest(escape), /plain name/);
     const window = edit('views-window', (v) => ((v['schedule'] as Record<string, unknown>)['window_steps'] = 20));
     expectLoadError(() => ModelRegistry.loadSync({ modelsDir: window }), manifest(window), /window_steps/);

@@ -24,13 +24,12 @@ PER_SPEAKER = {"nemo": 24, "hyke": 12, "urdu": 10, "speechocean": 6, "audiomnist
 DEFAULT_PER_SPEAKER = 7
 
 
-def _sessions(encoder: str, net: str):
+def _session(path: str):
     import onnxruntime as ort
     so = ort.SessionOptions()
     so.intra_op_num_threads = 1
     so.inter_op_num_threads = 1
-    return (ort.InferenceSession(encoder, so, providers=["CPUExecutionProvider"]),
-            ort.InferenceSession(net, so, providers=["CPUExecutionProvider"]))
+    return ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
 
 
 def _net_logit(sess, x: np.ndarray) -> np.ndarray:
@@ -41,9 +40,10 @@ def _net_logit(sess, x: np.ndarray) -> np.ndarray:
 
 
 def _work(args) -> list[dict]:
-    voices, seed, encoder, net = args
+    voices, seed, encoders, net = args
     from training.channels import phone_all
-    enc, gnet = _sessions(encoder, net)
+    encs = {name: _session(path) for name, path in encoders.items()}
+    gnet = _session(net)
     clean = [corpora.load(v) for v in voices]
     phone, codecs = phone_all(clean, seed=seed)
     out = []
@@ -52,17 +52,23 @@ def _work(args) -> list[dict]:
         for channel, sig in (("clean", x), (codec, y)):
             levels = windows.step_levels(sig)
             idx, pcm = windows.voiced_windows(sig, levels)
-            emb = enc.run(None, {"pcm": pcm})[0] if len(idx) else np.zeros((0, 256), np.float32)
-            out.append({"source": v.source, "speaker": v.speaker, "gender": v.gender, "ref": v.ref, "emotion": v.emotion,
-                        "channel": channel, "levels": levels.astype(np.float32), "windows": np.array(idx, np.int32),
-                        "emb": emb.astype(np.float32), "net": _net_logit(gnet, sig)})
+            rec = {"source": v.source, "speaker": v.speaker, "gender": v.gender, "ref": v.ref, "emotion": v.emotion,
+                   "channel": channel, "levels": levels.astype(np.float32), "windows": np.array(idx, np.int32),
+                   "net": _net_logit(gnet, sig)}
+            for name, enc in encs.items():
+                dim = enc.get_outputs()[0].shape[-1]
+                emb = enc.run(None, {"pcm": pcm})[0] if len(idx) else np.zeros((0, dim), np.float32)
+                # "emb" is the speaker encoder's (gender 2.0's view); other encoders as "emb_<name>"
+                rec["emb" if name == "speaker" else f"emb_{name}"] = emb.astype(np.float32)
+            out.append(rec)
     return out
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default=str(ROOT / "training/runs/encoders/gender.pkl"))
-    ap.add_argument("--encoder", default=str(ROOT / "models/encoders/speaker/encoder.onnx"))
+    ap.add_argument("--encoders", default=f"speaker={ROOT / 'models/encoders/speaker/encoder.onnx'}",
+                    help="name=encoder.onnx[,name=...]: every encoder embeds the same windows")
     ap.add_argument("--net", default=str(ROOT / "models/gender/model.onnx"), help="the per-step network fused with the view")
     ap.add_argument("--workers", type=int, default=4)
     ap.add_argument("--limit", type=int, default=0, help="smoke test: at most this many clips")
@@ -71,16 +77,17 @@ def main() -> None:
     if a.limit:
         voices = voices[:: max(1, len(voices) // a.limit)][: a.limit]
     chunks = [voices[i:i + 40] for i in range(0, len(voices), 40)]
+    encoders = dict(e.split("=", 1) for e in a.encoders.split(","))
     print(f"{len(voices)} clips in {len(chunks)} chunks", flush=True)
     records: list[dict] = []
     with Pool(a.workers) as pool:
-        for i, part in enumerate(pool.imap(_work, [(c, 1000 + j, a.encoder, a.net) for j, c in enumerate(chunks)])):
+        for i, part in enumerate(pool.imap(_work, [(c, 1000 + j, encoders, a.net) for j, c in enumerate(chunks)])):
             records += part
             if i % 10 == 0:
                 print(f"chunk {i + 1}/{len(chunks)}", flush=True)
     os.makedirs(os.path.dirname(a.out), exist_ok=True)
     with open(a.out, "wb") as f:
-        pickle.dump({"records": records, "encoder": a.encoder, "net": a.net}, f)
+        pickle.dump({"records": records, "encoders": encoders, "net": a.net}, f)
     print(f"wrote {a.out}: {len(records)} clip versions, {sum(len(r['windows']) for r in records)} windows")
 
 

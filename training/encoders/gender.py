@@ -37,23 +37,24 @@ def load(path: Path = CACHE) -> list[dict]:
         return pickle.load(f)["records"]
 
 
-def window_table(recs: list[dict]):
-    X = np.concatenate([r["emb"] for r in recs])
+def window_table(recs: list[dict], key: str):
+    X = np.concatenate([r[key] for r in recs])
     y = np.concatenate([np.full(len(r["windows"]), r["gender"] == "male", np.float64) for r in recs])
     spk = np.concatenate([np.full(len(r["windows"]), r["speaker"]) for r in recs])
     return X, y, spk
 
 
-def fit_head(recs: list[dict]) -> tuple[np.ndarray, float]:
-    X, y, spk = window_table(recs)
+def fit_head(recs: list[dict], key: str = "emb") -> tuple[np.ndarray, float]:
+    """The head on one encoder's window embeddings (`key`: "emb" = the speaker encoder, "emb_<name>" others)."""
+    X, y, spk = window_table(recs, key)
     return logistic(X, y, balanced_weights(spk, y), HEAD_L2)
 
 
-def step_view_logits(r: dict, coef: np.ndarray, bias: float, every: int = 1) -> np.ndarray:
+def step_view_logits(r: dict, coef: np.ndarray, bias: float, every: int = 1, key: str = "emb") -> np.ndarray:
     """The view's log-odds in force at each step (NaN where none), with the service's carry rule."""
     S = r["levels"].size
     out = np.full(S, np.nan)
-    z = dict(zip(r["windows"].tolist(), (r["emb"] @ coef + bias).tolist()))
+    z = dict(zip(r["windows"].tolist(), (r[key] @ coef + bias).tolist()))
     cur, run = np.nan, 0
     for k in range(-(-S // WINDOW_STEPS)):
         if k not in z:
@@ -66,14 +67,14 @@ def step_view_logits(r: dict, coef: np.ndarray, bias: float, every: int = 1) -> 
     return out
 
 
-def fused_steps(r: dict, view: np.ndarray, fusion: tuple[float, float, float] | None) -> np.ndarray:
+def fused_steps(r: dict, views: list[np.ndarray], fusion: tuple[float, list[float], float] | None) -> np.ndarray:
     """Per-step P(male): the network alone where no view (or fusion None), else the fused log-odds."""
-    net = r["net"][: view.size]
+    net = r["net"][: views[0].size]
     if fusion is None:
         z = net
     else:
         a, b, c = fusion
-        z = np.where(np.isnan(view), net, a * net + b * np.nan_to_num(view) + c)
+        z = np.where(np.isnan(views[0]), net, a * net + sum(w * np.nan_to_num(v) for w, v in zip(b, views)) + c)
     return 1 / (1 + np.exp(-z))
 
 
@@ -85,18 +86,29 @@ def clip_decision(r: dict, p: np.ndarray) -> str:
     return "male" if m > 0.5 else "female"
 
 
-def fit_fusion(recs: list[dict], views: list[np.ndarray]) -> tuple[float, float, float]:
-    """(net, view, bias) by logistic regression over voiced steps that have a view."""
+def fit_fusion(recs: list[dict], views: list[list[np.ndarray]]) -> tuple[float, list[float], float]:
+    """(net, [view weights], bias) by logistic regression over voiced steps that have a view."""
     rows, ys, spks = [], [], []
-    for r, v in zip(recs, views):
-        m = (~np.isnan(v)) & (r["levels"][: v.size] >= GATE_DB)
+    for r, vs in zip(recs, views):
+        m = (~np.isnan(vs[0])) & (r["levels"][: vs[0].size] >= GATE_DB)
         if m.any():
-            rows.append(np.stack([r["net"][: v.size][m], v[m]], 1))
+            rows.append(np.stack([r["net"][: vs[0].size][m], *[v[m] for v in vs]], 1))
             ys.append(np.full(m.sum(), r["gender"] == "male", np.float64))
             spks.append(np.full(m.sum(), r["speaker"]))
     X, y, spk = np.concatenate(rows), np.concatenate(ys), np.concatenate(spks)
     coef, bias = logistic(X, y, balanced_weights(spk, y), 1e-4)
-    return float(coef[0]), float(coef[1]), bias
+    return float(coef[0]), [float(c) for c in coef[1:]], bias
+
+
+def loco_views(recs: list[dict], keys: list[str], every: int) -> list[list[np.ndarray]]:
+    """Each clip's per-step view log-odds, one array per encoder, from heads fitted without its corpus."""
+    out: list[list[np.ndarray]] = [[] for _ in recs]
+    for s in sorted({r["source"] for r in recs}):
+        heads = [fit_head([r for r in recs if r["source"] != s], k) for k in keys]
+        for i, r in enumerate(recs):
+            if r["source"] == s:
+                out[i] = [step_view_logits(r, c, b, every, k) for (c, b), k in zip(heads, keys)]
+    return out
 
 
 def slices(r: dict) -> list[str]:
@@ -120,29 +132,28 @@ def score(recs: list[dict], decisions: list[str]) -> dict:
     return {k: {"accuracy": round(float(np.mean(v)), 4), "clips": len(v)} for k, v in sorted(cells.items())}
 
 
-def evaluate(recs: list[dict], every: int) -> dict:
-    """Leave-one-corpus-out: head (and fusion) fitted without the held-out corpus."""
+def evaluate(recs: list[dict], every: int, keys: list[str]) -> dict:
+    """Leave-one-corpus-out: heads (and fusion) fitted without the held-out corpus. Columns: the network,
+    each view alone, the speaker view fused (gender 2.0.0), every view fused."""
+    views = loco_views(recs, keys, every)
     sources = sorted({r["source"] for r in recs})
-    views: list[np.ndarray | None] = [None] * len(recs)
-    for s in sources:
-        coef, bias = fit_head([r for r in recs if r["source"] != s])
-        for i, r in enumerate(recs):
-            if r["source"] == s:
-                views[i] = step_view_logits(r, coef, bias, every)
-    fusions = {}
-    for s in sources:
-        pick = [i for i, r in enumerate(recs) if r["source"] in UNHEARD_BY_NET and r["source"] != s]
-        fusions[s] = fit_fusion([recs[i] for i in pick], [views[i] for i in pick])
-    out = {"every": every, "fusion_per_fold": fusions, "tables": {}}
-    for name in ("net", "view", "fused"):
+    variants = {"speaker fused": [0], "all fused": list(range(len(keys)))}
+    fusions: dict[str, dict] = {name: {} for name in variants}
+    for name, idx in variants.items():
+        for s in sources:
+            pick = [i for i, r in enumerate(recs) if r["source"] in UNHEARD_BY_NET and r["source"] != s]
+            fusions[name][s] = fit_fusion([recs[i] for i in pick], [[views[i][j] for j in idx] for i in pick])
+    out = {"every": every, "views": keys, "fusion_per_fold": fusions, "tables": {}}
+    columns = {"net": None, **{f"view {k}": j for j, k in enumerate(keys)}, **variants}
+    for name, sel in columns.items():
         dec = []
         for r, v in zip(recs, views):
-            if name == "net":
+            if sel is None:
                 p = fused_steps(r, v, None)
-            elif name == "view":
-                p = fused_steps(r, v, (0.0, 1.0, 0.0))
+            elif isinstance(sel, int):
+                p = fused_steps(r, [v[sel]], (0.0, [1.0], 0.0))
             else:
-                p = fused_steps(r, v, fusions[r["source"]])
+                p = fused_steps(r, [v[j] for j in sel], fusions[name][r["source"]])
             dec.append(clip_decision(r, p))
         out["tables"][name] = score(recs, dec)
     return out
@@ -150,30 +161,32 @@ def evaluate(recs: list[dict], every: int) -> dict:
 
 def print_table(ev: dict) -> None:
     t = ev["tables"]
-    keys = list(t["fused"])
-    print(f"{'cell':32s} {'clips':>6s} {'net':>7s} {'view':>7s} {'fused':>7s}")
-    for k in keys:
-        print(f"{k:32s} {t['fused'][k]['clips']:6d} {t['net'][k]['accuracy']:7.3f} {t['view'][k]['accuracy']:7.3f} {t['fused'][k]['accuracy']:7.3f}")
+    cols = list(t)
+    print(f"{'cell':28s} {'clips':>6s} " + " ".join(f"{c[-12:]:>12s}" for c in cols))
+    for k in t[cols[0]]:
+        print(f"{k:28s} {t[cols[0]][k]['clips']:6d} " + " ".join(f"{t[c][k]['accuracy']:12.3f}" for c in cols))
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("command", choices=["evaluate", "ship"])
     ap.add_argument("--cache", default=str(CACHE))
-    ap.add_argument("--every", type=int, nargs="+", default=[1, 4])
+    ap.add_argument("--every", type=int, nargs="+", default=[4])
+    ap.add_argument("--views", default="emb", help="comma-separated embedding keys: emb (speaker encoder), emb_whisper, ...")
     a = ap.parse_args()
     recs = load(Path(a.cache))
+    keys = a.views.split(",")
     if a.command == "evaluate":
         results = {}
         for e in a.every:
-            ev = evaluate(recs, e)
-            print(f"\n== every {e}: fusion per fold {json.dumps({k: [round(x, 3) for x in v] for k, v in ev['fusion_per_fold'].items()})}")
+            ev = evaluate(recs, e, keys)
+            print(f"\n== every {e}, views {keys}")
             print_table(ev)
             results[str(e)] = ev
         OUT_JSON.write_text(json.dumps(results, indent=1) + "\n")
         return
     from training.encoders.ship import ship
-    ship(recs)
+    ship(recs, keys)
 
 
 if __name__ == "__main__":
