@@ -1,11 +1,12 @@
-"""The training-time options of speaker_train: gradient reversal (--adv), its nuisance labels, band-edge dropout
-(--band-drop), and the emotion labels an experiment keeps out of training (--leave-out-emotions)."""
+"""The training-time options of the speaker recipe (recipes/speaker.py): gradient reversal (--adv), its nuisance
+labels, band-edge dropout (--band-drop), and the emotion labels an experiment keeps out of training
+(--leave-out-emotions, an argument of data.speakers.training_items, not a module switch)."""
 import types
 
 import torch
 
-from training import speaker_data as SD
-from training import speaker_train as ST
+from training.data import speakers as SD
+from training.recipes import speaker as ST
 
 
 def test_reversal_flips_the_gradient_and_a_negative_scale_keeps_it():
@@ -38,18 +39,14 @@ def test_left_out_emotions_leave_training_but_not_scoring():
     calm = types.SimpleNamespace(emotion="calm")
     sad = types.SimpleNamespace(emotion="sad")
     items = [(calm, 2), (sad, 3)]
-    try:
-        SD.leave_out_emotions("calm, ")
-        assert SD.training_items(items) == [(sad, 3)]
-        assert SD.EMOTION_MAP["calm"] == "neutral"  # scoring still maps calm
-    finally:
-        SD.TRAIN_LEFT_OUT.clear()
-    assert SD.training_items(items) == items
+    assert SD.training_items(items, left_out_emotions=("calm",)) == [(sad, 3)]
+    assert SD.EMOTION_MAP["calm"] == "neutral"  # scoring still maps calm
+    assert SD.training_items(items) == items  # an argument, not a switch: nothing stays left out
 
 
 def test_band_edge_drop_attenuates_only_outside_the_telephone_band():
     import numpy as np
-    from training import augment as A
+    from training.data import augment as A
     x = torch.zeros(64, 8, 64)
     A.band_edge_drop(x, np.random.default_rng(0), 1.0)
     kept = x[:, :, 11:42]
@@ -63,7 +60,7 @@ def test_band_edge_drop_attenuates_only_outside_the_telephone_band():
 
 def test_emotions_fuse_maps_each_class_to_its_arousal():
     import numpy as np
-    from training import emotions_fuse as EF
+    from training.export import emotions_fuse as EF
     m = EF.arousal_map(["high", "low", "neutral"])
     # columns happy, irritated, neutral, tired
     assert np.array_equal(m, np.array([[1, 1, 0, 0], [0, 0, 0, 1], [0, 0, 1, 0]], dtype=np.float32))
@@ -75,27 +72,23 @@ def test_speaker_fraction_keeps_a_nested_subset_of_every_corpus_and_gender():
         return types.SimpleNamespace(emotion="neutral", source=source, gender=gender, speaker=speaker)
     items = [(clip("nemo", "female", f"f{k}"), 0) for k in range(8) for _ in range(3)]
     items += [(clip("nemo", "male", "m0"), 1), (clip("hyke", "male", "h0"), 1), (clip("hyke", "male", "h1"), 1)]
-    try:
-        SD.keep_speaker_fraction(0.5)
-        half = {c.speaker for c, _ in SD.training_items(items)}
-        assert len([s for s in half if s.startswith("f")]) == 4
-        assert "m0" in half and len(half & {"h0", "h1"}) == 1  # a lone speaker of a stratum always stays
-        assert all(len([c for c, _ in SD.training_items(items) if c.speaker == s]) == 3 for s in half if s.startswith("f"))
-        SD.keep_speaker_fraction(0.25)
-        quarter = {c.speaker for c, _ in SD.training_items(items)}
-        assert quarter < half  # nested: the curve adds voices, it does not swap them
-    finally:
-        SD.keep_speaker_fraction(1.0)
+    half = {c.speaker for c, _ in SD.training_items(items, speaker_fraction=0.5)}
+    assert len([s for s in half if s.startswith("f")]) == 4
+    assert "m0" in half and len(half & {"h0", "h1"}) == 1  # a lone speaker of a stratum always stays
+    assert all(len([c for c, _ in SD.training_items(items, speaker_fraction=0.5) if c.speaker == s]) == 3
+               for s in half if s.startswith("f"))
+    quarter = {c.speaker for c, _ in SD.training_items(items, speaker_fraction=0.25)}
+    assert quarter < half  # nested: the curve adds voices, it does not swap them
     assert SD.training_items(items) == items
     try:
-        SD.keep_speaker_fraction(0.0)
+        SD.training_items(items, speaker_fraction=0.0)
         raise AssertionError("a fraction of 0 must be refused")
     except ValueError:
         pass
 
 
 def test_corpora_count_draws_a_fixed_subset_without_the_held_out_corpus():
-    from training import loco
+    from training.validate import loco
     assert loco.training_corpora("urdu") == [c for c in SD.CORPORA if c != "urdu"]
     three = loco.training_corpora("urdu", 3)
     assert len(three) == 3 and "urdu" not in three and set(three) < set(SD.CORPORA)
