@@ -197,6 +197,13 @@ def rebuild(task: str, quick: bool = False, work: str | None = None) -> tuple[st
     if quick:
         clips = quick_subset(clips)
     store = D.AudioStore(clips)
+    if not quick:  # the validation list `auris eval` scores through the service (docs/eval.md), from the same split
+        from training.data import speakers as SD
+        val_dir = os.path.join(D.HERE, "validation")
+        if recipe["steps"][0]["recipe"] == "speaker":
+            SD.write_validation_csv(task, clips, val_dir)
+        else:
+            D.write_validation_csvs(clips, val_dir)
     t0 = time.time()
     dirs = {step["name"]: run_step(step, clips, store, work, quick) for step in recipe["steps"]}
     built = finish(recipe, dirs, clips, work, quick)
