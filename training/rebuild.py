@@ -107,6 +107,8 @@ def git_model(rev: str, path: str, dst: str) -> str:
 def finish(recipe: dict, dirs: dict, clips, work: str, quick: bool) -> str:
     """The shipped file from the steps' networks; returns its folder <work>/<task>."""
     task = recipe["model"]
+    first = step_recipe(recipe["steps"][0], quick)
+    table = first.clip_table(clips) if hasattr(first, "clip_table") else clips  # what the shipped file was validated on
     final = os.path.join(work, "final")
     shutil.rmtree(final, ignore_errors=True)
     if "ensemble" in recipe:
@@ -115,7 +117,7 @@ def finish(recipe: dict, dirs: dict, clips, work: str, quick: bool) -> str:
         members = [dirs[n] for n in e["members"]]
         if e.get("weights"):
             members = ensemble.weighted(task, members, e["weights"], recipe["version"], work=os.path.join(work, "weighted"))
-        ensemble.build(task, members, final, recipe["version"], weights=e.get("weights"), clips=clips, quick=quick,
+        ensemble.build(task, members, final, recipe["version"], weights=e.get("weights"), clips=table, quick=quick,
                        merged_by=recipe["rebuild"])
     elif "prior_shift" in recipe:
         from training.data import bank as B
@@ -124,7 +126,7 @@ def finish(recipe: dict, dirs: dict, clips, work: str, quick: bool) -> str:
         lo, hi, step = ps["grid"]
         assert (ps["class"], tuple(ps["chosen_on"]), tuple(ps["recordings"])) == (PS.SHIFTED, PS.UNSEEN, PS.RECORDINGS)
         assert [float(g) for g in PS.GRID] == [round(lo + k * step, 2) for k in range(int(round((hi - lo) / step)) + 1)]
-        PS.build(os.path.join(dirs[ps["of"]], task), os.path.join(final, task), clips, B.build(clips))
+        PS.build(os.path.join(dirs[ps["of"]], task), os.path.join(final, task), clips, B.build(clips), val_clips=table)
     elif "fuse" in recipe:
         from training.cards.render import write_card
         from training.data import bank as B
@@ -231,11 +233,13 @@ def step_sources(step: dict, clips, listed=None) -> dict:
     from training.data import speakers as SD
     from training.data import teacher_clips as DD
     hp, task = step["hyperparameters"], step["hyperparameters"]["task"]
+    listed = hp.get("sources") or listed
+    clips = [c for c in clips if not listed or c.source in listed]
     pools = A.Pools(clips, "train")
     out = {"recipe": step["recipe"], "task": task,
            "backgrounds (training split)": sorted({c.source for c in pools.music + pools.other})}
     if step["recipe"] == "longform":
-        used = [c for c in clips if D.task_label(task, c) is not None and (not listed or c.source in listed)]
+        used = [c for c in clips if D.task_label(task, c) is not None]
         out["labelled"] = _count((c, D.task_split(task, c)) for c in used)
         if task == "gender" and hp.get("variants", True):
             out["also"] = ["WORLD re-syntheses of the gender training clips (data/voice_variants.py)"]
@@ -264,8 +268,10 @@ def sources(tasks=None) -> dict:
             continue
         recipe = load_recipe(task)
         # the hash is of the rows the first step's recipe family can use for the task (the shipped file keeps it)
-        label = SD.label if recipe["steps"][0]["recipe"] == "speaker" else D.task_label
-        used = [c for c in clips if label(task, c) is not None]
+        first = recipe["steps"][0]
+        label = SD.label if first["recipe"] == "speaker" else D.task_label
+        listed = first["hyperparameters"].get("sources")
+        used = [c for c in clips if label(task, c) is not None and (not listed or c.source in listed)]
         out[task] = {"version": m["version"], "recipe": m["training"]["recipe"], "rebuild": recipe["rebuild"],
                      "steps": {s["name"]: step_sources(s, clips, m["training"].get("sources")) for s in recipe["steps"]}}
         if "fuse" in recipe:

@@ -155,9 +155,10 @@ def command() -> str:
     return "python -m training.export.prior_shift"
 
 
-def build(src: str, out: str, clips=None, bank=None) -> dict:
+def build(src: str, out: str, clips=None, bank=None, val_clips=None) -> dict:
     """<out>/ = the network in <src>/ (model.onnx, manifest.json, metrics.json) with the shift chosen on UNSEEN, its
-    streaming graphs, manifest, metrics, loco_prior.json and card; returns the manifest."""
+    streaming graphs, manifest, metrics, loco_prior.json and card; returns the manifest.  `val_clips`: the clip table
+    of the network's own validation set (its recipe's sources; default `clips`)."""
     from training.cards.render import write_card
     from training.export.onnx import write_json
     from training.export.streaming import add_streaming
@@ -176,7 +177,7 @@ def build(src: str, out: str, clips=None, bank=None) -> dict:
     manifest["version"] = VERSION
     manifest["training"]["prior_shift"] = {"class": SHIFTED, "logit_shift": value, "from_version": SOURCE_VERSION,
                                            "chosen_on": list(UNSEEN), "by": command(), "vs_formula_max_abs_diff": exact}
-    res = validation_metrics(dst, source_metrics, clips)
+    res = validation_metrics(dst, source_metrics, clips if val_clips is None else val_clips)
     manifest["metrics"] = summary_metrics(TASK, res)
     add_streaming(out, manifest)
     with open(os.path.join(out, "loco_prior.json"), "w") as fh:

@@ -26,6 +26,7 @@ class LongformRecipe:
     variants: bool = True          # gender: WORLD voice variants (data/voice_variants.py)
     gender_high_p: float = 0.4     # gender: share of draws from high-arousal clips
     ordinal: float = 0.0           # arousal: ordinal soft targets (mass moved to the neighbour class)
+    sources: tuple = ()            # the clip table's sources it may use (labelled and backgrounds); () = all of them
     cfg: dict = field(default_factory=dict)  # overrides of models.configs.LONGFORM[task]
 
     MODULE = "training.recipes.longform"
@@ -36,6 +37,11 @@ class LongformRecipe:
 
     def model_config(self) -> dict:
         return {**LONGFORM[self.task], **self.cfg}
+
+    def clip_table(self, clips):
+        """The clips this recipe learns and validates on: clips.csv has grown since the 1.x models were trained
+        (ased, ettsdb, hyke, nemo), and their recipes keep the sources they were made from."""
+        return [c for c in clips if not self.sources or c.source in self.sources]
 
 
 @dataclass
@@ -66,10 +72,12 @@ class SpeakerRecipe:
         return {**SPEAKER[self.task], **self.cfg}
 
 
+LISTS = ("leave_out_emotions", "sources")  # comma-separated on the command line, lists in a recipe file
 HELP = {
     "examples": "training examples (longform: synthetic examples cached; speaker: per epoch)",
     "cfg": "JSON overrides of the model config, e.g. '{\"c2\": 96}'",
     "leave_out_emotions": "comma-separated corpus emotion labels kept out of training (e.g. calm)",
+    "sources": "comma-separated sources of the clip table to use (default: all)",
 }
 
 
@@ -88,7 +96,7 @@ def add_arguments(ap: argparse.ArgumentParser, cls) -> None:
         h = HELP.get(f.name, f.name.replace("_", " "))
         if isinstance(d, bool):
             ap.add_argument(flag, action=argparse.BooleanOptionalAction, default=d, help=h)
-        elif f.name in ("cfg", "leave_out_emotions"):
+        elif f.name == "cfg" or f.name in LISTS:
             ap.add_argument(flag, default="", help=h)
         else:
             ap.add_argument(flag, type=type(d) if d is not None else float, default=d, help=h)
@@ -97,15 +105,17 @@ def add_arguments(ap: argparse.ArgumentParser, cls) -> None:
 def from_args(cls, a: argparse.Namespace, task: str | None = None):
     kw = {f.name: getattr(a, f.name) for f in _fields(cls)}
     kw["cfg"] = json.loads(kw["cfg"]) if isinstance(kw["cfg"], str) and kw["cfg"] else (kw["cfg"] or {})
-    if "leave_out_emotions" in kw and isinstance(kw["leave_out_emotions"], str):
-        kw["leave_out_emotions"] = tuple(x.strip() for x in kw["leave_out_emotions"].split(",") if x.strip())
+    for k in LISTS:
+        if isinstance(kw.get(k), str):
+            kw[k] = tuple(x.strip() for x in kw[k].split(",") if x.strip())
     return cls(task=task or a.task, **kw)
 
 
 def from_dict(cls, d: dict):
     d = dict(d)
-    if "leave_out_emotions" in d:
-        d["leave_out_emotions"] = tuple(d["leave_out_emotions"])
+    for k in LISTS:
+        if k in d:
+            d[k] = tuple(d[k])
     unknown = set(d) - {f.name for f in dataclasses.fields(cls)}
     if unknown:
         raise ValueError(f"{cls.__name__}: unknown hyperparameters {sorted(unknown)}")
@@ -114,8 +124,9 @@ def from_dict(cls, d: dict):
 
 def to_dict(r) -> dict:
     d = dataclasses.asdict(r)
-    if "leave_out_emotions" in d:
-        d["leave_out_emotions"] = list(d["leave_out_emotions"])
+    for k in LISTS:
+        if k in d:
+            d[k] = list(d[k])
     return d
 
 
@@ -132,7 +143,7 @@ def command(r, module: str | None = None, skip=()) -> str:
             cmd += f" {flag}" if v else f" --no-{f.name.replace('_', '-')}"
         elif f.name == "cfg":
             cmd += f" --cfg '{json.dumps(v)}'"
-        elif f.name == "leave_out_emotions":
+        elif f.name in LISTS:
             cmd += f" {flag} {','.join(v)}"
         elif isinstance(v, str):
             cmd += f" {flag} {v}"

@@ -101,6 +101,7 @@ def ordinal_targets(task, x):
 def train_task(r: LongformRecipe, clips, store, outdir, version="1.0.0", quick=False, workers=2):
     """Trains recipe `r` and exports <outdir>/<task>/ (model, manifest, metrics, card); returns the validation report."""
     task = r.task
+    clips = r.clip_table(clips)
     torch.manual_seed(r.seed)
     np.random.seed(r.seed)
     n, epochs = r.examples, r.epochs
