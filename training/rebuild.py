@@ -23,6 +23,7 @@ import subprocess
 import time
 
 from training.data import clips as D
+from training.recipes.config import step_command
 
 ROOT = os.path.dirname(D.HERE)
 MODELS = os.path.join(ROOT, "models")
@@ -74,7 +75,7 @@ def step_recipe(step: dict, quick: bool):
     return from_dict(cls, hp)
 
 
-def run_step(step: dict, clips, store, work: str, quick: bool) -> str:
+def run_step(step: dict, clips, store, work: str, quick: bool, recipe_file: str = "") -> str:
     """Trains one network of the recipe into <work>/<step name>/<task>/; returns <work>/<step name>."""
     from training.recipes import longform, speaker
     r = step_recipe(step, quick)
@@ -83,10 +84,11 @@ def run_step(step: dict, clips, store, work: str, quick: bool) -> str:
                          "(in the teacher venv, training/README.md)")
     out = os.path.join(work, step["name"])
     t0 = time.time()
+    reproduce = step_command(f"training.recipes.{step['recipe']}", recipe_file, step["name"]) if recipe_file else None
     if step["recipe"] == "longform":
-        longform.train_task(r, clips, store, out, step["version"], quick=quick)
+        longform.train_task(r, clips, store, out, step["version"], quick=quick, reproduce=reproduce)
     else:
-        speaker.run(r, out, clips=clips, version=step["version"])
+        speaker.run(r, out, clips=clips, version=step["version"], reproduce=reproduce)
     print(f"[rebuild] step {step['name']} ({step['recipe']}) took {time.time() - t0:.0f}s", flush=True)
     return out
 
@@ -207,7 +209,8 @@ def rebuild(task: str, quick: bool = False, work: str | None = None) -> tuple[st
         else:
             D.write_validation_csvs(clips, val_dir)
     t0 = time.time()
-    dirs = {step["name"]: run_step(step, clips, store, work, quick) for step in recipe["steps"]}
+    recipe_file = shipped()[task]["training"]["recipe"]
+    dirs = {step["name"]: run_step(step, clips, store, work, quick, recipe_file) for step in recipe["steps"]}
     built = finish(recipe, dirs, clips, work, quick)
     stamp(built, recipe, task)
     rows = check(built, os.path.join(MODELS, task), quick)

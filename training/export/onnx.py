@@ -82,7 +82,7 @@ def write_model_dir(task, d, manifest, res, clips):
 VERSIONS = {"gender": "2.0.0", "arousal": "2.0.0", "emotions": "1.0.0"}  # the speaker recipe's versions by default
 
 
-def export(recipe, model, clips, res, out_root: str, version: str | None = None) -> str:
+def export(recipe, model, clips, res, out_root: str, version: str | None = None, reproduce: str | None = None) -> str:
     """<out_root>/<task>/ of a speaker-recipe network (recipes/config.SpeakerRecipe `recipe`); returns the folder."""
     from training.cards.render import manifest_metrics
     from training.recipes.config import command
@@ -95,7 +95,7 @@ def export(recipe, model, clips, res, out_root: str, version: str | None = None)
     manifest["metrics"] = manifest_metrics(task, res, os.path.join(d, "loco.json"))
     manifest["model"] = model_section(model, cfg, diff, width=True)
     manifest["training"] = {"examples_per_epoch": recipe.examples, "epochs": recipe.epochs, "seed": recipe.seed,
-                            "lr": recipe.lr, "ema": recipe.ema, "reproduce": command(recipe)}
+                            "lr": recipe.lr, "ema": recipe.ema, "reproduce": reproduce or command(recipe)}
     write_model_dir(task, d, manifest, res, clips)
     print(f"[{task}] exported {d} (onnx diff {diff:.1e}, context {manifest['context']})", flush=True)
     return d

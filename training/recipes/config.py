@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 from dataclasses import dataclass, field
 
 from training.models.configs import LONGFORM, SPEAKER
@@ -150,3 +151,23 @@ def command(r, module: str | None = None, skip=()) -> str:
         else:
             cmd += f" {flag} {v:g}"
     return cmd
+
+
+def add_recipe_arguments(ap: argparse.ArgumentParser) -> None:
+    ap.add_argument("--recipe", default=None, help="a recipe file (recipes/<task>/<version>.json): take the step's "
+                                                   "hyperparameters from it (the other options are ignored)")
+    ap.add_argument("--step", default=None, help="with --recipe: the step's name (e.g. member1)")
+
+
+def recipe_step(path: str, name: str | None) -> dict:
+    """The step `name` of recipe file `path` (the only step when name is None)."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    rec = json.load(open(path if os.path.isabs(path) or os.path.exists(path) else os.path.join(root, path)))
+    steps = [s for s in rec["steps"] if name in (None, s["name"])]
+    if len(steps) != 1:
+        raise SystemExit(f"{path}: name one step with --step ({', '.join(s['name'] for s in rec['steps'])})")
+    return steps[0]
+
+
+def step_command(module: str, path: str, name: str) -> str:
+    return f"python -m {module} --recipe {path} --step {name}"

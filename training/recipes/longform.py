@@ -23,8 +23,9 @@ from training.data import augment as A
 from training.data import clips as D
 from training.data.voice_variants import VARIANT_TASKS
 from training.export.onnx import export_onnx, manifest_head, model_section
-from training.models.net import Net, fold_lifter  # noqa: F401 (fold_lifter: read by tests as longform.fold_lifter)
-from training.recipes.config import LongformRecipe, add_arguments, command, from_args
+from training.models.net import Net
+from training.recipes.config import (LongformRecipe, add_arguments, add_recipe_arguments, command, from_args, from_dict,
+                                     recipe_step, step_command)
 from training.recipes.train_step import weighted_step
 from training.validate.evaluation import CLASSES, evaluate, summary_metrics, val_set
 
@@ -98,7 +99,7 @@ def ordinal_targets(task, x):
     return t
 
 
-def train_task(r: LongformRecipe, clips, store, outdir, version="1.0.0", quick=False, workers=2):
+def train_task(r: LongformRecipe, clips, store, outdir, version="1.0.0", quick=False, workers=2, reproduce=None):
     """Trains recipe `r` and exports <outdir>/<task>/ (model, manifest, metrics, card); returns the validation report."""
     task = r.task
     clips = r.clip_table(clips)
@@ -155,12 +156,12 @@ def train_task(r: LongformRecipe, clips, store, outdir, version="1.0.0", quick=F
     model = ema.module
     model.eval()
     final = evaluate(model, task, vs)
-    export(r, model, clips, final, outdir, version, quick)
+    export(r, model, clips, final, outdir, version, quick, reproduce)
     return final
 
 
 # ---------------------------------------------------------------- export
-def export(r: LongformRecipe, model, clips, res, outdir, version, quick=False):
+def export(r: LongformRecipe, model, clips, res, outdir, version, quick=False, reproduce=None):
     from training.export.onnx import write_model_dir
     task = r.task
     d = os.path.join(outdir, task)
@@ -174,7 +175,7 @@ def export(r: LongformRecipe, model, clips, res, outdir, version, quick=False):
     manifest["model"] = model_section(model, cfg, diff, width=False)
     manifest["training"] = {"examples": r.examples, "epochs": r.epochs, "seed": r.seed, "quick": bool(quick),
                             "ema": r.ema_decay(), "cfg": json.dumps(r.cfg) if r.cfg else None, "lr": r.lr,
-                            "variants": task in VARIANT_TASKS and r.variants, "reproduce": command(r),
+                            "variants": task in VARIANT_TASKS and r.variants, "reproduce": reproduce or command(r),
                             # the sources it learnt from: clips.csv grows, and the card must keep naming these alone
                             "sources": sorted({c.source for c in used})}
     write_model_dir(task, d, manifest, res, clips)
@@ -185,23 +186,33 @@ def export(r: LongformRecipe, model, clips, res, outdir, version, quick=False):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--task", required=True, choices=list(CLASSES))
+    ap.add_argument("--task", choices=list(CLASSES), help="required without --recipe")
     ap.add_argument("--out", default=None, help="folder that gets <task>/ (default: training/runs/<task>)")
     ap.add_argument("--version", default="1.0.0", help="the manifest's version")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--workers", type=int, default=2, help="processes for building the augmented cache")
     ap.add_argument("--cache-only", action="store_true", help="only build the augmented feature cache")
     add_arguments(ap, LongformRecipe)
+    add_recipe_arguments(ap)
     a = ap.parse_args(argv)
     torch.set_num_threads(a.threads)
-    r = from_args(LongformRecipe, a)
+    reproduce = None
+    if a.recipe:
+        step = recipe_step(a.recipe, a.step)
+        r, a.version = from_dict(LongformRecipe, step["hyperparameters"]), step["version"]
+        reproduce = step_command("training.recipes.longform", a.recipe, step["name"])
+    elif a.task:
+        r = from_args(LongformRecipe, a)
+    else:
+        ap.error("--task or --recipe")
     clips = D.load_clips()
     store = D.AudioStore(clips)
     if a.cache_only:
         feature_cache(r.task, clips, store, r.examples, r.seed, workers=a.workers, use_variants=r.variants,
                       high_p=r.gender_high_p)
         return
-    train_task(r, clips, store, a.out or os.path.join(D.HERE, "runs", r.task), a.version, workers=a.workers)
+    train_task(r, clips, store, a.out or os.path.join(D.HERE, "runs", r.task), a.version, workers=a.workers,
+               reproduce=reproduce)
 
 
 if __name__ == "__main__":

@@ -26,7 +26,8 @@ from training.data import teacher_clips as DD
 from training.data import speakers as SD
 from training.features import FRAMES_PER_STEP, logmel_fast
 from training.models.net import Net
-from training.recipes.config import SpeakerRecipe, add_arguments, from_args
+from training.recipes.config import (SpeakerRecipe, add_arguments, add_recipe_arguments, from_args, from_dict,
+                                     recipe_step, step_command)
 from training.recipes.train_step import weighted_step
 
 STEPS = 64
@@ -302,7 +303,8 @@ def heldout_report(task, val, clip_probs):
     return res
 
 
-def run(args: SpeakerRecipe, out_root: str, clips=None, version: str | None = None, write_validation: bool = False):
+def run(args: SpeakerRecipe, out_root: str, clips=None, version: str | None = None, write_validation: bool = False,
+        reproduce: str | None = None):
     """Trains the recipe on the training speakers of `clips` (default: clips.csv), scores the held-out speakers and
     exports <out_root>/<task>/; returns the folder."""
     from training.export.onnx import export
@@ -319,18 +321,28 @@ def run(args: SpeakerRecipe, out_root: str, clips=None, version: str | None = No
     val = SD.clips_of(args.task, clips, split_name="val")
     res = heldout_report(args.task, val, lambda clips, version: predict(model, bank, clips, version))
     print(json.dumps(res, indent=1), flush=True)
-    return export(args, model, clips, res, out_root, version)
+    return export(args, model, clips, res, out_root, version, reproduce)
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--task", required=True, choices=SD.TASKS)
+    ap.add_argument("--task", choices=SD.TASKS, help="required without --recipe")
     ap.add_argument("--out", default=None, help="folder that gets <task>/ (default: training/runs/<task>)")
     ap.add_argument("--threads", type=int, default=2)
     add_arguments(ap, SpeakerRecipe)
+    add_recipe_arguments(ap)
     a = ap.parse_args(argv)
     torch.set_num_threads(a.threads)
-    run(from_args(SpeakerRecipe, a), a.out or os.path.join(D.HERE, "runs", a.task))
+    version = reproduce = None
+    if a.recipe:
+        step = recipe_step(a.recipe, a.step)
+        r, version = from_dict(SpeakerRecipe, step["hyperparameters"]), step["version"]
+        reproduce = step_command("training.recipes.speaker", a.recipe, step["name"])
+    elif a.task:
+        r = from_args(SpeakerRecipe, a)
+    else:
+        ap.error("--task or --recipe")
+    run(r, a.out or os.path.join(D.HERE, "runs", r.task), version=version, reproduce=reproduce)
 
 
 if __name__ == "__main__":

@@ -80,3 +80,11 @@ def test_data_and_features_import_nothing_downstream():
         if m.split(".")[0] in ("data", "features"):
             bad = {d for d in deps if d.split(".")[0] not in ("data", "features")}
             assert not bad, f"{m} imports {bad}"
+
+
+def test_every_module_imports():
+    """Each module loads on the training requirements alone (the teachers' venv packages are imported lazily)."""
+    import importlib
+    for m in sorted(modules()):
+        if m.rsplit(".", 1)[-1] not in ("__main__", "__init__"):
+            importlib.import_module(f"training.{m}")

@@ -111,3 +111,28 @@ def test_pitch_counter_cells_keep_the_clips_whose_pitch_points_to_the_other_gend
     women = {"sad": [clip(3)], "happy": [clip(4)]}
     assert {k: [c.idx for c in v] for k, v in s.counter_cells(female, women).items()} == {"sad": [3]}
     assert s.counter_cells(male, {"x": [clip(1)]}) == {"x": [clip(1)]}  # none against its gender: all of them
+
+
+def test_the_speaker_recipe_trains_with_its_experiment_options():
+    """--adv (reversal, and negative: multi-task), --band-drop, --leave-out-emotions and --speaker-fraction together,
+    one short epoch on the smoke runs' clip table (its feature bank is cached by the smoke rebuilds)."""
+    from training.data import bank as B
+    from training.data import clips as D
+    from training.data.subset import quick_subset
+    from training.recipes.config import SpeakerRecipe
+    clips = quick_subset(D.load_clips())
+    bank = B.build(clips)
+    for r in (SpeakerRecipe("gender", examples=64, epochs=1, adv=0.3, band_drop=0.5, speaker_fraction=0.5),
+              SpeakerRecipe("emotions", examples=64, epochs=1, adv=-0.5, leave_out_emotions=("calm",))):
+        items = SD.training_items(SD.clips_of(r.task, clips, split_name="train"), r.leave_out_emotions, r.speaker_fraction)
+        model = ST.train(bank, items, r, log=lambda s: None)
+        p = ST.predict(model, bank, [c for c, _ in items[:3]])
+        assert all(x is None or abs(float(x.sum()) - 1) < 1e-4 for x in p)
+
+
+def test_ordinal_targets_keep_each_row_a_distribution():
+    from training.recipes.longform import ordinal_targets
+    t = ordinal_targets("arousal", 0.2)
+    assert torch.allclose(t.sum(1), torch.ones(3))
+    high, low, neutral = (["high", "low", "neutral"].index(k) for k in ("high", "low", "neutral"))
+    assert t[high, low] == 0 and t[low, high] == 0 and t[neutral, high] == t[neutral, low] == 0.1

@@ -6,7 +6,6 @@ import numpy as np
 
 from training.data import bank as B
 from training.data import clips as D
-from training.data import speakers as SD
 
 PITCH_CLIPS = 30  # per gender and held-out corpus
 
