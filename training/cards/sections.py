@@ -157,7 +157,7 @@ def prior_shift_section(d) -> str:
 ## Class-prior shift (since 1.0.1)
 
 The shipped file is network {z['from_version']} with the logit of `{z['class']}` raised by {z['shift']:+g} (`python -m
-training.prior_shift`): every decision boundary moves towards `{z['class']}` by the same amount, at no cost at run
+training.export.prior_shift`): every decision boundary moves towards `{z['class']}` by the same amount, at no cost at run
 time. Why: on corpora it never heard, {z['from_version']} calls neutral speech high or low (it learnt its priors from
 RAVDESS and BAVED), while users' audio - calls, broadcasts - is mostly neutral. The shift is the value (of
 {z['grid'][0]:g} .. {z['grid'][-1]:g} in steps of {z['grid'][1] - z['grid'][0]:g}) with the best mean UAR, clean and

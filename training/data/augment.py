@@ -286,7 +286,7 @@ def frequency_mask(x, rng, p: float = 0.5) -> None:
         x[:, :, f0:f0 + int(rng.integers(1, 8))] = x.mean()
 
 
-LOG_FLOOR = float(np.log(1e-8))  # the front end's floor (features.py)
+LOG_FLOOR = float(np.log(1e-8))  # the front end's floor (features/logmel.py)
 
 
 def band_edge_drop(x, rng, p: float) -> None:

@@ -5,7 +5,7 @@ Versions of a clip:
 - `phone`: through a telephone channel with a real narrow-band codec (channels.py; codecs spread evenly);
 - `noisy`: mixed with music or other sounds from the training split at 5-25 dB SNR, with reverb (p=0.3)
   and band-limiting (p=0.2).
-Training draws examples from the bank on the fly (speaker_train.py), so every epoch sees new combinations
+Training draws examples from the bank on the fly (recipes/speaker.py), so every epoch sees new combinations
 without re-running the waveform chain; the same bank serves leave-one-corpus-out training and scoring.
 Cached under training/cache/ (gitignored), keyed by the clips.csv rows and BANK_VERSION.
 """

@@ -1,6 +1,6 @@
 """Labels and splits of the speaker models of version 2 (gender 2.x, arousal 2.x, emotions 1.x).
 
-The speech model keeps its rules in data.py.  Here every corpus with speaker labels takes part, split by
+The speech model keeps its rules in data/clips.py.  Here every corpus with speaker labels takes part, split by
 speaker (held-out speakers validate the shipped model), and `corpus` is what leave-one-corpus-out holds out.
 """
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Which clips the gender teachers judge, and how their opinions become training targets (training time only).
 
-Beside the labelled speakers of speaker_data.CORPORA, the teachers (teachers.py) label speech nobody labelled:
+Beside the labelled speakers of speakers.CORPORA, the teachers (teachers.py) label speech nobody labelled:
 VoxLingua107 dev segments (about 600 YouTube speakers in 28 languages; none of the reserved languages is in
 the datasets) and the KDE word lists (klettres, ktuberling: one speaker per language), and the ASED speakers
 whose gender label was dropped.  Children are left out: their voice gender is not what the model reports.

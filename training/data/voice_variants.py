@@ -27,7 +27,7 @@ FRAME_MS = 5.0
 RATIOS = {"male": ((1.25, 2.5), (0.9, 1.5)), "female": ((0.65, 0.9), (0.85, 1.25))}
 WARP = 0.06
 VERSION = "v2"
-# tasks trained with these variants (train.py); arousal with +-18 % F0 / +-8 % envelope variants was tried and
+# tasks trained with these variants (recipes/longform.py); arousal with +-18 % F0 / +-8 % envelope variants was tried and
 # not kept (UAR 0.548 vs 0.577; in-corpus 0.628 vs 0.636; URDU 0.430 vs 0.488)
 VARIANT_TASKS = {"gender"}
 

@@ -26,7 +26,7 @@ from training.data import speakers as SD
 
 VERSION = "1.1.0"
 EPS = 1e-7
-# the arousal of each emotions class (speaker_data.EMOTION_CLASSES order)
+# the arousal of each emotions class (data/speakers.EMOTION_CLASSES order)
 AROUSAL_OF = {"happy": "high", "irritated": "high", "neutral": "neutral", "tired": "low"}
 
 

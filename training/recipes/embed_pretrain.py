@@ -1,5 +1,5 @@
 """Stage 1 of the gender recipe with `--embed-steps`: the network's trunk first learns the speaker encoder's view of a
-voice, then (speaker_train.py) only the per-step gender head is trained on our labels.
+voice, then (recipes/speaker.py) only the per-step gender head is trained on our labels.
 
 Why: a logistic probe on the teacher's d-vectors (Resemblyzer 0.1.4, trained by its authors on thousands of
 speakers; teachers.py) holds on corpora it never saw where our label-trained network does not (URDU's shouting men,
@@ -104,7 +104,7 @@ def fit_head(model, bank: B.Bank, items):
     """Stage 2: the gender head becomes a logistic probe (distill.fit_probe) on the pooled trunk features of the
     training clips the teacher judged (at most 24 per speaker, so no corpus outweighs the others), in all three
     recordings.  A 1x1 head is linear, so the clip mean of its logits is the probe's decision; training the head on
-    per-step labels instead (the label stage of speaker_train) scored lower on held-out corpora (URDU 0.743 vs 0.853)."""
+    per-step labels instead (the label stage of recipes/speaker.py) scored lower on held-out corpora (URDU 0.743 vs 0.853)."""
     model.eval()
     op = DI.opinions()
     X, y = [], []

@@ -1,5 +1,5 @@
 """A shipped manifest that lists the sources its model learnt from must match its training_data_sha256: the card
-(card.py) names those sources alone, however clips.csv has grown since."""
+(cards/render.py) names those sources alone, however clips.csv has grown since."""
 import json
 import os
 

@@ -1,5 +1,5 @@
-"""Validation set and metrics of the per-task models: shared by training (train.py), ensembles (ensemble.py)
-and the model cards (card.py), so none of those imports another for them."""
+"""Validation set and metrics of the per-task models: shared by the longform recipe (recipes/longform.py), ensembles (export/ensemble.py)
+and the prior shift (export/prior_shift.py), so none of those imports another for them."""
 from __future__ import annotations
 
 import numpy as np
