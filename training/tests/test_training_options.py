@@ -136,3 +136,35 @@ def test_ordinal_targets_keep_each_row_a_distribution():
     assert torch.allclose(t.sum(1), torch.ones(3))
     high, low, neutral = (["high", "low", "neutral"].index(k) for k in ("high", "low", "neutral"))
     assert t[high, low] == 0 and t[low, high] == 0 and t[neutral, high] == t[neutral, low] == 0.1
+
+
+def test_the_options_that_read_the_teachers_opinions(monkeypatch):
+    """--embed-steps with --embed-then head (member 3 of gender 1.3.0) and probe: the trunk regresses the teacher's
+    d-vectors, then only the head (or a probe) learns the labels; --dvec (d-vector loss beside the labels) and
+    --distill (teacher-labelled speech).  The teachers' opinions come from their own venv (training/cache/teachers.npz);
+    here random ones stand in for them, on the smoke runs' clip table."""
+    import numpy as np
+    from training.data import bank as B
+    from training.data import clips as D
+    from training.data import distill as DI
+    from training.data.subset import quick_subset
+    from training.recipes.config import SpeakerRecipe
+    clips = quick_subset(D.load_clips())
+    bank = B.build(clips)
+    rng = np.random.default_rng(0)
+    fake = {c.idx: (float(rng.uniform()), (lambda e: e / np.linalg.norm(e))(rng.standard_normal(256).astype(np.float32)))
+            for c in clips if c.kind == "speech"}
+    monkeypatch.setattr(DI, "opinions", lambda: fake)
+    monkeypatch.setattr(DI, "all_clips", lambda: clips)
+    DI._probe_without.cache_clear()
+    items = SD.training_items(SD.clips_of("gender", clips, split_name="train"))
+    distilled = DI.distill_items(clips)
+    assert all(len(it) == 3 and abs(float(it[2].sum()) - 1) < 1e-5 for it in distilled)
+    for r, extra in ((SpeakerRecipe("gender", examples=64, epochs=1, embed_steps=2, embed_then="head", cfg={"lifter": 0}), []),
+                     (SpeakerRecipe("gender", examples=64, epochs=1, embed_steps=2, embed_then="probe"), []),
+                     (SpeakerRecipe("gender", examples=64, epochs=1, dvec=0.5, distill=True), distilled)):
+        b = ST.training_bank(clips, distill=True) if r.distill else bank  # + the unlabelled clips' bank
+        model = ST.train(b, items + extra, r, log=lambda s: None)
+        p = ST.predict(model, bank, [c for c, _ in items[:3]])
+        assert all(x is None or abs(float(x.sum()) - 1) < 1e-4 for x in p)
+    DI._probe_without.cache_clear()
