@@ -1,7 +1,7 @@
 /**
  * Gender that holds inside a speech segment: the running mean of a speaker model's output-step
  * probabilities since the segment began. Causal (it never looks ahead), so a live stream decides
- * exactly as the file job does. Scored on the leave-one-corpus-out folds (training/segment_consistency.py):
+ * exactly as the file job does. Scored on the leave-one-corpus-out folds (training/validate/segment_consistency.py):
  * step accuracy rises (BAVED 0.922 -> 0.936, URDU 0.740 -> 0.750) and segments whose label
  * changes inside fall from 13 % to 3 % (BAVED). docs/results.md describes the rule.
  */

@@ -40,7 +40,7 @@ export interface ModelManifest {
   lookahead_ms: number;
   training_data_sha256?: string | null;
   metrics?: Record<string, unknown>;
-  /** Stateful graphs for live streams (training/streaming.py; validated by validateManifest). */
+  /** Stateful graphs for live streams (training/export/streaming.py; validated by validateManifest). */
   streaming?: {
     file: string;
     start_file: string;
@@ -55,7 +55,7 @@ export interface ModelManifest {
   [extra: string]: unknown;
 }
 
-/** The stateful streaming graphs of a model (manifest "streaming"; training/streaming.py, docs/features.md). */
+/** The stateful streaming graphs of a model (manifest "streaming"; training/export/streaming.py, docs/features.md). */
 export interface StreamingGraph {
   /** Absolute path of the steady graph (stream.onnx). */
   modelPath: string;

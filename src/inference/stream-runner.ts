@@ -16,7 +16,7 @@
  * Only the features of the steps not yet sent plus `left` steps of history are kept.
  *
  * **Stateful graphs.** When the model ships streaming graphs (manifest "streaming", made by
- * training/streaming.py), each new step is computed once instead of re-running its whole
+ * training/export/streaming.py), each new step is computed once instead of re-running its whole
  * context window: a graph takes the new steps and the stream's state and returns the outputs
  * `right` steps back (the same lookahead: the first `right` outputs, before the signal start,
  * are dropped) plus the next state. One call in flight and output-step alignment as above.

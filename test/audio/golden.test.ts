@@ -1,5 +1,5 @@
 /**
- * The native front end against the Python reference (training/features.py):
+ * The native front end against the Python reference (training/features/logmel.py):
  * test/fixtures/features_golden.json = {"sample_rate":16000, "samples":[...], "steps":N,
  * "levels":[...], "features":[[64 floats] per frame]}, produced by
  * `python -m training.features --golden test/fixtures/features_golden.json`.

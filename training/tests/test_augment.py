@@ -1,7 +1,7 @@
 """The file-path round trips of the speech augmentation (augment.mp3_roundtrip, augment.resample_roundtrip)."""
 import numpy as np
 
-from training import augment as A
+from training.data import augment as A
 
 
 def _speechlike(seconds=3.0):

@@ -2,7 +2,7 @@ import os
 
 import pytest
 
-from training import data as D
+from training.data import clips as D
 
 pytestmark = pytest.mark.skipif(not os.path.exists(os.path.join(D.DATASETS, "clips.csv")), reason="datasets not available")
 

@@ -5,8 +5,8 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("onnxruntime")
 
-from training.ensemble import check_merged, fuse, merge
-from training.model import Net
+from training.export.ensemble import check_merged, fuse, merge
+from training.models.net import Net
 
 
 def export(model, fn):
@@ -88,10 +88,10 @@ def test_members_of_different_width_are_not_fused(tmp_path):
 
 
 def test_weighted_members_fuse_to_the_weighted_geometric_mean(tmp_path):
-    """ensemble_add --weight-new: scaled heads make the plain mean of log-softmaxes a weighted one, exactly."""
+    """ensemble add --weight-new: scaled heads make the plain mean of log-softmaxes a weighted one, exactly."""
     import json
     import onnxruntime as ort
-    from training import ensemble_add as EA
+    from training.export import ensemble as EA
     torch.manual_seed(2)
     dirs = []
     for i in range(3):
@@ -100,8 +100,7 @@ def test_weighted_members_fuse_to_the_weighted_geometric_mean(tmp_path):
         export(Net(2, c2=32, dil=(1, 2)), str(d / "gender" / "model.onnx"))
         (d / "gender" / "manifest.json").write_text(json.dumps({"model": {"architecture": "net"}}))
         dirs.append(str(d))
-    EA.MEMBER_DIRS = str(tmp_path / "weighted")
-    scaled = EA.weighted("gender", dirs, EA.member_weights(3, 0.5), "9.9.9")
+    scaled = EA.weighted("gender", dirs, EA.member_weights(3, 0.5), "9.9.9", work=str(tmp_path / "weighted"))
     fused = str(tmp_path / "fused.onnx")
     fuse([f"{d}/gender/model.onnx" for d in scaled], fused)
     x = np.random.default_rng(5).standard_normal((1, 48, 64)).astype(np.float32) * 3 - 5

@@ -1,11 +1,11 @@
 """learning_curve.py: the reproduce command of a point and the fitted gain per doubling of voices."""
-from training import learning_curve as LC
+from training.validate import learning_curve as LC
 
 
 def test_command_names_only_the_options_a_point_changed():
-    assert LC.command("gender", 1.0, 0) == "python -m training.loco --task gender"
-    assert LC.command("gender", 0.25, 0) == "python -m training.loco --task gender --speaker-fraction 0.25"
-    assert LC.command("arousal", 1.0, 3) == "python -m training.loco --task arousal --corpora-count 3"
+    assert LC.command("gender", 1.0, 0) == "python -m training.validate.loco --task gender"
+    assert LC.command("gender", 0.25, 0) == "python -m training.validate.loco --task gender --speaker-fraction 0.25"
+    assert LC.command("arousal", 1.0, 3) == "python -m training.validate.loco --task arousal --corpora-count 3"
 
 
 def test_slope_is_per_doubling_and_ignores_the_corpora_points():

@@ -1,11 +1,11 @@
 """A shipped manifest that lists the sources its model learnt from must match its training_data_sha256: the card
-(card.py) names those sources alone, however clips.csv has grown since."""
+(cards/render.py) names those sources alone, however clips.csv has grown since."""
 import json
 import os
 
 import pytest
 
-from training import data as D
+from training.data import clips as D
 
 ROOT = os.path.dirname(D.HERE)
 needs_data = pytest.mark.skipif(not os.path.exists(os.path.join(D.DATASETS, "clips.csv")), reason="datasets not available")

@@ -83,8 +83,8 @@ def test_windowed_equals_whole(task):
 def test_lifter_folds_into_the_first_convolution():
     """A lifter member exports as a plain graph (what ensemble fusion and the streaming converter parse)."""
     import torch
-    from training.model import Net
-    from training.train import fold_lifter
+    from training.models.net import Net
+    from training.models.net import fold_lifter
     torch.manual_seed(0)
     net = Net(2, lifter=12).eval()
     lift = net.lift[:, :, 0]

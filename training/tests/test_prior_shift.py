@@ -4,7 +4,7 @@ import shutil
 
 import numpy as np
 
-from training import prior_shift as PS
+from training.export import prior_shift as PS
 
 HERE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

@@ -4,9 +4,9 @@ import os
 import numpy as np
 import pytest
 
-from training import channels as CH
-from training import data as D
-from training import speaker_data as SD
+from training.data import channels as CH
+from training.data import clips as D
+from training.data import speakers as SD
 
 needs_data = pytest.mark.skipif(not os.path.exists(os.path.join(D.DATASETS, "clips.csv")), reason="datasets not available")
 

@@ -1,4 +1,4 @@
-"""The stateful streaming graphs (training/streaming.py): the committed stream_start.onnx + stream.onnx of every
+"""The stateful streaming graphs (training/export/streaming.py): the committed stream_start.onnx + stream.onnx of every
 shipped model give the whole-file model's outputs for any chunking, and a fresh export from model.onnx does too."""
 import json
 import os
@@ -8,7 +8,7 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 
-from training import streaming
+from training.export import streaming
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 TASKS = ["speech", "gender", "arousal"]

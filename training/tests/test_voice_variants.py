@@ -4,7 +4,7 @@ import pytest
 
 pw = pytest.importorskip("pyworld")
 
-from training import voice_variants as V
+from training.data import voice_variants as V
 
 
 def pulse_voice(f0=120.0, sr=16000, seconds=1.0):

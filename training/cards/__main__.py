@@ -1,0 +1,3 @@
+from training.cards.render import main
+
+main()

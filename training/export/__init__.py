@@ -1,0 +1,1 @@
+"""A trained network as a model folder: ONNX, streaming graphs, ensembles, prior shift, fusion."""

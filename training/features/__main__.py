@@ -1,0 +1,3 @@
+from training.features.logmel import main
+
+main()

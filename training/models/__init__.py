@@ -1,0 +1,1 @@
+"""The network and its architecture configs."""
