@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import soundfile as sf
 
-from training.data import DATASETS, decode
+from training.data.clips import DATASETS, decode
 
 MIRRORS = Path(os.environ.get("AURIS_MIRRORS", "/work/.mirror"))
 REPOS = {

@@ -41,7 +41,7 @@ def _net_logit(sess, x: np.ndarray) -> np.ndarray:
 
 def _work(args) -> list[dict]:
     voices, seed, encoders, net = args
-    from training.channels import phone_all
+    from training.data.channels import phone_all
     encs = {name: _session(path) for name, path in encoders.items()}
     gnet = _session(net)
     clean = [corpora.load(v) for v in voices]

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from training.encoders.heads import balanced_weights, logistic
-from training.encoders.windows import GATE_DB, WINDOW_STEPS
+from training.encoders.windows import GATE_DB, MIN_VOICED_STEPS, WINDOW_STEPS
 
 ROOT = Path(__file__).resolve().parents[2]
 CACHE = ROOT / "training/runs/encoders/gender.pkl"
@@ -167,6 +167,43 @@ def print_table(ev: dict) -> None:
         print(f"{k:28s} {t[cols[0]][k]['clips']:6d} " + " ".join(f"{t[c][k]['accuracy']:12.3f}" for c in cols))
 
 
+# ---- shipping: gender 2.0 = gender 1.3.0's network (model.onnx and its streaming graphs, unchanged) plus the views
+
+MANIFEST = ROOT / "models/gender/manifest.json"
+VERSION = "2.0.0"
+EVERY = 4
+
+
+ENCODER_OF_KEY = {"emb": "speaker", "emb_whisper": "whisper"}
+
+
+def ship(recs: list[dict], keys: list[str], manifest: Path = MANIFEST) -> dict:
+    heads = [fit_head(recs, k) for k in keys]
+    loco = loco_views(recs, keys, EVERY)
+    picked = [i for i, r in enumerate(recs) if r["source"] in UNHEARD_BY_NET]
+    fusion = fit_fusion([recs[i] for i in picked], [loco[i] for i in picked])
+    m = json.loads(manifest.read_text())
+    previous = m["version"]
+    m["version"] = VERSION
+    m["views"] = {
+        "schedule": {"window_steps": WINDOW_STEPS, "every": EVERY, "min_voiced_steps": MIN_VOICED_STEPS, "gate_db": GATE_DB},
+        "encoders": [{"encoder": ENCODER_OF_KEY[k], "head": {"weights": [round(float(x), 7) for x in c], "bias": round(b, 7)}}
+                     for k, (c, b) in zip(keys, heads)],
+        "fusion": {"net": round(fusion[0], 6), "views": [round(w, 6) for w in fusion[1]], "bias": round(fusion[2], 6)},
+    }
+    m.setdefault("training", {})["encoder_view"] = {
+        "network": f"gender {previous} (model.onnx, unchanged)",
+        "heads": f"one logistic regression per encoder ({', '.join(ENCODER_OF_KEY[k] for k in keys)}) on its window embeddings, speaker- and gender-balanced, "
+                f"L2 {HEAD_L2}, every labelled corpus clean and through telephone codecs ({len(recs)} clip versions)",
+        "fusion": f"logistic regression of (network log-odds, each head's log-odds) over voiced steps of {', '.join(UNHEARD_BY_NET)} "
+                  "(never heard by the network), head outputs leave-one-corpus-out",
+        "sources": sorted({r['source'] for r in recs}),
+        "reproduce": f"python -m training.encoders.embed && python -m training.encoders.gender evaluate --views {','.join(keys)} && python -m training.encoders.gender ship --views {','.join(keys)}",
+    }
+    manifest.write_text(json.dumps(m, indent=2) + "\n")
+    return m["views"]["fusion"]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("command", choices=["evaluate", "ship"])
@@ -185,7 +222,6 @@ def main() -> None:
             results[str(e)] = ev
         OUT_JSON.write_text(json.dumps(results, indent=1) + "\n")
         return
-    from training.encoders.ship import ship
     ship(recs, keys)
 
 

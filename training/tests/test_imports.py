@@ -5,15 +5,15 @@ import os
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # training/
 # a folder may import the folders before it in this flow, never one after it
-FLOW = ("features", "data", "models", "recipes", "validate", "export", "cards")
+FLOW = ("features", "data", "models", "encoders", "recipes", "validate", "export", "cards")
 
 
 def modules():
-    """'pkg.mod' -> path of every module of the training package (tests and encoders/ aside)."""
+    """'pkg.mod' -> path of every module of the training package (tests aside)."""
     out = {}
     for d, _, files in os.walk(ROOT):
         rel = os.path.relpath(d, ROOT)
-        if rel.split(os.sep)[0] in ("tests", "encoders", "cache", "runs") or "__pycache__" in rel:
+        if rel.split(os.sep)[0] in ("tests", "cache", "runs") or "__pycache__" in rel:
             continue
         for f in files:
             if f.endswith(".py"):
