@@ -167,6 +167,11 @@ EXPERIMENTS = {
         "line. Not kept.",
     ],
     "arousal": [
+        "**A speaker-encoder view (session 11):** a 3-class logistic regression on Resemblyzer's 1.6 s window embeddings "
+        "(models/encoders/speaker, the view gender 2.0 reads), clip = argmax of the mean window logits, leave one corpus "
+        "out over clean clips and telephone copies: UAR ASED 0.429, BAVED 0.439, ETTSDB 0.333, nEMO 0.451, RAVDESS 0.480, "
+        "URDU 0.429 (mean 0.427; low recall 0.06-0.33), no better than 1.0.1 alone (0.447). A speaker encoder is trained to "
+        "ignore how a voice is used; Whisper's encoder (training/encoders/whisper.py) is the next view to try.",
         "**The 2.0 recipe** (figures above): trained on 7 corpora (+ ASED, nEMO, ETTSDB, URDU's odd-numbered speakers), "
         "telephone codecs, noise, speaker-balanced sampling. Leave-one-corpus-out UAR 0.33-0.60 (pooled 0.39): it says "
         "`neutral` far more often than 1.0.0 (pooled recall 0.62) but almost never `low` (0.17).",

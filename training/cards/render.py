@@ -198,9 +198,15 @@ def write_card(d, clips) -> str:
     m = json.load(open(os.path.join(d, "manifest.json")))
     res = json.load(open(os.path.join(d, "metrics.json")))
     render = speaker_card if is_speaker_recipe(m) else longform_card
+    text = render(m["name"], d, m, res, clips)
+    if m.get("views") and os.path.exists(os.path.join(d, "encoder_view.json")):
+        # a network fused with encoder views (gender 2.x): the views' part first, then the network's own card
+        from training.encoders.card import section
+        network = m["training"]["encoder_view"]["network"].split(" (")[0]
+        text = section(d, m) + f"# The network ({network}, unchanged inside {m['version']})" + text[text.index("\n"):]
     fn = os.path.join(d, "MODEL_CARD.md")
     with open(fn, "w") as fh:
-        fh.write(render(m["name"], d, m, res, clips))
+        fh.write(text)
     return fn
 
 

