@@ -13,9 +13,25 @@ import { closeSharedEngines, InferenceEngine, sharedEngine } from '../../src/inf
 import { analyzeFile } from '../../src/pipeline';
 
 const ROOT = path.join(__dirname, '..', '..', '..');
-const golden = JSON.parse(fs.readFileSync(path.join(ROOT, 'test', 'fixtures', 'speaker_encoder_golden.json'), 'utf8')) as {
+interface Golden {
   windows: { f0: number; embedding: number[] }[];
-};
+}
+/** test/fixtures/<encoder>_encoder_golden.json, written by `python -m training.encoders.<speaker|whisper> golden`. */
+function golden(encoder: string): Golden {
+  return JSON.parse(fs.readFileSync(path.join(ROOT, 'test', 'fixtures', `${encoder}_encoder_golden.json`), 'utf8')) as Golden;
+}
+
+function cosine(a: ArrayLike<number>, b: ArrayLike<number>): number {
+  let ab = 0;
+  let aa = 0;
+  let bb = 0;
+  for (let i = 0; i < a.length; i++) {
+    ab += a[i]! * b[i]!;
+    aa += a[i]! * a[i]!;
+    bb += b[i]! * b[i]!;
+  }
+  return ab / Math.sqrt(aa * bb);
+}
 
 /** The golden window (training/encoders/speaker.py golden_signal): 10 harmonics of f0, vibrato, tremolo. */
 function goldenSignal(f0: number): Float32Array {
@@ -35,34 +51,35 @@ after(async () => {
   await closeSharedEngines();
 });
 
-describe('speaker encoder', () => {
-  it('gives the package\'s own embeddings for the golden windows', async () => {
+describe('pretrained encoders', () => {
+  it('each of gender\'s encoders gives its package\'s own output for the golden windows', async () => {
     const engine = await sharedEngine();
     const views = engine.model('gender').views;
-    assert.ok(views, 'gender ships an encoder view');
-    for (const w of golden.windows) {
-      const speaker = views.views.find((v) => v.encoder.name === 'encoder:speaker');
-      assert.ok(speaker, 'the speaker encoder is one of the views');
-      const got = await engine.pool.runEncoder(speaker.encoder, goldenSignal(w.f0));
-      assert.equal(got.length, 256);
-      let maxDiff = 0;
-      let dot = 0;
-      for (let i = 0; i < 256; i++) {
-        maxDiff = Math.max(maxDiff, Math.abs(got[i]! - w.embedding[i]!));
-        dot += got[i]! * w.embedding[i]!;
+    assert.ok(views, 'gender ships encoder views');
+    assert.ok(views.views.some((v) => v.encoder.name === 'encoder:speaker'), 'the speaker encoder is one of them');
+    for (const { encoder } of views.views) {
+      const name = encoder.name.replace('encoder:', '');
+      for (const w of golden(name).windows) {
+        const got = await engine.pool.runEncoder(encoder, goldenSignal(w.f0));
+        assert.equal(got.length, encoder.dim);
+        let maxDiff = 0;
+        let scale = 1;
+        for (let i = 0; i < got.length; i++) {
+          maxDiff = Math.max(maxDiff, Math.abs(got[i]! - w.embedding[i]!));
+          scale = Math.max(scale, Math.abs(w.embedding[i]!));
+        }
+        assert.ok(maxDiff < 2e-4 * scale, `${name}, f0 ${w.f0}: max difference ${maxDiff}`);
+        assert.ok(cosine(got, w.embedding) > 0.9999, `${name}, f0 ${w.f0}: cosine ${cosine(got, w.embedding)}`);
       }
-      assert.ok(maxDiff < 2e-4, `f0 ${w.f0}: max difference ${maxDiff}`);
-      assert.ok(dot > 0.9999, `f0 ${w.f0}: cosine ${dot}`);
     }
   });
 
   it('tells the two golden voices apart (a constant encoder fails)', async () => {
     const engine = await sharedEngine();
-    const enc = engine.model('gender').views!.views.find((v) => v.encoder.name === 'encoder:speaker')!.encoder;
-    const [a, b] = await Promise.all(golden.windows.map((w) => engine.pool.runEncoder(enc, goldenSignal(w.f0))));
-    let dot = 0;
-    for (let i = 0; i < 256; i++) dot += a![i]! * b![i]!;
-    assert.ok(dot < 0.9, `cosine of the 110 Hz and 220 Hz windows ${dot}`);
+    for (const { encoder } of engine.model('gender').views!.views) {
+      const [a, b] = await Promise.all(golden(encoder.name.replace('encoder:', '')).windows.map((w) => engine.pool.runEncoder(encoder, goldenSignal(w.f0))));
+      assert.ok(cosine(a!, b!) < 0.99, `${encoder.name}: cosine of the 110 Hz and 220 Hz windows ${cosine(a!, b!)}`);
+    }
   });
 });
 

@@ -222,12 +222,28 @@ def export(out: Path = OUT, seconds: float = 1.6) -> dict:
     return meta
 
 
+def write_golden(path: Path) -> None:
+    """Mean states of the speaker encoder's two golden windows (speaker.golden_signal) by this module, whose
+    equality with CTranslate2's encoder training/tests/test_encoders.py checks."""
+    from training.encoders.speaker import golden_signal
+    model = load()
+    out = {"formula": golden_signal.__doc__, "windows": []}
+    for f0 in (110.0, 220.0):
+        with torch.no_grad():
+            emb = model.forward_pcm(torch.from_numpy(golden_signal(f0)[None])).numpy()[0]
+        out["windows"].append({"f0": f0, "embedding": [round(float(v), 6) for v in emb]})
+    path.write_text(json.dumps(out) + "\n")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("command", choices=["export"])
+    ap.add_argument("command", choices=["export", "golden"])
     ap.add_argument("--out", default=str(OUT))
     ap.add_argument("--seconds", type=float, default=1.6)
     a = ap.parse_args()
+    if a.command == "golden":
+        write_golden(Path(__file__).resolve().parents[2] / "test" / "fixtures" / "whisper_encoder_golden.json")
+        return
     print(json.dumps(export(Path(a.out), a.seconds), indent=2))
 
 
