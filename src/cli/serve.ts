@@ -4,13 +4,20 @@
  * the parts its --role names (api, worker, all; docs/deploy.md).
  * Configuration: flags and environment variables, see `auris serve --help` and docs/api.md.
  */
-import { usage } from '../config';
+import { type Config, usage } from '../config';
 import { startApp } from '../app';
 import { ModelRegistry } from '../inference/registry';
 import { deferredLogger, natsOptionsFromConfig, openNatsBackends, roleServerOptions } from '../jobs/nats';
 import { loadCommandConfig } from './util';
 
-export const summary = 'run the HTTP service (file-processing jobs)';
+export const summary = 'run the service (REST, live streams over gRPC and WebSocket, web console)';
+
+/** What happens to running jobs when this node stops, by its store and role (docs/deploy.md). */
+export function shutdownMessage(config: Pick<Config, 'natsUrl' | 'role'>): string {
+  if (config.role === 'api') return 'shutting down: finishing requests (this node runs no jobs)';
+  if (config.natsUrl) return 'shutting down: finishing requests; running jobs go back to the queue, where another worker takes them';
+  return 'shutting down: finishing requests; running jobs resume on the next start';
+}
 
 export async function run(argv: string[]): Promise<number> {
   if (argv.includes('--help') || argv.includes('-h')) {
@@ -46,7 +53,7 @@ export async function run(argv: string[]): Promise<number> {
         process.exit(1);
       }
       stopping = true;
-      log.info({ signal }, 'shutting down: finishing requests; running jobs resume on the next start');
+      log.info({ signal }, shutdownMessage(config));
       server.close().then(
         () => resolve(0),
         (err: unknown) => {

@@ -88,10 +88,26 @@ describe('auris serve --role api|worker --nats (real models)', { skip, timeout: 
     await waitFor(() => receiver.received.find((r) => r.headers['x-auris-job-id'] === job.job_id), 30_000, 'callback');
   });
 
-  it('both nodes stop cleanly on SIGTERM', async () => {
+  it('/readyz counts the workers each node runs: none on the API node', async () => {
+    const [api, worker] = nodes;
+    const ready = async (n: NodeProc) => (await (await fetch(`${n.url}/readyz`)).json()) as { status: string; workers: number };
+    assert.deepEqual(await ready(api!).then((r) => [r.status, r.workers]), ['ready', 0]);
+    assert.deepEqual(await ready(worker!).then((r) => [r.status, r.workers]), ['ready', 1]);
+  });
+
+  it('both nodes stop cleanly on SIGTERM, saying what happens to running jobs; the log has one level format', async () => {
     for (const n of nodes) {
       await n.stop();
       assert.equal(n.proc.exitCode, 0, n.output().slice(-2000));
+    }
+    const [api, worker] = nodes.map((n) => n.output());
+    assert.match(api!, /"msg":"shutting down: finishing requests \(this node runs no jobs\)"/);
+    assert.match(worker!, /"msg":"shutting down: finishing requests; running jobs go back to the queue, where another worker takes them"/);
+    for (const out of [api!, worker!]) {
+      assert.doesNotMatch(out, /resume on the next start/);
+      const lines = out.split('\n').filter((l) => l.startsWith('{'));
+      assert.ok(lines.length > 3, out);
+      for (const l of lines) assert.equal(typeof (JSON.parse(l) as { level: unknown }).level, 'number', l);
     }
   });
 });
