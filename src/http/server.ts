@@ -194,10 +194,6 @@ async function buildServices(config: Config, opts: ServerOptions, app: FastifyIn
   const worker = new JobWorker(backends, analyzer, config, metrics, app.log.child({ component: 'worker' }), download.downloader);
   service.onDeleted = (id) => worker.cancel(id);
   const secrets = await CallbackSecrets.load({ dataDir: config.dataDir, secretFile: config.callbacks.secretFile, secrets: config.callbacks.secrets });
-  if (config.natsUrl && !config.callbacks.secretFile) {
-    // Each node would derive the project secrets from its own generated file: receivers would see signatures they cannot verify.
-    app.log.warn('distributed mode without CALLBACK_SECRET_FILE: this node signs callbacks with secrets derived from its own generated file; give every node the same CALLBACK_SECRET_FILE (docs/deploy.md)');
-  }
   const dispatcher = new CallbackDispatcher(backends.events, config.callbacks, metrics, app.log.child({ component: 'callbacks' }), backends.jobs, secrets, download.guard);
   const sweeper = new RetentionSweeper(backends, service, config.sweepIntervalMs, app.log.child({ component: 'retention' }));
   return { download, metrics, backends, analyzer, service, worker, secrets, dispatcher, sweeper };
