@@ -1,6 +1,6 @@
 /**
  * `auris analyze <file> --models speech,arousal,gender [options]`: analyses one file and
- * prints SPEC.md's results envelope (JSON) on stdout, or writes it to --out.
+ * prints the results envelope (JSON, docs/results.md) on stdout, or writes it to --out.
  */
 import { randomUUID } from 'node:crypto';
 import * as fs from 'node:fs';
