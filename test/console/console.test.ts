@@ -293,7 +293,7 @@ for (const mode of ['embedded', 'nats'] as const) describe(`web console (Chromiu
       const ch = env.result.channels['0']!;
       const withoutArousal = MODELS.filter((m) => m !== 'arousal');
       assert.deepEqual(Object.keys(ch.transitions!), withoutArousal);
-      await page.locator('.wave-track.no-wave', { hasText: 'No waveform for URL jobs' }).waitFor();
+      await page.locator('.wave-track.no-wave', { hasText: 'No waveform or playback for URL jobs: the audio is not kept' }).waitFor();
       assert.equal(await page.locator('canvas.waveform').count(), 0);
       assert.deepEqual(await page.locator('.lane').evaluateAll((els) => els.map((e) => (e as unknown as HTMLElement).dataset.model)), withoutArousal);
       const labels = await page.locator('.lane[data-model="gender"] .seg').evaluateAll((els) => els.map((e) => (e as unknown as HTMLElement).dataset.label));
