@@ -6,7 +6,7 @@ with the standard Python gRPC library (Debian: python3-grpcio, python3-grpc-tool
 grpcio-tools). The Python stubs are generated from the proto file at start-up into a temporary
 directory, so nothing generated is kept in the repository.
 
-    python3 examples/stream-file.py speech.wav --api-key KEY [--server 127.0.0.1:50051]
+    python3 examples/stream-file.py speech.wav --api-key KEY [--grpc 127.0.0.1:50051]
         [--models speech,arousal,gender] [--output-period 1024] [--channel 0]
         [--raw] [--summary] [--realtime] [--chunk-ms 100]
 
@@ -84,7 +84,7 @@ def step_json(msg, models):
 def main():
     ap = argparse.ArgumentParser(description="Stream a 16-bit PCM WAV file to auris over gRPC.")
     ap.add_argument("file")
-    ap.add_argument("--server", default=os.environ.get("AURIS_GRPC_ADDRESS", "127.0.0.1:50051"))
+    ap.add_argument("--grpc", default=os.environ.get("AURIS_GRPC_ADDRESS", "127.0.0.1:50051"))
     ap.add_argument("--api-key", default=os.environ.get("AURIS_API_KEY"))
     ap.add_argument("--models", default="speech,arousal,gender")
     ap.add_argument("--output-period", type=int, default=1024)
@@ -125,7 +125,7 @@ def main():
         config.volume_threshold = args.volume_threshold
     chunk_frames = max(1, int(wav.getframerate() * args.chunk_ms / 1000))
 
-    with grpc.insecure_channel(args.server) as channel:
+    with grpc.insecure_channel(args.grpc) as channel:
         stub = pb2_grpc.AudioAnalysisStub(channel)
         call = stub.Analyze(requests(pb2, config, wav, chunk_frames, args.realtime), metadata=[("x-api-key", args.api_key)])
         try:

@@ -15,7 +15,7 @@
  *   arecord -q -f S16_LE -r 16000 -c 1 -t raw | node dist/examples/stream-mic.js --api-key KEY
  *   sox -q -d -t raw -b 16 -e signed -r 16000 -c 1 - | node dist/examples/stream-mic.js --api-key KEY
  *
- * Options: --server host:port (default $AURIS_GRPC_ADDRESS or 127.0.0.1:50051), --api-key
+ * Options: --grpc host:port (default $AURIS_GRPC_ADDRESS or 127.0.0.1:50051), --api-key
  * (default $AURIS_API_KEY), --models (default speech,arousal,gender), --output-period ms
  * (default 512), --rate Hz (default 16000), --channels n (default 1), --raw, --proto <file>.
  * Input is s16le. Ctrl-C (or the end of stdin) ends the stream; the server then sends the
@@ -51,7 +51,7 @@ interface StepResult {
 function main(): void {
   const { values } = parseArgs({
     options: {
-      server: { type: 'string', default: process.env['AURIS_GRPC_ADDRESS'] ?? '127.0.0.1:50051' },
+      grpc: { type: 'string', default: process.env['AURIS_GRPC_ADDRESS'] ?? '127.0.0.1:50051' },
       'api-key': { type: 'string', default: process.env['AURIS_API_KEY'] },
       models: { type: 'string', default: 'speech,arousal,gender' },
       'output-period': { type: 'string', default: '512' },
@@ -68,7 +68,7 @@ function main(): void {
   const protoFile = findProto(values.proto);
   const def = protoLoader.loadSync(protoFile, { keepCase: true, longs: Number, enums: String, defaults: true, oneofs: true });
   const pkg = grpc.loadPackageDefinition(def) as unknown as { audioanalysis: { v1: { AudioAnalysis: grpc.ServiceClientConstructor } } };
-  const client = new pkg.audioanalysis.v1.AudioAnalysis(values.server!, grpc.credentials.createInsecure()) as unknown as {
+  const client = new pkg.audioanalysis.v1.AudioAnalysis(values.grpc!, grpc.credentials.createInsecure()) as unknown as {
     Analyze(md: grpc.Metadata): grpc.ClientDuplexStream<unknown, StepResult>;
     close(): void;
   };

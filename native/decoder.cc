@@ -615,7 +615,7 @@ std::unique_ptr<Decoder> Decoder::open(std::unique_ptr<ByteSource> src) {
     case Container::Unknown:
       if (truncatedMagic(*src)) fail(ErrorCode::CorruptAudio, "the audio header is truncated");
       fail(ErrorCode::UnsupportedFormat,
-           "not a supported audio file (expected WAV, FLAC, MP3, OGG/Opus, AIFF, AU, CAF, W64 or RF64)");
+           "not a supported audio file (expected WAV, FLAC, MP3, Ogg Vorbis/Opus, AIFF, AU, CAF, W64 or RF64)");  // = src/audio/formats.ts
     case Container::Wav:
     case Container::Rf64: {
       const bool truncated = checkWavHeader(*src, c == Container::Rf64);

@@ -1,9 +1,21 @@
 #!/usr/bin/env bash
 # Idempotent setup for a fresh Debian bookworm machine (run as root, or with sudo available):
-# Debian packages -> npm ci -> native addon (cmake-js, against node-api-headers) -> TypeScript.
-# Each step is skipped when already up to date, so the README commands can call it every time.
+# Node.js check -> Debian packages -> npm ci -> native addon (cmake-js, against node-api-headers)
+# -> TypeScript -> web console. Each step is skipped when already up to date, so the README
+# commands can call it every time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+# Node.js is a prerequisite, not installed here: Debian 12's own nodejs is 18, too old (README
+# "Prerequisites"). The range is package.json's "engines" (what every dependency supports).
+if ! command -v node >/dev/null 2>&1; then
+  echo "[setup] Node.js is not installed: auris needs Node.js 20.17 or later (20 LTS, 22 or 24; README, Prerequisites)" >&2
+  exit 1
+fi
+if ! node -e 'const [a, b] = process.versions.node.split(".").map(Number); process.exit((a === 20 && b >= 17) || (a === 22 && b >= 9) || a > 22 ? 0 : 1)'; then
+  echo "[setup] Node.js $(node --version) is not supported: auris needs Node.js 20.17 or later (20 LTS, 22.9+ or 24; README, Prerequisites)" >&2
+  exit 1
+fi
 
 # Build and run-time libraries of the addon, plus the tools the tests use as references
 # (sox/ffmpeg decode reference files, espeak-ng speaks test sentences, lame makes MP3s).
@@ -41,9 +53,19 @@ fi
 echo "[setup] building native addon" >&2
 npx cmake-js compile --CDCMAKE_BUILD_TYPE=Release >/tmp/auris-native-build.log 2>&1 || { cat /tmp/auris-native-build.log >&2; exit 1; }
 
-echo "[setup] compiling TypeScript" >&2
-npx tsc -p tsconfig.json >&2
-
-echo "[setup] building the web console (web/dist)" >&2
-node web/build.mjs >&2
+# TypeScript and the console only when a source changed since their last build: a stamp file
+# holds the hash of the inputs (tsc -p has no cheap up-to-date check of its own).
+inputs_hash() { find "$@" -type f \( -name '*.ts' -o -name '*.json' -o -name '*.html' -o -name '*.css' -o -name '*.mjs' \) -not -path '*/dist/*' -print0 | sort -z | xargs -0 sha256sum | sha256sum | cut -d' ' -f1; }
+build_step() {  # build_step <stamp> <what> <command...>, inputs from $INPUTS
+  local stamp=$1 what=$2 h; shift 2
+  h=$(inputs_hash "${INPUTS[@]}")
+  if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$h" ]; then echo "[setup] $what: up to date" >&2; return; fi
+  echo "[setup] $what" >&2
+  "$@" >&2
+  echo "$h" > "$stamp"
+}
+INPUTS=(src test bench examples tsconfig.json package-lock.json)
+build_step dist/.auris-build-hash "compiling TypeScript" npx tsc -p tsconfig.json
+INPUTS=(web package-lock.json)
+build_step web/dist/.auris-build-hash "building the web console (web/dist)" node web/build.mjs
 echo "[setup] ready" >&2

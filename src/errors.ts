@@ -18,6 +18,7 @@
  * Codes are stable (clients switch on them); messages are for humans and may change.
  */
 import type { status as GrpcStatus } from '@grpc/grpc-js';
+import { SUPPORTED_FORMATS_TEXT } from './audio/formats';
 
 export type GrpcStatusName = keyof typeof GrpcStatus;
 
@@ -56,7 +57,7 @@ export const ERRORS = {
   SERVICE_UNAVAILABLE: { message: 'Service unavailable', http: 503 },
 
   // Job failures (`error.code` of a failed job); the audio ones also end a live stream
-  UNSUPPORTED_FORMAT: { message: 'The file is not audio in a supported format (WAV, FLAC, MP3).', grpc: 'INVALID_ARGUMENT', job: 'fails' },
+  UNSUPPORTED_FORMAT: { message: `The file is not audio in a supported format (${SUPPORTED_FORMATS_TEXT}).`, grpc: 'INVALID_ARGUMENT', job: 'fails' },
   CORRUPT_AUDIO: { message: 'The audio file is corrupt or truncated.', grpc: 'INVALID_ARGUMENT', job: 'fails' },
   EMPTY_AUDIO: { message: 'The audio file holds no samples.', grpc: 'INVALID_ARGUMENT', ws: 4400, job: 'fails' },
   INVALID_CHANNEL: { message: 'The requested channel does not exist in the file.', grpc: 'INVALID_ARGUMENT', ws: 4400, job: 'fails' },

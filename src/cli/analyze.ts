@@ -1,6 +1,6 @@
 /**
  * `auris analyze <file> --models speech,arousal,gender [options]`: analyses one file and
- * prints SPEC.md's results envelope (JSON) on stdout, or writes it to --out.
+ * prints the results envelope (JSON, docs/results.md) on stdout, or writes it to --out.
  */
 import { randomUUID } from 'node:crypto';
 import * as fs from 'node:fs';
@@ -10,17 +10,21 @@ import { type AnalysisRequest, DEFAULT_VOLUME_THRESHOLD_DB, parseAnalysisRequest
 import { buildEnvelope } from '../analysis/postprocess';
 import { InferenceEngine } from '../inference/engine';
 import { analyzeFile } from '../pipeline/analyze-file';
-import { audioSourceOf, formatError, parseCommand, type Parsed, ProgressBar } from './util';
+import { SUPPORTED_FORMATS_TEXT } from '../audio/formats';
+import type { AudioInfo } from '../audio/types';
+import { TRUNCATED_AUDIO_WARNING } from '../jobs/worker';
+import { audioSourceOf, formatError, parseCommand, type Parsed, ProgressBar, speechFirst } from './util';
 
 export const summary = 'analyse an audio file, print the results JSON';
 
-const HELP = `usage: auris analyze <file|-> --models <list> [options]
+const HELP = `usage: auris analyze <file|-> [options]
 
-Analyses one audio file (WAV, FLAC, MP3; '-' reads stdin) and prints the results
-envelope JSON on stdout.
+Analyses one audio file (${SUPPORTED_FORMATS_TEXT}; '-' reads stdin) and prints the
+results envelope JSON on stdout. Warnings (e.g. TRUNCATED_AUDIO: the file is shorter than its
+header says) are printed on stderr; the exit status stays 0.
 
 options:
-  --models <list>           comma-separated model names (required), e.g. speech,arousal,gender
+  --models <list>           comma-separated model names (default: every installed model), e.g. speech,arousal,gender
   --output-period <ms>      time-step length, a positive multiple of 64 (default 1024)
   --channel <n>             analyse only channel n (0-based; default: every channel)
   --summary                 add per-model summaries (include_summary)
@@ -79,25 +83,27 @@ export async function run(argv: string[]): Promise<number> {
   const parsed = parseCommand('analyze', argv, OPTIONS, HELP, VALUE_OPTIONS);
   if (typeof parsed === 'number') return parsed;
   const { values, positionals } = parsed;
-  if (positionals.length !== 1 || values.models === undefined) {
-    process.stderr.write(
-      `auris analyze: ${positionals.length === 0 ? 'missing <file>' : positionals.length > 1 ? `one file at a time, got ${positionals.length}` : 'missing --models'}\n\n${HELP}\n`,
-    );
+  if (positionals.length !== 1) {
+    process.stderr.write(`auris analyze: ${positionals.length === 0 ? 'missing <file>' : `one file at a time, got ${positionals.length}`}\n\n${HELP}\n`);
     return 2;
   }
 
   let engine: InferenceEngine | undefined;
   const bar = new ProgressBar(`analyzing ${path.basename(positionals[0]!)}`);
   try {
-    const { request, engineOptions, maxDurationSec } = parseOptions(values, values.models); // parameter errors first, before any model or file is opened
+    // Parameter errors first, before any model or file is opened; without --models, every
+    // installed model (known once the engine has loaded them), as `stream` and `jobs submit` do.
+    const { request: given, engineOptions, maxDurationSec } = parseOptions(values, values.models ?? 'speech');
     const source = await audioSourceOf(positionals[0]!);
     engine = await InferenceEngine.create(engineOptions);
+    const request = values.models === undefined ? { ...given, models: speechFirst(engine.models()) } : given;
     const result = await analyzeFile(source, request, {
       engine,
       onProgress: (f) => bar.update(f),
       ...(maxDurationSec !== undefined ? { maxDurationSec } : {}),
     });
     bar.done();
+    for (const w of warningsOf(result.info)) process.stderr.write(`auris analyze: warning [${w.code}]: ${w.message}\n`);
     const envelope = buildEnvelope(values['job-id'] ?? `cli-${randomUUID()}`, result.channels);
     const json = JSON.stringify(envelope, null, values.pretty ? 2 : undefined) + '\n';
     if (values.out !== undefined) fs.writeFileSync(values.out, json);
@@ -110,6 +116,11 @@ export async function run(argv: string[]): Promise<number> {
   } finally {
     await engine?.close();
   }
+}
+
+/** What a job would record as its warnings (src/jobs/worker.ts), from the audio's facts. */
+function warningsOf(info: AudioInfo): Array<{ code: string; message: string }> {
+  return info.truncated ? [TRUNCATED_AUDIO_WARNING] : [];
 }
 
 /** The analysis request, the engine's options and the duration limit (AurisError INVALID_ARGUMENT on a bad value). */

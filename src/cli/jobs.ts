@@ -3,7 +3,7 @@
  * (src/client): submit a file or URL and wait for the results, list, get, results, delete.
  */
 import { AurisApiError, AurisClient, type JobParams } from '../client';
-import { parseCommand, ProgressBar } from './util';
+import { DEFAULT_URL, parseCommand, type Parsed, ProgressBar, renamedOption, restUrl, speechFirst } from './util';
 
 export const summary = 'submit files or URLs to a running service and fetch results (REST client)';
 
@@ -12,9 +12,9 @@ const HELP = `usage: auris jobs submit <file|url> [options]     create a job, wa
        auris jobs get|results|delete <job_id>
 
 options:
-  --server <url>            REST base URL (default $AURIS_URL or http://127.0.0.1:8080)
+  --url <http://host:port>  the service's REST base URL (default $AURIS_URL or ${DEFAULT_URL})
   --api-key <key>           API key (default $AURIS_API_KEY)
-  --models <a,b>            submit: models (default speech,arousal,gender)
+  --models <a,b>            submit: models (default: every model the server has)
   --output-period <ms>      submit: output period, a multiple of 64 (default 1024)
   --summary, --transitions, --raw   submit: include summary / transitions / raw values
   --metadata <k=v>          submit: metadata entry (repeatable)
@@ -24,30 +24,34 @@ options:
 
 exit status: 0 ok, 1 the service answered an error or the job failed (code on stderr), 2 usage error.`;
 
-const VALUE_OPTIONS = ['--server', '--api-key', '--models', '--output-period', '--metadata', '--idempotency-key', '--status', '--limit'];
+const VALUE_OPTIONS = ['--url', '--api-key', '--models', '--output-period', '--metadata', '--idempotency-key', '--status', '--limit'];
+
+const OPTIONS = {
+  url: { type: 'string' },
+  'api-key': { type: 'string' },
+  models: { type: 'string' },
+  'output-period': { type: 'string', default: '1024' },
+  summary: { type: 'boolean', default: false },
+  transitions: { type: 'boolean', default: false },
+  raw: { type: 'boolean', default: false },
+  metadata: { type: 'string', multiple: true },
+  'idempotency-key': { type: 'string' },
+  'no-wait': { type: 'boolean', default: false },
+  status: { type: 'string' },
+  limit: { type: 'string' },
+  help: { type: 'boolean', short: 'h', default: false },
+} as const;
+type Values = Parsed<typeof OPTIONS>['values'];
+
+const print = (v: unknown): void => void process.stdout.write(JSON.stringify(v) + '\n');
 
 export async function run(argv: string[]): Promise<number> {
-  const parsed = parseCommand(
-    'jobs',
-    argv,
-    {
-      server: { type: 'string' },
-      'api-key': { type: 'string' },
-      models: { type: 'string', default: 'speech,arousal,gender' },
-      'output-period': { type: 'string', default: '1024' },
-      summary: { type: 'boolean', default: false },
-      transitions: { type: 'boolean', default: false },
-      raw: { type: 'boolean', default: false },
-      metadata: { type: 'string', multiple: true },
-      'idempotency-key': { type: 'string' },
-      'no-wait': { type: 'boolean', default: false },
-      status: { type: 'string' },
-      limit: { type: 'string' },
-      help: { type: 'boolean', short: 'h', default: false },
-    },
-    HELP,
-    VALUE_OPTIONS,
-  );
+  const renamed = renamedOption(argv, { '--server': '--url <http://host:port>' });
+  if (renamed) {
+    process.stderr.write(`auris jobs: ${renamed}\n`);
+    return 2;
+  }
+  const parsed = parseCommand('jobs', argv, OPTIONS, HELP, VALUE_OPTIONS);
   if (typeof parsed === 'number') return parsed;
   const { values, positionals } = parsed;
   const [action, target] = positionals;
@@ -56,32 +60,11 @@ export async function run(argv: string[]): Promise<number> {
     process.stderr.write(`auris jobs: ${!apiKey ? 'missing --api-key (or $AURIS_API_KEY)' : 'missing arguments'}\n\n${HELP}\n`);
     return 2;
   }
-  const client = new AurisClient({ baseUrl: values.server ?? process.env.AURIS_URL ?? 'http://127.0.0.1:8080', apiKey });
-  const print = (v: unknown): void => void process.stdout.write(JSON.stringify(v) + '\n');
+  const client = new AurisClient({ baseUrl: restUrl(values.url), apiKey });
   try {
     switch (action) {
-      case 'submit': {
-        const params: JobParams = {
-          models: values.models.split(','),
-          output_period: Number(values['output-period']),
-          include_summary: values.summary,
-          include_transitions: values.transitions,
-          include_raw_values: values.raw,
-        };
-        const metadata = values.metadata ? Object.fromEntries(values.metadata.map((e) => [e.split('=')[0]!, e.split('=').slice(1).join('=')])) : undefined;
-        const input = /^https?:\/\//i.test(target!) ? { url: target! } : { file: target! };
-        const job = await client.createJob(input, params, { metadata, idempotencyKey: values['idempotency-key'] ?? true });
-        if (values['no-wait']) return print(job), 0;
-        const bar = new ProgressBar(job.job_id.slice(0, 8));
-        const done = await client.waitForJob(job.job_id, { onProgress: (j) => bar.update(j.progress), intervalMs: 250 });
-        bar.done();
-        if (done.status === 'failed') {
-          process.stderr.write(`auris jobs: job ${done.job_id} failed [${done.error?.code}]: ${done.error?.message}\n`);
-          return 1;
-        }
-        print(await client.getResults(done.job_id));
-        return 0;
-      }
+      case 'submit':
+        return await submit(client, target!, values);
       case 'list':
         for await (const job of client.allJobs({ status: values.status as never, limit: values.limit ? Number(values.limit) : undefined })) print(job);
         return 0;
@@ -103,4 +86,34 @@ export async function run(argv: string[]): Promise<number> {
     }
     throw err;
   }
+}
+
+/** `jobs submit`: creates the job, waits for it (unless --no-wait) and prints its results. */
+async function submit(client: AurisClient, target: string, values: Values): Promise<number> {
+  const params: JobParams = {
+    models: values.models !== undefined ? values.models.split(',') : await serverModels(client),
+    output_period: Number(values['output-period']),
+    include_summary: values.summary,
+    include_transitions: values.transitions,
+    include_raw_values: values.raw,
+  };
+  const metadata = values.metadata ? Object.fromEntries(values.metadata.map((e) => [e.split('=')[0]!, e.split('=').slice(1).join('=')])) : undefined;
+  const input = /^https?:\/\//i.test(target) ? { url: target } : { file: target };
+  const job = await client.createJob(input, params, { metadata, idempotencyKey: values['idempotency-key'] ?? true });
+  if (values['no-wait']) return print(job), 0;
+  const bar = new ProgressBar(job.job_id.slice(0, 8));
+  const done = await client.waitForJob(job.job_id, { onProgress: (j) => bar.update(j.progress), intervalMs: 250 });
+  bar.done();
+  for (const w of done.warnings ?? []) process.stderr.write(`auris jobs: warning [${w.code}]: ${w.message}\n`);
+  if (done.status === 'failed') {
+    process.stderr.write(`auris jobs: job ${done.job_id} failed [${done.error?.code}]: ${done.error?.message}\n`);
+    return 1;
+  }
+  print(await client.getResults(done.job_id));
+  return 0;
+}
+
+/** Every model the server has, speech first (GET /models): the default of every client command. */
+async function serverModels(client: AurisClient): Promise<string[]> {
+  return speechFirst((await client.listModels()).models.map((m) => m.name));
 }

@@ -21,8 +21,8 @@ interface CommandModule {
 const COMMANDS: Record<string, { module: string; summary: string }> = {
   analyze: { module: './analyze', summary: 'analyse an audio file, print the results JSON' },
   eval: { module: './eval', summary: 'evaluate the models on a labelled data set' },
-  serve: { module: './serve', summary: 'run the HTTP service' },
-  stream: { module: './stream', summary: 'send an audio file as a live gRPC stream, print each step as a JSON line' },
+  serve: { module: './serve', summary: 'run the service (REST, live streams over gRPC and WebSocket, web console)' },
+  stream: { module: './stream', summary: 'send an audio file as a live stream (gRPC or WebSocket), print each step as a JSON line' },
   jobs: { module: './jobs', summary: 'submit files or URLs to a running service, list and fetch jobs (REST client)' },
   keys: { module: './keys', summary: 'print the public keys that verify download requests (or generate one)' },
 };

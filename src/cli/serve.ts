@@ -4,13 +4,24 @@
  * the parts its --role names (api, worker, all; docs/deploy.md).
  * Configuration: flags and environment variables, see `auris serve --help` and docs/api.md.
  */
-import { usage } from '../config';
+import { createHash } from 'node:crypto';
+import { type Config, usage } from '../config';
 import { startApp } from '../app';
 import { ModelRegistry } from '../inference/registry';
 import { deferredLogger, natsOptionsFromConfig, openNatsBackends, roleServerOptions } from '../jobs/nats';
+import { checkSharedKeys, type KeyFingerprints } from '../jobs/nats/shared-keys';
+import { loadKeyRing } from '../download/keys';
+import { CallbackSecrets } from '../callbacks/signing';
 import { loadCommandConfig } from './util';
 
-export const summary = 'run the HTTP service (file-processing jobs)';
+export const summary = 'run the service (REST, live streams over gRPC and WebSocket, web console)';
+
+/** What happens to running jobs when this node stops, by its store and role (docs/deploy.md). */
+export function shutdownMessage(config: Pick<Config, 'natsUrl' | 'role'>): string {
+  if (config.role === 'api') return 'shutting down: finishing requests (this node runs no jobs)';
+  if (config.natsUrl) return 'shutting down: finishing requests; running jobs go back to the queue, where another worker takes them';
+  return 'shutting down: finishing requests; running jobs resume on the next start';
+}
 
 export async function run(argv: string[]): Promise<number> {
   if (argv.includes('--help') || argv.includes('-h')) {
@@ -37,6 +48,8 @@ export async function run(argv: string[]): Promise<number> {
     { url: server.url, role: config.role, nats: config.natsUrl ?? null, data_dir: config.dataDir, models_dir: config.modelsDir, concurrency: config.concurrency, api_keys: config.apiKeys.length },
     'auris serving',
   );
+  // Distributed mode: warn when another node signs downloads or callbacks with other keys.
+  const leaveKeyCheck = backends ? await checkSharedKeys(backends.conn, backends.settings, await keyFingerprints(config), log.child({ component: 'nats' })) : async () => {};
 
   return new Promise<number>((resolve) => {
     let stopping = false;
@@ -46,8 +59,8 @@ export async function run(argv: string[]): Promise<number> {
         process.exit(1);
       }
       stopping = true;
-      log.info({ signal }, 'shutting down: finishing requests; running jobs resume on the next start');
-      server.close().then(
+      log.info({ signal }, shutdownMessage(config));
+      leaveKeyCheck().then(() => server.close()).then(
         () => resolve(0),
         (err: unknown) => {
           log.error({ err }, 'shutdown failed');
@@ -58,4 +71,12 @@ export async function run(argv: string[]): Promise<number> {
     process.once('SIGINT', () => stop('SIGINT'));
     process.once('SIGTERM', () => stop('SIGTERM'));
   });
+}
+
+/** The node's signing keys as public fingerprints (the files exist: startApp loaded or generated them). */
+async function keyFingerprints(config: Config): Promise<KeyFingerprints> {
+  const keys = await loadKeyRing({ dataDir: config.dataDir, signingKeyFile: config.download.signingKeyFile, verificationKeyFiles: config.download.verificationKeyFiles });
+  const secrets = await CallbackSecrets.load({ dataDir: config.dataDir, secretFile: config.callbacks.secretFile, secrets: config.callbacks.secrets });
+  const probe = secrets.secretFor({ organization_id: 'auris', project_id: 'key-check' });
+  return { signing: keys.signing.kid, callbacks: createHash('sha256').update(probe).digest('hex').slice(0, 16) };
 }

@@ -8,25 +8,24 @@ import { DEFAULT_VOLUME_THRESHOLD_DB, parseChannel, parseModelList, parseOutputP
 import { streamFile, type FileStreamOptions } from '../client/file';
 import { StreamClientError, type StreamTarget } from '../client/stream';
 import { createClient, listModels } from '../grpc/client';
-import { audioSourceOf, formatError, parseCommand, type Parsed } from './util';
+import { SUPPORTED_FORMATS_TEXT } from '../audio/formats';
+import { explainGrpcError } from './grpc-errors';
+import { audioSourceOf, DEFAULT_GRPC_PORT, DEFAULT_URL, formatError, grpcAddress, parseCommand, renamedOption, restUrl, speechFirst, type Parsed } from './util';
 
 export const summary = 'send an audio file as a live stream (gRPC or WebSocket), print each step as a JSON line';
 
-export const DEFAULT_GRPC_ADDRESS = '127.0.0.1:50051';
-export const DEFAULT_URL = 'http://127.0.0.1:8080';
-
 const HELP = `usage: auris stream <file|-> [options]
 
-Sends an audio file (WAV, FLAC, MP3, up to 10 minutes; '-' reads stdin) to the auris
+Sends an audio file (${SUPPORTED_FORMATS_TEXT}; up to 10 minutes; '-' reads stdin) to the auris
 streaming service (auris serve) as a live stream, over gRPC or the WebSocket, and prints each
 time step as one JSON line (timestamp, results, raw) as soon as it arrives. With --summary,
 a line {"summary": {...}}; with --transitions, a line {"transitions": {...}}. The samples are
 sent at the file's own rate and channel count.
 
 options:
-  --transport <grpc|ws>     gRPC Analyze (default) or the WebSocket GET /stream
-  --server <host:port>      gRPC address (default $AURIS_GRPC_ADDRESS or ${DEFAULT_GRPC_ADDRESS})
-  --url <http://host:port>  REST/WebSocket base URL (default $AURIS_URL or ${DEFAULT_URL})
+  --transport <grpc|ws>     gRPC Analyze on the gRPC port (default) or the WebSocket GET /stream on the REST port
+  --url <http://host:port>  the service's REST (and WebSocket) base URL (default $AURIS_URL or ${DEFAULT_URL})
+  --grpc <host:port>        gRPC address (default $AURIS_GRPC_ADDRESS, else --url's host on port ${DEFAULT_GRPC_PORT})
   --api-key <key>           API key, sent as x-api-key (default $AURIS_API_KEY)
   --models <list>           comma-separated model names (default: every model the server has)
   --output-period <ms>      time-step length, a positive multiple of 64 (default 1024)
@@ -43,12 +42,12 @@ options:
 
 exit status: 0 ok, 1 stream error (message and code on stderr), 2 usage error.`;
 
-const VALUE_OPTIONS = ['--transport', '--url', '--server', '--api-key', '--models', '--output-period', '--channel', '--volume-threshold', '--chunk-ms', '--encoding', '--stream-id'];
+const VALUE_OPTIONS = ['--transport', '--url', '--grpc', '--api-key', '--models', '--output-period', '--channel', '--volume-threshold', '--chunk-ms', '--encoding', '--stream-id'];
 
 const OPTIONS = {
   transport: { type: 'string', default: 'grpc' },
   url: { type: 'string' },
-  server: { type: 'string' },
+  grpc: { type: 'string' },
   'api-key': { type: 'string' },
   models: { type: 'string' },
   'output-period': { type: 'string', default: '1024' },
@@ -66,6 +65,11 @@ const OPTIONS = {
 type Values = Parsed<typeof OPTIONS>['values'];
 
 export async function run(argv: string[]): Promise<number> {
+  const renamed = renamedOption(argv, { '--server': '--grpc <host:port> (the gRPC address; --url is the REST URL)' });
+  if (renamed) {
+    process.stderr.write(`auris stream: ${renamed}\n`);
+    return 2;
+  }
   const parsed = parseCommand('stream', argv, OPTIONS, HELP, VALUE_OPTIONS);
   if (typeof parsed === 'number') return parsed;
   const { values, positionals } = parsed;
@@ -80,8 +84,8 @@ export async function run(argv: string[]): Promise<number> {
   }
   const transport = values.transport as 'grpc' | 'ws';
   const apiKey = values['api-key'] ?? process.env['AURIS_API_KEY'];
-  const url = values.url ?? process.env['AURIS_URL'] ?? DEFAULT_URL;
-  const address = values.server ?? process.env['AURIS_GRPC_ADDRESS'] ?? DEFAULT_GRPC_ADDRESS;
+  const url = restUrl(values.url);
+  const address = grpcAddress(values.grpc, url);
   try {
     const options = streamOptions(values); // parameter errors before any audio is read
     if (apiKey === undefined) throw new AurisError('INVALID_ARGUMENT', 'an API key is required: --api-key or $AURIS_API_KEY');
@@ -96,7 +100,7 @@ export async function run(argv: string[]): Promise<number> {
     }
     return 0;
   } catch (e) {
-    process.stderr.write(formatError(e) + '\n');
+    process.stderr.write(formatError(transport === 'grpc' ? explainGrpcError(e, address) : e) + '\n');
     return 1;
   }
 }
@@ -147,5 +151,5 @@ async function defaultModels(transport: 'grpc' | 'ws', url: string, address: str
       client.close();
     }
   }
-  return names.sort((a, b) => Number(b === 'speech') - Number(a === 'speech'));
+  return speechFirst(names);
 }

@@ -106,3 +106,48 @@ export async function audioSourceOf(file: string): Promise<AudioSource> {
   for await (const c of process.stdin) parts.push(c as Buffer);
   return { buffer: Buffer.concat(parts) };
 }
+
+/** The REST (and WebSocket) base URL of the client commands when neither --url nor $AURIS_URL is given. */
+export const DEFAULT_URL = 'http://127.0.0.1:8080';
+/** The gRPC port of `auris serve` (GRPC_PORT's default). */
+export const DEFAULT_GRPC_PORT = 50051;
+
+/** The service's REST base URL: --url, else $AURIS_URL, else the local default. */
+export function restUrl(flag: string | undefined): string {
+  return flag ?? (process.env['AURIS_URL'] || DEFAULT_URL); // an empty variable counts as unset
+}
+
+/**
+ * The gRPC address host:port: --grpc, else $AURIS_GRPC_ADDRESS, else the REST URL's host on
+ * the default gRPC port (one --url names the whole service; `auris serve` listens on both).
+ */
+export function grpcAddress(flag: string | undefined, url: string): string {
+  const explicit = flag ?? (process.env['AURIS_GRPC_ADDRESS'] || undefined);
+  if (explicit !== undefined) return explicit;
+  let host = '127.0.0.1';
+  try {
+    host = new URL(url).hostname || host;
+  } catch {
+    // an invalid --url is reported by the command that uses it
+  }
+  return `${host}:${DEFAULT_GRPC_PORT}`;
+}
+
+/**
+ * Options renamed so that one name means one thing in every command (`--server` was the REST
+ * URL in `jobs` and the gRPC address in `stream`): a usage message naming the new option, or
+ * null when argv uses none of them.
+ */
+export function renamedOption(argv: readonly string[], renames: Readonly<Record<string, string>>): string | null {
+  for (const a of argv) {
+    if (a === '--') break;
+    const name = a.split('=')[0]!;
+    if (name in renames) return `${name} is now ${renames[name]}`;
+  }
+  return null;
+}
+
+/** Model names with speech first (the order of the results when no --models is given). */
+export function speechFirst(names: readonly string[]): string[] {
+  return [...names].sort((a, b) => Number(b === 'speech') - Number(a === 'speech'));
+}

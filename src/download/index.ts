@@ -56,14 +56,6 @@ export async function createDownloadService(config: Config, deps: DownloadDeps =
   const d = config.download;
   const keys =
     deps.keys ?? (await loadKeyRing({ dataDir: config.dataDir, signingKeyFile: d.signingKeyFile, verificationKeyFiles: d.verificationKeyFiles }, log));
-  if (config.natsUrl && !d.signingKeyFile && !deps.keys) {
-    // Several instances, each with a key of its own DATA_DIR: a file host would be handed tokens
-    // signed by keys that the instance it fetched the JWKS from does not publish.
-    log?.warn(
-      { kid: keys.signing.kid },
-      'distributed mode without SIGNING_KEY_FILE: this instance signs downloads with its own generated key; give every instance the same SIGNING_KEY_FILE (docs/download.md)',
-    );
-  }
   const signer = new DownloadSigner(keys, d.tokenTtlSec);
   const policy = parseAllowlist(d.urlAllowlist);
   const guard: UrlGuard = { policy, resolver: deps.resolver, connector: deps.connector };

@@ -117,7 +117,7 @@ export async function createServer(opts: ServerOptions = {}): Promise<AurisServe
   await registerOpenApi(app);
   addAuthentication(app, access);
   const state = { closing: false, listening: false };
-  await registerRoutes(app, config, parts, () => readinessProblems(state, config, opts, parts));
+  await registerRoutes(app, config, parts, () => readinessProblems(state, config, opts, parts), opts.startWorker === false ? 0 : config.concurrency);
   return serverHandle(app, config, opts, parts, access, state);
 }
 
@@ -194,10 +194,6 @@ async function buildServices(config: Config, opts: ServerOptions, app: FastifyIn
   const worker = new JobWorker(backends, analyzer, config, metrics, app.log.child({ component: 'worker' }), download.downloader);
   service.onDeleted = (id) => worker.cancel(id);
   const secrets = await CallbackSecrets.load({ dataDir: config.dataDir, secretFile: config.callbacks.secretFile, secrets: config.callbacks.secrets });
-  if (config.natsUrl && !config.callbacks.secretFile) {
-    // Each node would derive the project secrets from its own generated file: receivers would see signatures they cannot verify.
-    app.log.warn('distributed mode without CALLBACK_SECRET_FILE: this node signs callbacks with secrets derived from its own generated file; give every node the same CALLBACK_SECRET_FILE (docs/deploy.md)');
-  }
   const dispatcher = new CallbackDispatcher(backends.events, config.callbacks, metrics, app.log.child({ component: 'callbacks' }), backends.jobs, secrets, download.guard);
   const sweeper = new RetentionSweeper(backends, service, config.sweepIntervalMs, app.log.child({ component: 'retention' }));
   return { download, metrics, backends, analyzer, service, worker, secrets, dispatcher, sweeper };
@@ -251,7 +247,7 @@ async function registerSecurityHeaders(app: FastifyInstance, config: Config): Pr
   }
 }
 
-async function registerRoutes(app: FastifyInstance, config: Config, parts: Services, notReady: () => Promise<string[]>): Promise<void> {
+async function registerRoutes(app: FastifyInstance, config: Config, parts: Services, notReady: () => Promise<string[]>, workers: number): Promise<void> {
   const { analyzer, backends, download, secrets, service, metrics } = parts;
   const routeMethods = trackRouteMethods(app, ['/file-processing/', '/models']);
   await app.register(jobRoutes, { config, service, listModels: () => analyzer.listModels(), volumeRange: VOLUME_THRESHOLD_RANGE });
@@ -262,7 +258,7 @@ async function registerRoutes(app: FastifyInstance, config: Config, parts: Servi
   addMethodNotAllowed(app, routeMethods); // e.g. PUT on a job: 405 with Allow, not 404
   addOpenApiRoute(app);
   await app.register(consolePlugin); // the web console at GET / (web/, src/http/console.ts)
-  await app.register(operationRoutes, { listModels: () => analyzer.listModels(), workers: config.concurrency, notReady, metrics: metrics.registry });
+  await app.register(operationRoutes, { listModels: () => analyzer.listModels(), workers, notReady, metrics: metrics.registry });
 }
 
 /** Why /readyz answers 503: shutting down, not listening yet, no models, stopped workers, unwritable storage. */

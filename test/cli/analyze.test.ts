@@ -10,6 +10,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { ResultsEnvelope, Segment } from '../../src/analysis';
+import { SUPPORTED_FORMATS_TEXT } from '../../src/audio/formats';
 import { packageRoot, writePlaceholderModels } from '../../src/inference';
 
 const CLI = path.join(__dirname, '..', '..', 'src', 'cli', 'main.js');
@@ -60,13 +61,15 @@ describe('auris analyze: arguments and errors (no audio decoded)', () => {
   it('usage errors exit 2', () => {
     assert.equal(cli([]).status, 2);
     assert.equal(cli(['frobnicate']).status, 2);
-    const r = cli(['analyze', path.join(tmp, 'stereo.wav')]);
+    const r = cli(['analyze']);
     assert.equal(r.status, 2);
-    assert.match(r.stderr, /missing --models/);
+    assert.match(r.stderr, /missing <file>/);
     assert.equal(cli(['analyze', '--bogus']).status, 2);
     const help = cli(['analyze', '--help']);
     assert.equal(help.status, 0);
-    assert.match(help.stdout, /--output-period/);
+    assert.match(help.stdout, /--output-period <ms> .*default 1024/);
+    assert.match(help.stdout, /--models <list> .*default: every installed model/);
+    assert.ok(help.stdout.includes(SUPPORTED_FORMATS_TEXT), help.stdout);
   });
 
   it('bad parameters and unknown models exit 1 with message and code on stderr, nothing on stdout', () => {
@@ -140,6 +143,25 @@ describe('auris analyze: real front end, placeholder models', () => {
   it('--volume-threshold -120 turns the silence gate off', () => {
     const env = json(cli(['analyze', path.join(tmp, 'tone.wav'), '--models', 'speech', '--volume-threshold', '-120', '--models-dir', placeholders]));
     assert.ok(env.result.channels['0']!.time_series.every((s) => s.results['speech']!.result !== 'silence'));
+  });
+
+  it('without --models: every installed model, speech first (as `stream` and `jobs submit`)', () => {
+    const env = json(cli(['analyze', path.join(tmp, 'tone.wav'), '--models-dir', placeholders]));
+    assert.deepEqual(Object.keys(env.result.channels['0']!.time_series[0]!.results), ['speech', 'arousal', 'gender']);
+  });
+
+  it('a truncated WAV is analysed (exit 0) with the TRUNCATED_AUDIO warning on stderr; a whole file gets none', () => {
+    // The tone's data chunk declares 3.5 s; cut the file after 1 s of samples.
+    const whole = fs.readFileSync(path.join(tmp, 'tone.wav'));
+    const cut = path.join(tmp, 'cut.wav');
+    fs.writeFileSync(cut, whole.subarray(0, 44 + 16000 * 2));
+    const r = cli(['analyze', cut, '--models', 'speech', '--models-dir', placeholders]);
+    const env = json(r);
+    assert.equal(env.result.channels['0']!.time_series.length, 1, 'the second that is there');
+    assert.match(r.stderr, /^auris analyze: warning \[TRUNCATED_AUDIO\]: The file ends before the length its header declares/m);
+    const ok = cli(['analyze', path.join(tmp, 'tone.wav'), '--models', 'speech', '--models-dir', placeholders]);
+    assert.equal(ok.status, 0);
+    assert.doesNotMatch(ok.stderr, /warning/);
   });
 
   it('decoder errors keep their code', () => {

@@ -190,13 +190,15 @@ for (const mode of ['embedded', 'nats'] as const) describe(`web console (Chromiu
     assert.match(tipText, new RegExp(`confidence ${ch.transitions!.speech![0]!.confidence.toFixed(4)}`));
 
     // Keyboard: Tab reaches the lane, arrows move between segments, the tooltip follows focus.
-    // Tab order: after the job's buttons comes the first speech segment, then the next lane.
+    // Tab order: after the job's buttons comes the play bar, then the first speech segment, then the next lane.
     const activeSeg = (): Promise<string> =>
       page.evaluate(() => {
         const a = document.activeElement as { dataset: Record<string, string>; parentElement: { dataset: Record<string, string> } };
         return `${a.parentElement.dataset.model}:${a.dataset.label}@${a.dataset.start}`;
       });
     await page.locator('#job-delete').focus();
+    await page.keyboard.press('Tab');
+    assert.equal(await page.evaluate(() => (document.activeElement as unknown as { className: string }).className), 'secondary play-button');
     await page.keyboard.press('Tab');
     assert.equal(await activeSeg(), `speech:${ch.transitions!.speech![0]!.result}@0`);
     await page.keyboard.press('Tab');
@@ -293,7 +295,7 @@ for (const mode of ['embedded', 'nats'] as const) describe(`web console (Chromiu
       const ch = env.result.channels['0']!;
       const withoutArousal = MODELS.filter((m) => m !== 'arousal');
       assert.deepEqual(Object.keys(ch.transitions!), withoutArousal);
-      await page.locator('.wave-track.no-wave', { hasText: 'No waveform for URL jobs' }).waitFor();
+      await page.locator('.wave-track.no-wave', { hasText: 'No waveform or playback for URL jobs: the audio is not kept' }).waitFor();
       assert.equal(await page.locator('canvas.waveform').count(), 0);
       assert.deepEqual(await page.locator('.lane').evaluateAll((els) => els.map((e) => (e as unknown as HTMLElement).dataset.model)), withoutArousal);
       const labels = await page.locator('.lane[data-model="gender"] .seg').evaluateAll((els) => els.map((e) => (e as unknown as HTMLElement).dataset.label));

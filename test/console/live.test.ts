@@ -2,7 +2,8 @@
  * The console's Live view in Chromium against the whole service (src/app.ts): a fake
  * microphone plays a committed speech + silence recording (test/fixtures/live-speech-silence.wav)
  * through getUserMedia and the AudioWorklet, over the WebSocket opened with a stream token;
- * the timeline shows speech and then silence. A refused microphone gives a clear message.
+ * the Live panel (results column) shows speech and then silence on a time axis, with a legend,
+ * the level and the summary so far. A refused microphone gives a clear message.
  */
 import { strict as assert } from 'node:assert';
 import { join } from 'node:path';
@@ -56,6 +57,24 @@ describe('console Live view (Chromium, fake microphone, real service)', { timeou
       assert.ok(firstSpeech >= 0 && silenceAfter > firstSpeech, JSON.stringify(labels));
       labels.forEach((l, i) => assert.equal(Number(l.t), i * 256, 'consecutive steps, 256 ms apart'));
       assert.equal(app.hub!.snapshot().streamsStarted, started + 1, 'one stream, opened with a token');
+      // The Live panel uses the results column: beside the form, most of the page's width.
+      const panel = (await page.locator('#live-results').boundingBox())!;
+      const form = (await page.locator('#new-job-panel').boundingBox())!;
+      assert.ok(panel.x >= form.x + form.width, `Live panel at x=${panel.x}, the form ends at ${form.x + form.width}`);
+      assert.ok(panel.width > 500, `Live panel ${panel.width} px wide`);
+      // Blocks sit at their time on the time axis: 40 px per second, ticks every second, labelled every 5 s.
+      const lefts = await page.locator('[data-model="speech"] .live-step').evaluateAll((els) => els.map((e) => (e as unknown as { style: { left: string; width: string } }).style));
+      lefts.forEach((st, i) => {
+        assert.equal(st.left, `${(i * 256 * 40) / 1000}px`, `block ${i}`);
+        assert.equal(st.width, `${(256 * 40) / 1000}px`);
+      });
+      assert.equal((await page.locator('.live-tick[data-s="0"]').textContent())!.trim(), '0 s');
+      assert.ok((await page.locator('.live-tick').count()) >= Math.floor((labels.length * 256) / 1000), 'a tick per second streamed');
+      // The legend names the labels seen; the summary so far gives their shares; the level is shown in dBFS.
+      const legend = await page.locator('#live-results .live-legend li[data-label]').evaluateAll((els) => els.map((e) => (e as unknown as { dataset: { label: string } }).dataset.label));
+      assert.ok(legend.includes('speech') && legend.includes('silence'), legend.join(','));
+      assert.match((await page.locator('.live-summary dd[data-model="speech"]').textContent())!, /speech \d+\.\d\d %.*silence \d+\.\d\d %|silence \d+\.\d\d %.*speech \d+\.\d\d %/);
+      assert.match((await page.locator('.live-level-text').textContent())!, /^-?\d+ dBFS$/);
       await page.screenshot({ path: outPath('console-live.png'), fullPage: true });
       await page.getByRole('button', { name: 'Stop' }).click();
       await page.locator('#live-status', { hasText: 'Stopped.' }).waitFor();
@@ -64,6 +83,8 @@ describe('console Live view (Chromium, fake microphone, real service)', { timeou
       assert.equal((await page.locator('#live-error').textContent())!.trim(), '');
       await page.getByRole('button', { name: 'Clear' }).click();
       assert.equal(await page.locator('.live-step').count(), 0);
+      assert.equal(await page.locator('.live-tick').count(), 0);
+      assert.equal(await page.locator('.live-legend li').count(), 0);
       assert.deepEqual(problems, []);
     } finally {
       await browser.close();

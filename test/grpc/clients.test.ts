@@ -46,7 +46,7 @@ async function fileLabels(file: string, models: string[], outputPeriodMs: number
 describe('auris stream (CLI)', () => {
   it('prints one JSON line per step (timestamps 0, p, 2p, ...), labels equal to the file job, then the summary', async () => {
     const models = ['speech', 'gender'];
-    const r = await runAsync(process.execPath, [CLI, 'stream', wav16, '--server', ts.address, '--api-key', API_KEY, '--models', models.join(','), '--output-period', '256', '--summary', '--chunk-ms', '37']);
+    const r = await runAsync(process.execPath, [CLI, 'stream', wav16, '--grpc', ts.address, '--api-key', API_KEY, '--models', models.join(','), '--output-period', '256', '--summary', '--chunk-ms', '37']);
     assert.equal(r.code, 0, r.stderr);
     const out = lines(r.stdout);
     const summary = out.pop()!;
@@ -66,12 +66,12 @@ describe('auris stream (CLI)', () => {
     const seconds = 2;
     sh('sox', ['-V1', wav16, short, 'trim', '0', String(seconds)]);
     const chunkMs = 100;
-    const ok = await runAsync(process.execPath, [CLI, 'stream', short, '--server', ts.address, '--api-key', API_KEY, '--models', 'speech', '--output-period', '64', '--chunk-ms', String(chunkMs), '--realtime']);
+    const ok = await runAsync(process.execPath, [CLI, 'stream', short, '--grpc', ts.address, '--api-key', API_KEY, '--models', 'speech', '--output-period', '64', '--chunk-ms', String(chunkMs), '--realtime']);
     assert.equal(ok.code, 0, ok.stderr);
     const got = lines(ok.stdout);
     assert.equal(got.length, Math.ceil(seconds / 0.064));
     got.forEach((l, i) => assert.equal(l.timestamp, i * 64, 'one line per step, in order'));
-    const bad = await runAsync(process.execPath, [CLI, 'stream', short, '--server', ts.address, '--api-key', 'wrong-key-0000']);
+    const bad = await runAsync(process.execPath, [CLI, 'stream', short, '--grpc', ts.address, '--api-key', 'wrong-key-0000']);
     assert.equal(bad.code, 1);
     assert.match(bad.stderr, /auris: error \[INVALID_API_KEY\]/);
   });
@@ -92,7 +92,7 @@ describe('a client in another language', () => {
   it('Python (grpcio + grpc_tools, stubs generated from the proto file) streams a file and reads the results', { skip: envSkip(py ? false : 'python3 with grpcio and grpc_tools not installed (Debian: python3-grpcio python3-grpc-tools)') }, async () => {
     const wav = stereoSpeechWav(); // 44.1 kHz stereo 16-bit: resampled on the server, channel 1 analysed
     const models = ['speech', 'arousal', 'gender'];
-    const r = await runAsync(py!, [path.join(ROOT, 'examples', 'stream-file.py'), wav, '--server', ts.address, '--api-key', API_KEY, '--models', models.join(','), '--output-period', '512', '--channel', '1', '--summary', '--raw', '--chunk-ms', '77']);
+    const r = await runAsync(py!, [path.join(ROOT, 'examples', 'stream-file.py'), wav, '--grpc', ts.address, '--api-key', API_KEY, '--models', models.join(','), '--output-period', '512', '--channel', '1', '--summary', '--raw', '--chunk-ms', '77']);
     assert.equal(r.code, 0, r.stderr);
     const out = lines(r.stdout);
     const summary = out.pop()!;
@@ -102,13 +102,13 @@ describe('a client in another language', () => {
       out.map((l) => models.map((m) => l.results![m]!.result)),
       await fileLabels(wav, models, 512, 1),
     );
-    const bad = await runAsync(py!, [path.join(ROOT, 'examples', 'stream-file.py'), wav, '--server', ts.address, '--api-key', API_KEY, '--output-period', '100']);
+    const bad = await runAsync(py!, [path.join(ROOT, 'examples', 'stream-file.py'), wav, '--grpc', ts.address, '--api-key', API_KEY, '--output-period', '100']);
     assert.equal(bad.code, 1);
     assert.match(bad.stderr, /auris: error \[INVALID_ARGUMENT\]: config\.output_period must be a positive multiple of 64/);
     // Not a WAV (an MP3): a clear usage error, not a wave.Error traceback.
     const mp3 = path.join(tmpDir(), 'voice.mp3');
     sh('lame', ['--quiet', wav16, mp3]);
-    const notWav = await runAsync(py!, [path.join(ROOT, 'examples', 'stream-file.py'), mp3, '--server', ts.address, '--api-key', API_KEY]);
+    const notWav = await runAsync(py!, [path.join(ROOT, 'examples', 'stream-file.py'), mp3, '--grpc', ts.address, '--api-key', API_KEY]);
     assert.equal(notWav.code, 2);
     assert.match(notWav.stderr, /voice\.mp3 is not a PCM WAV file .*auris stream/);
     assert.doesNotMatch(notWav.stderr, /Traceback/);
@@ -122,7 +122,7 @@ describe('examples/stream-mic.ts', () => {
     const c = spawnSync(process.execPath, [tsc, '--module', 'commonjs', '--target', 'es2022', '--esModuleInterop', '--skipLibCheck', '--strict', '--types', 'node', '--typeRoots', path.join(ROOT, 'node_modules', '@types'), '--outDir', outDir, path.join(ROOT, 'examples', 'stream-mic.ts')], { encoding: 'utf8' });
     assert.equal(c.status, 0, c.stdout + c.stderr);
     const pcm = sh('sox', ['-V1', wav16, '-t', 'raw', '-b', '16', '-e', 'signed', '-r', '16000', '-c', '1', '-', 'trim', '0', '3']);
-    const r = await runAsync(process.execPath, [path.join(outDir, 'stream-mic.js'), '--server', ts.address, '--api-key', API_KEY, '--models', 'speech', '--output-period', '512', '--proto', path.join(ROOT, 'proto', 'audioanalysis', 'v1', 'audio_analysis.proto')], {
+    const r = await runAsync(process.execPath, [path.join(outDir, 'stream-mic.js'), '--grpc', ts.address, '--api-key', API_KEY, '--models', 'speech', '--output-period', '512', '--proto', path.join(ROOT, 'proto', 'audioanalysis', 'v1', 'audio_analysis.proto')], {
       env: { ...process.env, NODE_PATH: path.join(ROOT, 'node_modules') },
       input: pcm,
     });

@@ -2,7 +2,8 @@
  * The real command line in distributed mode: `auris serve --role api` and
  * `auris serve --role worker` (real models) against a nats-server. A job uploaded to the
  * API node is analysed by the worker; its results equal `auris analyze` of the same file,
- * its callback arrives, and both nodes shut down cleanly on SIGTERM.
+ * its callback arrives, nodes compare their signing keys through NATS, /readyz counts each
+ * node's workers, and every node shuts down cleanly on SIGTERM.
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -47,8 +48,14 @@ describe('auris serve --role api|worker --nats (real models)', { skip, timeout: 
       '--log-level',
       'info',
     ];
-    nodes.push(await startNode({ role: 'api', args: args('api'), real: true }));
-    nodes.push(await startNode({ role: 'worker', args: args('worker'), real: true }));
+    // Started in this order: the API node, a worker sharing its DATA_DIR (so its generated
+    // keys), a worker with a DATA_DIR (keys) of its own.
+    // Each node records its keys after it listens: wait for that before starting the next.
+    for (const [role, sub] of [['api', 'api'], ['worker', 'api'], ['worker', 'worker']] as const) {
+      const node = await startNode({ role, args: args(sub), real: true });
+      nodes.push(node);
+      await waitFor(() => node.output().includes('signing keys compared with the other nodes'), 30_000, `${role} node's key check`);
+    }
   });
   after(async () => {
     for (const n of nodes) await n.kill();
@@ -88,10 +95,38 @@ describe('auris serve --role api|worker --nats (real models)', { skip, timeout: 
     await waitFor(() => receiver.received.find((r) => r.headers['x-auris-job-id'] === job.job_id), 30_000, 'callback');
   });
 
-  it('both nodes stop cleanly on SIGTERM', async () => {
+  it('nodes compare their signing keys through NATS: a node with keys of its own warns, one sharing the keys does not', () => {
+    const [api, shared, worker] = nodes.map((n) => n.output());
+    const warnings = (out: string): string[] => out.split('\n').filter((l) => l.includes('with other keys than'));
+    assert.deepEqual(warnings(api!), [], 'the first node has no one to compare with');
+    assert.deepEqual(warnings(shared!), [], 'same keys as the API node');
+    const own = warnings(worker!);
+    assert.equal(own.length, 2, worker);
+    assert.match(own[0]!, /"msg":"this node signs download requests with other keys than 2 of the 2 other node\(s\): give every node the same SIGNING_KEY_FILE/);
+    assert.match(own[1]!, /"msg":"this node signs callbacks with other keys than 2 of the 2 other node\(s\): give every node the same CALLBACK_SECRET_FILE/);
+    assert.doesNotMatch(api! + shared! + worker!, /own generated/);
+  });
+
+  it('/readyz counts the workers each node runs: none on the API node', async () => {
+    const [api, , worker] = nodes;
+    const ready = async (n: NodeProc): Promise<{ status: string; workers: number }> => (await fetch(`${n.url}/readyz`)).json() as never;
+    assert.deepEqual(await ready(api!).then((r) => [r.status, r.workers]), ['ready', 0]);
+    assert.deepEqual(await ready(worker!).then((r) => [r.status, r.workers]), ['ready', 1]);
+  });
+
+  it('every node stops cleanly on SIGTERM, saying what happens to running jobs; the log has one level format', async () => {
     for (const n of nodes) {
       await n.stop();
       assert.equal(n.proc.exitCode, 0, n.output().slice(-2000));
+    }
+    const [api, shared, worker] = nodes.map((n) => n.output());
+    assert.match(api!, /"msg":"shutting down: finishing requests \(this node runs no jobs\)"/);
+    assert.match(worker!, /"msg":"shutting down: finishing requests; running jobs go back to the queue, where another worker takes them"/);
+    for (const out of [api!, worker!, shared!]) {
+      assert.doesNotMatch(out, /resume on the next start/);
+      const lines = out.split('\n').filter((l) => l.startsWith('{'));
+      assert.ok(lines.length > 3, out);
+      for (const l of lines) assert.equal(typeof (JSON.parse(l) as { level: unknown }).level, 'number', l);
     }
   });
 });

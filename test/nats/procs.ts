@@ -19,7 +19,7 @@ export interface NodeProc {
   proc: ChildProcess;
   pid: number;
   url: string;
-  /** The last 20 kB of the node's stderr (its warnings and errors). */
+  /** The node's stderr (last 20 kB: its pre-start log, warnings and errors), then its stdout (the server log). */
   output(): string;
   /** SIGTERM and wait for the exit (clean shutdown). */
   stop(): Promise<void>;
@@ -96,7 +96,7 @@ export async function startNode(opts: {
     proc,
     pid: proc.pid!,
     url,
-    output: () => err,
+    output: () => `${err}\n${out}`, // the pre-start log (stderr) and the server log (stdout)
     stop: () => signalAndWait('SIGTERM'),
     kill: () => signalAndWait('SIGKILL'),
   };

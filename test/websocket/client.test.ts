@@ -88,7 +88,7 @@ describe('auris stream --transport', () => {
     const wav = stereoSpeechWav();
     const outputs: string[] = [];
     for (const transport of ['ws', 'grpc']) {
-      const r = await runAsync(process.execPath, [CLI, 'stream', wav, '--transport', transport, '--url', app.url, '--server', `127.0.0.1:${app.grpcPort}`, '--api-key', KEY_A, '--models', models.join(','), '--channel', '1', '--output-period', '256', '--summary', '--transitions', '--chunk-ms', '53']);
+      const r = await runAsync(process.execPath, [CLI, 'stream', wav, '--transport', transport, '--url', app.url, '--grpc', `127.0.0.1:${app.grpcPort}`, '--api-key', KEY_A, '--models', models.join(','), '--channel', '1', '--output-period', '256', '--summary', '--transitions', '--chunk-ms', '53']);
       assert.equal(r.code, 0, r.stderr);
       outputs.push(r.stdout);
     }

@@ -9,7 +9,7 @@ export type { ChannelResult, JobRecord, JobRequest, JobStatus, ModelResult, Resu
 import type { JobRecord, JobRequest, ResultsEnvelope } from './wire.js';
 
 /** What the New job form sends: a job's request without the callback (the console sets none). */
-export type JobRequestParams = Omit<JobRequest, 'callback'> & { callback?: string | null };
+export type JobRequestParams = Omit<JobRequest, 'callback'> & { callback?: string | null; metadata?: Record<string, string> };
 
 /** A problem+json error answered by the API (or a network failure, code NETWORK_ERROR). */
 export class ApiProblem extends Error {
@@ -60,6 +60,7 @@ export function createQuery(p: JobRequestParams): string {
   q.set('include_raw_values', String(p.include_raw_values));
   if (p.volume_threshold !== null) q.set('volume_threshold', String(p.volume_threshold));
   if (p.callback) q.set('callback', p.callback);
+  if (p.metadata) q.set('metadata', JSON.stringify(p.metadata));
   return q.toString();
 }
 

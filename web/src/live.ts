@@ -2,10 +2,11 @@
  * The Live view: the microphone (getUserMedia -> AudioWorklet, web/src/mic-worklet.ts) streamed
  * as f32le at the AudioContext's rate over the WebSocket GET /stream, opened with a single-use
  * stream token (POST /stream-tokens; the API key never goes into a URL). Each step result
- * extends one lane per model; Stop sends {"type":"end"}, so the last steps still arrive.
+ * goes to the Live panel (web/src/live-view.ts); Stop sends {"type":"end"}, so the last steps
+ * still arrive.
  */
 import { ApiProblem, type AurisApi, type TimeStep } from './api.js';
-import { classColour } from './data.js';
+import { LiveView } from './live-view.js';
 
 export interface LiveDeps {
   api: AurisApi;
@@ -44,7 +45,7 @@ function closeText(code: number, message: string | undefined): string {
 
 /** The Live view's controls and messages. */
 interface LiveUi {
-  lanes: HTMLElement;
+  view: LiveView;
   setRunning(running: boolean): void;
   say(text: string): void;
   fail(text: string): void;
@@ -60,7 +61,7 @@ function liveUi(): LiveUi & { start: HTMLButtonElement; stop: HTMLButtonElement;
     start,
     stop,
     clear: $<HTMLButtonElement>('live-clear'),
-    lanes: $('live-lanes'),
+    view: new LiveView($('live-results')),
     setRunning: (running) => {
       start.disabled = running;
       stop.disabled = !running;
@@ -84,6 +85,8 @@ export function initLive(deps: LiveDeps): void {
     ui.say('Opening the microphone…');
     const inputs = await openInputs(deps, ui);
     if (!inputs) return;
+    ui.view.clear();
+    ui.view.start();
     const s = streamMicrophone(inputs, models, deps.outputPeriodMs(), ui, (ended) => {
       if (session === ended) session = null;
     });
@@ -101,7 +104,7 @@ export function initLive(deps: LiveDeps): void {
     else s.ws.close();
   });
   ui.clear.addEventListener('click', () => {
-    ui.lanes.replaceChildren();
+    ui.view.clear();
     ui.clearError();
     if (!session) ui.say('');
   });
@@ -148,6 +151,7 @@ function streamMicrophone({ mic, ctx, token }: Inputs, models: string[], outputP
   const s: Session = { ws, ctx, mic, ended: false };
   const node = new AudioWorkletNode(ctx, 'auris-mic', { numberOfInputs: 1, numberOfOutputs: 0, channelCount: 1 });
   node.port.onmessage = (ev: MessageEvent<ArrayBuffer>) => {
+    ui.view.setLevel(new Float32Array(ev.data));
     if (ws.readyState === WebSocket.OPEN && !s.ended) ws.send(ev.data);
   };
   ctx.createMediaStreamSource(mic).connect(node);
@@ -155,7 +159,7 @@ function streamMicrophone({ mic, ctx, token }: Inputs, models: string[], outputP
   ws.onopen = () => ui.say(`Listening at ${ctx.sampleRate} Hz… results appear after the models' lookahead (up to 1.5 s).`);
   ws.onmessage = (ev: MessageEvent<string>) => {
     const msg = JSON.parse(ev.data) as TimeStep & { type?: string; code?: string; message?: string };
-    if (msg.type === undefined) addStep(ui.lanes, msg);
+    if (msg.type === undefined) ui.view.addStep(msg, outputPeriodMs);
     else if (msg.type === 'error') serverError = `${msg.message ?? ''} [${msg.code ?? ''}]`;
   };
   ws.onclose = (ev) => {
@@ -174,41 +178,4 @@ function streamMicrophone({ mic, ctx, token }: Inputs, models: string[], outputP
 function release(s: Pick<Session, 'mic' | 'ctx'>): void {
   for (const t of s.mic.getTracks()) t.stop();
   void s.ctx.close().catch(() => undefined);
-}
-
-/** The row of steps of one model (created on its first step). */
-function lane(lanes: HTMLElement, model: string): HTMLElement {
-  let row = lanes.querySelector<HTMLElement>(`[data-model="${model}"] .live-steps`);
-  if (row) return row;
-  const wrap = document.createElement('div');
-  wrap.className = 'live-lane';
-  wrap.dataset.model = model;
-  const name = document.createElement('span');
-  name.className = 'live-model';
-  name.textContent = model;
-  const now = document.createElement('span');
-  now.className = 'live-now';
-  row = document.createElement('div');
-  row.className = 'live-steps';
-  row.setAttribute('role', 'img');
-  row.setAttribute('aria-label', `${model} over time`);
-  wrap.append(name, now, row);
-  lanes.append(wrap);
-  return row;
-}
-
-function addStep(lanes: HTMLElement, step: TimeStep): void {
-  for (const [model, r] of Object.entries(step.results)) {
-    const block = document.createElement('span');
-    block.className = 'live-step';
-    block.dataset.label = r.result;
-    block.dataset.t = String(step.timestamp);
-    block.title = `${(step.timestamp / 1000).toFixed(2)} s: ${r.result} (${r.confidence.toFixed(2)})`;
-    block.style.background = classColour(r.result);
-    const row = lane(lanes, model);
-    row.append(block);
-    row.scrollLeft = row.scrollWidth;
-    const now = row.parentElement!.querySelector('.live-now')!;
-    now.textContent = `${r.result} ${r.confidence.toFixed(2)}`;
-  }
 }

@@ -63,6 +63,11 @@ const storage = {
   nameOf: (id: string): string | undefined => storage.jobs().find((j) => j.job_id === id)?.name,
 };
 
+/** The metadata key the console stores an upload's file name under. */
+const FILENAME_KEY = 'filename';
+/** An upload's file name: from this tab's list, else the job's metadata (a reload, another tab). */
+const uploadName = (rec: Pick<JobRecord, 'job_id' | 'metadata'>): string | undefined => storage.nameOf(rec.job_id) ?? rec.metadata?.[FILENAME_KEY];
+
 const api = new AurisApi(() => storage.key());
 
 /** Uploaded files of this page session, for the waveform (never stored). */
@@ -211,7 +216,9 @@ async function submit(): Promise<void> {
   button.disabled = true;
   button.textContent = byUrl ? 'Submitting…' : 'Uploading…';
   try {
-    const rec = await api.createJob(file ? { params, file, contentType: uploadContentType(file) } : { params, url: url! });
+    // The file name travels in the job's metadata (FILENAME_KEY), so lists show it after a reload.
+    const withName = { ...params, metadata: { [FILENAME_KEY]: name.slice(0, 512) } };
+    const rec = await api.createJob(file ? { params: withName, file, contentType: uploadContentType(file) } : { params, url: url! });
     storage.addJob({ job_id: rec.job_id, name, created_at: rec.created_at });
     if (file) files.set(rec.job_id, file);
     void refreshJobs();
@@ -244,7 +251,7 @@ let redraw: (() => void) | null = null;
 const blobUrls: string[] = [];
 
 function sourceText(rec: JobRecord): string {
-  const name = storage.nameOf(rec.job_id);
+  const name = uploadName(rec);
   if (rec.source.method === 'url') return `URL ${rec.source.url ?? ''}`;
   return `upload ${name ?? ''} ${rec.source.size_bytes !== null ? `(${formatBytes(rec.source.size_bytes)})` : ''}`.replace(/\s+/g, ' ').trim();
 }
@@ -264,6 +271,7 @@ function renderJob(rec: JobRecord): void {
   const progress = $<HTMLProgressElement>('job-progress');
   progress.value = rec.progress;
   $('job-progress-text').textContent = formatPercent(rec.progress).replace('.00', '');
+  renderWarnings(rec.warnings ?? []);
   const errBox = $('job-error');
   if (rec.status === 'failed' && rec.error) {
     errBox.hidden = false;
@@ -272,6 +280,18 @@ function renderJob(rec: JobRecord): void {
   } else {
     errBox.hidden = true;
   }
+}
+
+/** Problems the job got past (e.g. TRUNCATED_AUDIO): shown with their code, whatever the status. */
+function renderWarnings(warnings: JobRecord['warnings']): void {
+  $('job-warnings').hidden = warnings.length === 0;
+  $('job-warnings-list').replaceChildren(
+    ...warnings.map((w) => {
+      const li = h('li');
+      li.append(h('code', {}, w.code), document.createTextNode(` ${w.message}`));
+      return li;
+    }),
+  );
 }
 
 function clearResults(): void {
@@ -370,11 +390,15 @@ async function showResults(rec: JobRecord, signal: AbortSignal): Promise<void> {
   const { text, envelope } = await api.getResults(rec.job_id);
   if (signal.aborted) return;
   let audio: AudioBuffer | null = null;
-  let note = rec.source.method === 'url' ? 'No waveform for URL jobs (the file stays on its server).' : 'No waveform: the uploaded file is not in this browser tab.';
+  // The server keeps no audio: waveform and playback need the file uploaded from this tab.
+  let note =
+    rec.source.method === 'url'
+      ? 'No waveform or playback for URL jobs: the audio is not kept (the file stays on its server).'
+      : 'No waveform or playback: the server does not keep the audio, and the uploaded file is not in this browser tab.';
   try {
     audio = await decodeFor(rec.job_id);
   } catch (err) {
-    note = `No waveform: this browser could not decode the file (${(err as Error).message || 'decode error'}).`;
+    note = `No waveform or playback: this browser could not decode the file (${(err as Error).message || 'decode error'}).`;
   }
   if (signal.aborted) return;
   renderResults(rec, envelope, text, audio, note);
@@ -530,7 +554,7 @@ function renderJobs(jobs: JobRecord[]): void {
       const tr = h('tr', { 'data-job-id': j.job_id });
       if (j.job_id === currentJob) tr.classList.add('current');
       const created = new Date(j.created_at);
-      const src = j.source.method === 'url' ? (j.source.url ?? 'URL') : (storage.nameOf(j.job_id) ?? 'upload');
+      const src = j.source.method === 'url' ? (j.source.url ?? 'URL') : (uploadName(j) ?? 'upload');
       const tdJob = h('td', { class: 'job-cell' });
       tdJob.append(h('span', { class: 'src', title: `${src} · ${j.job_id}` }, src));
       const meta = h('span', { class: 'meta' });
@@ -566,7 +590,7 @@ function init(): void {
     models: () => [...document.querySelectorAll<HTMLInputElement>('input[name="models"]:checked')].map((c) => c.value),
     outputPeriodMs: () => {
       const p = Number($<HTMLInputElement>('output-period').value);
-      return Number.isInteger(p) && p >= 64 && p % 64 === 0 ? p : 256;
+      return Number.isInteger(p) && p >= 64 && p % 64 === 0 ? p : 1024;
     },
   });
   void loadModels();

@@ -6,6 +6,7 @@
  */
 import type { ChannelResult, Segment } from './api.js';
 import { channelEndMs, classColour, formatPercent, formatTime, fractionLabel, modelsOf, segmentsOf } from './data.js';
+import { createPlayer } from './playback.js';
 
 export interface ChannelViewInput {
   jobId: string;
@@ -15,7 +16,7 @@ export interface ChannelViewInput {
   durationSec: number | null;
   /** Decoded samples of this channel (any sample rate), or null: no waveform. */
   samples: { data: Float32Array; sampleRate: number } | null;
-  /** Why there is no waveform (shown instead of it). */
+  /** Why there is no waveform and no playback (shown instead of them). */
   waveformNote: string;
 }
 
@@ -177,6 +178,9 @@ export function channelView(input: ChannelViewInput): { root: HTMLElement; redra
   const grid = el('div', { class: 'tracks' });
   const redraws: Array<() => void> = [];
   addWaveformTrack(grid, input, endMs, redraws);
+  grid.append(el('div', { class: 'track-label' }, 'Playback'));
+  const playRow = el('div', { class: 'play-row' });
+  grid.append(playRow);
   // One lane per model, with its raw curves under it when present.
   for (const model of models) {
     addModelLane(grid, ch, model, segmentsOf(ch, model, input.durationSec === null ? null : input.durationSec * 1000), endMs);
@@ -184,7 +188,9 @@ export function channelView(input: ChannelViewInput): { root: HTMLElement; redra
     if (rawClasses.length) addCurveTrack(grid, ch, model, rawClasses, endMs, redraws);
   }
   addTimeAxis(grid, endMs, redraws);
-  root.append(withPointerCursor(grid));
+  const host = withPointerCursor(grid);
+  root.append(host);
+  addPlayback(playRow, grid, host, input, endMs);
 
   const legend = labelLegend(ch, models);
   if (legend) root.append(legend);
@@ -194,6 +200,25 @@ export function channelView(input: ChannelViewInput): { root: HTMLElement; redra
     for (const r of redraws) r();
   };
   return { root, redraw };
+}
+
+/** The play bar, and playback from a segment on click or Enter; or why there is none. */
+function addPlayback(row: HTMLElement, grid: HTMLElement, host: HTMLElement, input: ChannelViewInput, endMs: number): void {
+  if (!input.samples) {
+    row.append(el('span', { class: 'note' }, input.waveformNote));
+    return;
+  }
+  const player = createPlayer({ samples: input.samples, endMs, host, track: () => grid.querySelector<HTMLElement>('.lane') });
+  row.append(player.bar);
+  const segAt = (t: EventTarget | null): HTMLElement | null => (t instanceof Element ? t.closest<HTMLElement>('.seg') : null);
+  grid.addEventListener('click', (ev) => {
+    const seg = segAt(ev.target);
+    if (seg) player.play(Number(seg.dataset.start));
+  });
+  grid.addEventListener('keydown', (ev) => {
+    const seg = segAt(ev.target);
+    if (seg && ev.key === 'Enter') player.play(Number(seg.dataset.start));
+  });
 }
 
 /** A colour swatch (decorative: the label beside it carries the meaning). */
@@ -365,8 +390,14 @@ function labelLegend(ch: ChannelResult, models: string[]): HTMLElement | null {
     li.append(swatch(label), document.createTextNode(label));
     legend.append(li);
   }
+  // The gender lane's no_speech is the gender summary's other_fraction (docs/results.md).
+  if (models.includes('gender') && segmentsOf(ch, 'gender', null).some((s) => s.result === 'no_speech')) {
+    legend.append(el('li', { class: 'legend-note' }, GENDER_NO_SPEECH_NOTE));
+  }
   return legend;
 }
+
+export const GENDER_NO_SPEECH_NOTE = 'gender no_speech: sound but no voice; the gender summary counts it as other';
 
 /** The summary fractions: per model, a stacked bar and a list with a meter per fraction. */
 function summaryBox(summary: NonNullable<ChannelResult['summary']>): HTMLElement {
@@ -406,6 +437,11 @@ function fractionItem(key: string, label: string, value: number): HTMLElement {
 }
 
 function tooltipLines(model: string, s: Segment, atMs: number | null, step?: { result: string; confidence: number } | null): string[] {
+  if (model === 'gender' && s.result === 'no_speech') return [...tooltipLinesOf(model, s, atMs, step), GENDER_NO_SPEECH_NOTE];
+  return tooltipLinesOf(model, s, atMs, step);
+}
+
+function tooltipLinesOf(model: string, s: Segment, atMs: number | null, step?: { result: string; confidence: number } | null): string[] {
   const lines = [`${model}: ${s.result}`];
   if (atMs !== null) lines.push(`at ${formatTime(atMs)}${step ? ` · step ${step.result} ${step.confidence.toFixed(4)}` : ''}`);
   lines.push(`segment ${formatTime(s.timestamp_start)} – ${formatTime(s.timestamp_end)}`);

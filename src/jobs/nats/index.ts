@@ -157,13 +157,15 @@ export function roleServerOptions(role: Config['role']): { startWorker: boolean;
 
 /**
  * A logger usable before the server's logger exists: JSON lines on stderr until `attach`
- * hands it a real one.
+ * hands it a real one, with pino's numeric levels so the log has one format throughout.
  */
+const PINO_LEVELS: Record<string, number> = { info: 30, warn: 40, error: 50 };
+
 export function deferredLogger(): NatsLogger & { attach(log: NatsLogger): void } {
   let target: NatsLogger | null = null;
   const write = (level: string) => (obj: object, msg: string) => {
     if (target) return (target as unknown as Record<string, (o: object, m: string) => void>)[level]!(obj, msg);
-    process.stderr.write(JSON.stringify({ level, time: Date.now(), component: 'nats', ...obj, msg }) + '\n');
+    process.stderr.write(JSON.stringify({ level: PINO_LEVELS[level], time: Date.now(), component: 'nats', ...obj, msg }) + '\n');
   };
   return {
     info: write('info'),
