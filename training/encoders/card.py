@@ -19,6 +19,11 @@ TRIED = [
     "0.882 / 0.872, unknown 35 % / 9 % / 7 % / 6 % / 7 %): strong L2 only makes the head unsure; 1e-4 kept",
     "every window embedded instead of every 4th (speaker view, L2 1e-3, 0.65 threshold): fused 0.904 both ways",
     "the 0.65 `unknown` threshold with the shipped speaker head: fused 0.906 (network 0.879); 0.55 kept",
+    "a second view, the Whisper tiny.en encoder (training/encoders/whisper.py, == CTranslate2's encoder) on the same 1.6 s "
+    "windows, its states' mean through its own head: alone 0.868 over all clips (the speaker view 0.921); fused with the "
+    "network and the speaker view 0.932 against 0.931 without it: low-arousal women 0.849 -> 0.895 and AudioMNIST_AZ "
+    "0.875 -> 0.894, but speechocean telephone 0.927 -> 0.915; at 2.5x the speaker encoder's cost per window, not shipped "
+    "(the issue's probe that reached 0.956 outside used whole 30 s windows: context a 1.6 s window lacks)",
     "a 3-class arousal head on the speaker encoder: leave-one-corpus-out UAR 0.427, not better than arousal 1.0.1 "
     "(models/arousal/MODEL_CARD.md)",
 ]

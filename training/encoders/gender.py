@@ -137,7 +137,7 @@ def evaluate(recs: list[dict], every: int, keys: list[str]) -> dict:
     each view alone, the speaker view fused (gender 2.0.0), every view fused."""
     views = loco_views(recs, keys, every)
     sources = sorted({r["source"] for r in recs})
-    variants = {"speaker fused": [0], "all fused": list(range(len(keys)))}
+    variants = {"speaker fused": [0], **({"all fused": list(range(len(keys)))} if len(keys) > 1 else {})}
     fusions: dict[str, dict] = {name: {} for name in variants}
     for name, idx in variants.items():
         for s in sources:
@@ -183,7 +183,8 @@ def ship(recs: list[dict], keys: list[str], manifest: Path = MANIFEST) -> dict:
     picked = [i for i, r in enumerate(recs) if r["source"] in UNHEARD_BY_NET]
     fusion = fit_fusion([recs[i] for i in picked], [loco[i] for i in picked])
     m = json.loads(manifest.read_text())
-    previous = m["version"]
+    # the network inside: named once, when the views were first added (a re-ship keeps the name)
+    network = m.get("training", {}).get("encoder_view", {}).get("network", f"gender {m['version']} (model.onnx, unchanged)")
     m["version"] = VERSION
     m["views"] = {
         "schedule": {"window_steps": WINDOW_STEPS, "every": EVERY, "min_voiced_steps": MIN_VOICED_STEPS, "gate_db": GATE_DB},
@@ -192,7 +193,7 @@ def ship(recs: list[dict], keys: list[str], manifest: Path = MANIFEST) -> dict:
         "fusion": {"net": round(fusion[0], 6), "views": [round(w, 6) for w in fusion[1]], "bias": round(fusion[2], 6)},
     }
     m.setdefault("training", {})["encoder_view"] = {
-        "network": f"gender {previous} (model.onnx, unchanged)",
+        "network": network,
         "heads": f"one logistic regression per encoder ({', '.join(ENCODER_OF_KEY[k] for k in keys)}) on its window embeddings, speaker- and gender-balanced, "
                 f"L2 {HEAD_L2}, every labelled corpus clean and through telephone codecs ({len(recs)} clip versions)",
         "fusion": f"logistic regression of (network log-odds, each head's log-odds) over voiced steps of {', '.join(UNHEARD_BY_NET)} "
