@@ -176,6 +176,10 @@ def check(built: str, shipped_dir: str, quick: bool) -> list[tuple[str, bool, st
             for k in SERVICE_FIELDS]
     for k in ("parameters", "macs_per_step"):
         rows.append((f"model.{k}", b["model"].get(k) == s["model"].get(k), f"{b['model'].get(k)} vs {s['model'].get(k)}"))
+    bv, sv = b.get("views"), s.get("views")  # encoder views (gender 2.x): the same encoders on the same schedule
+    rows.append(("views (encoders, schedule)", (bv is None) == (sv is None) and (bv is None or (
+        [e["encoder"] for e in bv["encoders"]] == [e["encoder"] for e in sv["encoders"]] and bv["schedule"] == sv["schedule"])),
+        "same" if bv == sv or (bv and sv and bv["schedule"] == sv["schedule"]) else f"{bool(bv)} vs {bool(sv)}"))
     for k in ("start_steps", "delay_steps", "state_size"):
         bs, ss = b.get("streaming", {}).get(k), s.get("streaming", {}).get(k)
         rows.append((f"streaming.{k}", bs == ss, f"{bs} vs {ss}"))
@@ -212,6 +216,9 @@ def rebuild(task: str, quick: bool = False, work: str | None = None) -> tuple[st
     recipe_file = shipped()[task]["training"]["recipe"]
     dirs = {step["name"]: run_step(step, clips, store, work, quick, recipe_file) for step in recipe["steps"]}
     built = finish(recipe, dirs, clips, work, quick)
+    if recipe.get("views"):  # a network fused with pretrained encoders' views (gender 2.x)
+        from training.encoders.gender import rebuild_views
+        rebuild_views(built, recipe["views"], recipe["version"], quick)
     stamp(built, recipe, task)
     rows = check(built, os.path.join(MODELS, task), quick)
     print(f"[rebuild] {task} {recipe['version']}{' (quick)' if quick else ''}: {built} in {time.time() - t0:.0f}s")

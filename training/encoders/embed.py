@@ -64,6 +64,19 @@ def _work(args) -> list[dict]:
     return out
 
 
+def embed_voices(voices: list[Voice], encoders: dict[str, str], net: str, workers: int) -> list[dict]:
+    """Every clip version's windows and embeddings (see the module doc), in the voices' order."""
+    chunks = [voices[i:i + 40] for i in range(0, len(voices), 40)]
+    print(f"{len(voices)} clips in {len(chunks)} chunks", flush=True)
+    records: list[dict] = []
+    with Pool(workers) as pool:
+        for i, part in enumerate(pool.imap(_work, [(c, 1000 + j, encoders, net) for j, c in enumerate(chunks)])):
+            records += part
+            if i % 10 == 0:
+                print(f"chunk {i + 1}/{len(chunks)}", flush=True)
+    return records
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default=str(ROOT / "training/runs/encoders/gender.pkl"))
@@ -76,15 +89,8 @@ def main() -> None:
     voices = corpora.sample(corpora.all_voices(), PER_SPEAKER, DEFAULT_PER_SPEAKER)
     if a.limit:
         voices = voices[:: max(1, len(voices) // a.limit)][: a.limit]
-    chunks = [voices[i:i + 40] for i in range(0, len(voices), 40)]
     encoders = dict(e.split("=", 1) for e in a.encoders.split(","))
-    print(f"{len(voices)} clips in {len(chunks)} chunks", flush=True)
-    records: list[dict] = []
-    with Pool(a.workers) as pool:
-        for i, part in enumerate(pool.imap(_work, [(c, 1000 + j, encoders, a.net) for j, c in enumerate(chunks)])):
-            records += part
-            if i % 10 == 0:
-                print(f"chunk {i + 1}/{len(chunks)}", flush=True)
+    records = embed_voices(voices, encoders, a.net, a.workers)
     os.makedirs(os.path.dirname(a.out), exist_ok=True)
     with open(a.out, "wb") as f:
         pickle.dump({"records": records, "encoders": encoders, "net": a.net}, f)

@@ -44,10 +44,10 @@ def window_table(recs: list[dict], key: str):
     return X, y, spk
 
 
-def fit_head(recs: list[dict], key: str = "emb") -> tuple[np.ndarray, float]:
+def fit_head(recs: list[dict], key: str = "emb", l2: float = HEAD_L2) -> tuple[np.ndarray, float]:
     """The head on one encoder's window embeddings (`key`: "emb" = the speaker encoder, "emb_<name>" others)."""
     X, y, spk = window_table(recs, key)
-    return logistic(X, y, balanced_weights(spk, y), HEAD_L2)
+    return logistic(X, y, balanced_weights(spk, y), l2)
 
 
 def step_view_logits(r: dict, coef: np.ndarray, bias: float, every: int = 1, key: str = "emb") -> np.ndarray:
@@ -100,11 +100,11 @@ def fit_fusion(recs: list[dict], views: list[list[np.ndarray]]) -> tuple[float, 
     return float(coef[0]), [float(c) for c in coef[1:]], bias
 
 
-def loco_views(recs: list[dict], keys: list[str], every: int) -> list[list[np.ndarray]]:
+def loco_views(recs: list[dict], keys: list[str], every: int, l2: float = HEAD_L2) -> list[list[np.ndarray]]:
     """Each clip's per-step view log-odds, one array per encoder, from heads fitted without its corpus."""
     out: list[list[np.ndarray]] = [[] for _ in recs]
     for s in sorted({r["source"] for r in recs}):
-        heads = [fit_head([r for r in recs if r["source"] != s], k) for k in keys]
+        heads = [fit_head([r for r in recs if r["source"] != s], k, l2) for k in keys]
         for i, r in enumerate(recs):
             if r["source"] == s:
                 out[i] = [step_view_logits(r, c, b, every, k) for (c, b), k in zip(heads, keys)]
@@ -177,17 +177,19 @@ EVERY = 4
 ENCODER_OF_KEY = {"emb": "speaker", "emb_whisper": "whisper"}
 
 
-def ship(recs: list[dict], keys: list[str], manifest: Path = MANIFEST) -> dict:
-    heads = [fit_head(recs, k) for k in keys]
-    loco = loco_views(recs, keys, EVERY)
+def ship(recs: list[dict], keys: list[str], manifest: Path = MANIFEST, version: str = VERSION, every: int = EVERY,
+         l2: float = HEAD_L2) -> dict:
+    """Writes the views into `manifest` (a network's folder), with its version."""
+    heads = [fit_head(recs, k, l2) for k in keys]
+    loco = loco_views(recs, keys, every, l2)
     picked = [i for i, r in enumerate(recs) if r["source"] in UNHEARD_BY_NET]
     fusion = fit_fusion([recs[i] for i in picked], [loco[i] for i in picked])
     m = json.loads(manifest.read_text())
     # the network inside: named once, when the views were first added (a re-ship keeps the name)
     network = m.get("training", {}).get("encoder_view", {}).get("network", f"gender {m['version']} (model.onnx, unchanged)")
-    m["version"] = VERSION
+    m["version"] = version
     m["views"] = {
-        "schedule": {"window_steps": WINDOW_STEPS, "every": EVERY, "min_voiced_steps": MIN_VOICED_STEPS, "gate_db": GATE_DB},
+        "schedule": {"window_steps": WINDOW_STEPS, "every": every, "min_voiced_steps": MIN_VOICED_STEPS, "gate_db": GATE_DB},
         "encoders": [{"encoder": ENCODER_OF_KEY[k], "head": {"weights": [round(float(x), 7) for x in c], "bias": round(b, 7)}}
                      for k, (c, b) in zip(keys, heads)],
         "fusion": {"net": round(fusion[0], 6), "views": [round(w, 6) for w in fusion[1]], "bias": round(fusion[2], 6)},
@@ -195,7 +197,7 @@ def ship(recs: list[dict], keys: list[str], manifest: Path = MANIFEST) -> dict:
     m.setdefault("training", {})["encoder_view"] = {
         "network": network,
         "heads": f"one logistic regression per encoder ({', '.join(ENCODER_OF_KEY[k] for k in keys)}) on its window embeddings, speaker- and gender-balanced, "
-                f"L2 {HEAD_L2}, every labelled corpus clean and through telephone codecs ({len(recs)} clip versions)",
+                f"L2 {l2}, every labelled corpus clean and through telephone codecs ({len(recs)} clip versions)",
         "fusion": f"logistic regression of (network log-odds, each head's log-odds) over voiced steps of {', '.join(UNHEARD_BY_NET)} "
                   "(never heard by the network), head outputs leave-one-corpus-out",
         "sources": sorted({r['source'] for r in recs}),
@@ -203,6 +205,19 @@ def ship(recs: list[dict], keys: list[str], manifest: Path = MANIFEST) -> dict:
     }
     manifest.write_text(json.dumps(m, indent=2) + "\n")
     return m["views"]["fusion"]
+
+
+def rebuild_views(built: str, views: dict, version: str, quick: bool) -> None:
+    """`python -m training rebuild gender`: the views of a recipe (recipes/gender/<version>.json "views") onto the
+    network just built in folder `built` (its model.onnx is the network the fusion is fitted with)."""
+    from training.encoders import corpora, embed
+    voices = corpora.sample(corpora.all_voices(), embed.PER_SPEAKER, embed.DEFAULT_PER_SPEAKER)
+    if quick:
+        n = views["smoke_clips"]
+        voices = voices[:: max(1, len(voices) // n)][:n]
+    encoders = {name: str(ROOT / path) for name, path in views["encoders"].items()}
+    recs = embed.embed_voices(voices, encoders, str(Path(built) / "model.onnx"), workers=2)
+    ship(recs, views["keys"], Path(built) / "manifest.json", version=version, every=views["every"], l2=views["head_l2"])
 
 
 def main() -> None:

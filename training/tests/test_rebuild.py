@@ -41,6 +41,10 @@ def test_recipe_files_hold_what_the_manifests_record():
     _same(g["steps"][2], members[2], [("examples", "examples_per_epoch")])
     assert g["steps"][2]["hyperparameters"]["cfg"] == {"lifter": 0}
     assert g["ensemble"]["weights"] == SHIPPED["gender"]["training"]["weights"]
+    views = SHIPPED["gender"]["views"]  # gender 2.x: the encoder views
+    assert g["views"]["every"] == views["schedule"]["every"]
+    assert list(g["views"]["encoders"]) == [e["encoder"] for e in views["encoders"]]
+    assert f"--views {','.join(g['views']['keys'])}" in SHIPPED["gender"]["training"]["encoder_view"]["reproduce"]
     s = R.load_recipe("speech")["steps"][0]
     _same(s, SHIPPED["speech"]["training"], [("examples", "examples"), ("epochs", "epochs"), ("seed", "seed"), ("lr", "lr"), ("ema", "ema")])
     a = R.load_recipe("arousal")
