@@ -289,6 +289,12 @@ def sources(tasks=None) -> dict:
             out[task]["inputs from git"] = [f"arousal {f['version']}: {f['path']} at {f['git']}"]
         if "prior_shift" in recipe:
             out[task]["shift chosen on"] = recipe["prior_shift"]["chosen_on"]
+        if "views" in recipe:  # pretrained encoders and the labelled voices their heads were fitted on
+            from training.encoders.corpora import REPOS
+            ev = m["training"].get("encoder_view", {})
+            out[task]["views"] = [f"encoder {n}: {p}" for n, p in recipe["views"]["encoders"].items()] + [
+                f"heads fitted on: {', '.join(ev.get('sources', []))}",
+                *(f"{name} from the git snapshot {repo.replace('+', '/')} @ {commit}" for name, (repo, commit) in REPOS.items())]
         out[task]["training_data_sha256"] = m["training_data_sha256"]
         out[task]["clips.csv now"] = ("the same rows" if D.rows_sha256(used) == m["training_data_sha256"]
                                       else "changed since (the hash covers the rows usable by the task)")
@@ -304,7 +310,7 @@ def print_sources(rep: dict) -> None:
             print(f"    backgrounds: {', '.join(s['backgrounds (training split)'])}")
             for a in s.get("also", []):
                 print(f"    also: {a}")
-        for k in ("inputs from git", "shift chosen on"):
+        for k in ("inputs from git", "shift chosen on", "views"):
             if k in r:
                 print(f"  {k}: {', '.join(r[k])}")
         print(f"  training_data_sha256 {r['training_data_sha256'][:16]}...: clips.csv now has {r['clips.csv now']}")
