@@ -96,7 +96,16 @@ export async function startApp(opts: AppOptions = {}): Promise<AurisApp> {
       });
       await app.register(websocketStreamRoutes, { hub, keys: rest.keys, tokens, authThrottle: rest.authThrottle });
       await app.register(streamTokenRoutes, { tokens });
-      if (streaming.grpc !== false) grpc = await AnalysisGrpcServer.create({ keys: rest.keys, hub, shutdownGraceMs: graceMs, authThrottle: rest.authThrottle });
+      if (streaming.grpc !== false) {
+        grpc = await AnalysisGrpcServer.create({
+          keys: rest.keys,
+          hub,
+          shutdownGraceMs: graceMs,
+          authThrottle: rest.authThrottle,
+          connections: config.grpc,
+          idleConnectionMs: config.grpc.idleTimeoutMs,
+        });
+      }
     }
     await rest.listen();
     if (grpc) {
