@@ -131,7 +131,8 @@ function createFastify(config: Config, opts: ServerOptions): FastifyInstance {
     requestTimeout: t.requestMs,
     http: { headersTimeout: Math.min(t.headersMs, t.requestMs), requestTimeout: t.requestMs, maxHeaderSize: MAX_HEADER_BYTES, connectionsCheckingInterval: t.checkIntervalMs },
     bodyLimit: 1024 * 1024, // JSON bodies; uploads stream under limits.maxUploadBytes
-    trustProxy: false,
+    // X-Forwarded-For only from the configured proxies (TRUST_PROXY, docs/deploy.md); off by default.
+    trustProxy: config.trustProxy.length ? config.trustProxy : false,
     ajv: { customOptions: { removeAdditional: false, coerceTypes: true, allErrors: true, keywords: ['example'] } },
     return503OnClosing: true,
     // Router-level errors (a path parameter over 100 characters, a malformed %-escape) as problem+json too.
@@ -224,7 +225,11 @@ function addProblemHandlers(app: FastifyInstance): void {
   app.setErrorHandler((err: FastifyError | ApiError, req, reply) => {
     // Ours as thrown; the job store's faults and Fastify's own errors translated (foreign-errors.ts).
     const apiErr = err instanceof ApiError ? err : fromStoreFault(err) ?? fromFastifyError(err, mediaTypeOf(req.headers['content-type']));
-    if (apiErr.status >= 500) req.log.error({ err }, 'request failed');
+    if (apiErr.status >= 500) {
+      // A client that reset its request is no server fault: no stack trace at error level.
+      if (req.raw.destroyed || req.socket?.destroyed) req.log.debug({ err: err.message }, 'request failed after the client left');
+      else req.log.error({ err }, 'request failed');
+    }
     if (apiErr.retryAfter !== undefined) void reply.header('retry-after', String(apiErr.retryAfter));
     return reply.code(apiErr.status).type(PROBLEM_CONTENT_TYPE).send(JSON.stringify(apiErr.toProblem(req.url.split('?')[0])));
   });

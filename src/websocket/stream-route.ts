@@ -45,7 +45,7 @@ export interface StreamRouteOptions {
   keys: Pick<ApiKeyRegistry, 'lookup'>;
   tokens: StreamTokens;
   /** The REST server's failed-authentication throttle (the same addresses, the same limit). */
-  authThrottle?: Pick<AuthFailureThrottle, 'blockedFor' | 'fail'>;
+  authThrottle?: Pick<AuthFailureThrottle, 'failure'>;
 }
 
 /** A refused stream or message, with the code sent to the client. */
@@ -149,12 +149,12 @@ function closeWithError(ws: WebSocket, e: StreamError): void {
 
 /** The owner of the request's credentials (x-api-key header, else a single-use stream token); failures count against the address. */
 function authenticate(req: FastifyRequest, opts: StreamRouteOptions): Owner {
-  const blocked = opts.authThrottle?.blockedFor(req.ip) ?? 0;
-  if (blocked > 0) throw wsError('TOO_MANY_AUTH_FAILURES', `too many requests with missing or invalid credentials from this address; retry after ${blocked} s`);
   try {
     return credentialsOwner(req, opts);
   } catch (e) {
-    opts.authThrottle?.fail(req.ip);
+    // Valid credentials always pass; beyond its limit an address's failures get 4429.
+    const retryAfter = opts.authThrottle?.failure(req.ip).retryAfter ?? 0;
+    if (retryAfter > 0) throw wsError('TOO_MANY_AUTH_FAILURES', `too many requests with missing or invalid credentials from this address; retry after ${retryAfter} s`);
     throw e;
   }
 }
