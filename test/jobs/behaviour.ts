@@ -163,6 +163,23 @@ export function backendBehaviour(name: string, harness: () => BackendHarness, op
         }, 5000, 'list');
         assert.ok(ids.includes(kept.record.job_id));
       });
+      it('a stored record with a wrongly typed field (warnings, metadata, callback) is not handed out after a reopen; the valid ones are', async () => {
+        const good = newJob();
+        const bad = [{ warnings: 'boom' }, { metadata: 5 }, { callback: 7 }, { callback: { url: 'http://x', state: 'lost', attempts: 0, last_status: null, last_error: null } }].map((field) =>
+          newJob(field as unknown as Partial<StoredJob['record']>),
+        );
+        for (const j of [good, ...bad]) await b.jobs.create(j);
+        const b2 = await h.open();
+        try {
+          for (const j of bad) assert.equal(await b2.jobs.get(j.record.job_id), null, JSON.stringify(j.record.warnings ?? j.record.metadata ?? j.record.callback));
+          const ids = (await b2.jobs.list()).map((j) => j.record.job_id);
+          assert.ok(ids.includes(good.record.job_id));
+          for (const j of bad) assert.ok(!ids.includes(j.record.job_id));
+          assert.deepEqual((await b2.jobs.get(good.record.job_id))?.value, good);
+        } finally {
+          await b2.close();
+        }
+      });
     });
 
     describe('JobQueue', () => {
