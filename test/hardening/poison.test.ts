@@ -38,6 +38,12 @@ describe('poison jobs and malformed storage', () => {
     writeFileSync(join(data, 'blobs', 'uploads', id), 'RIFF....WAVE');
     writeJson(join(data, 'queue', `${id}.json`), { job_id: id, seq: 2 }); // no enqueued_at
     writeFileSync(join(data, 'queue', `${randomUUID()}.json`), 'null');
+    // Complete records with one wrongly typed field each (these made the project's listing answer 500).
+    const typed = [{ warnings: 'boom' }, { metadata: 5 }, { callback: 7 }].map((field) => {
+      const j = newJob(field as never);
+      writeJson(join(data, 'jobs', `${j.record.job_id}.json`), { revision: 1, job: j });
+      return j.record.job_id;
+    });
 
     const analyzer = new FakeAnalyzer();
     const server = await startServer(data, { analyzer });
@@ -48,6 +54,10 @@ describe('poison jobs and malformed storage', () => {
       assert.equal((await api(server, KEY_A)(`/file-processing/jobs/${poison}`)).status, 404);
       const list = await api(server, KEY_A)('/file-processing/jobs');
       assert.equal(list.status, 200, await list.clone().text());
+      for (const t of typed) {
+        assert.ok(existsSync(join(data, 'jobs', `${t}.json.corrupt`)), 'wrongly typed record set aside');
+        assert.equal((await api(server, KEY_A)(`/file-processing/jobs/${t}`)).status, 404);
+      }
       // The job whose queue entry was set aside is queued again by the start-up recovery.
       const done = await waitForJob(server, KEY_A, id);
       assert.equal(done.status, 'succeeded', JSON.stringify(done.error));
