@@ -16,6 +16,7 @@ import { openEmbeddedBackends } from '../jobs/embedded';
 import { JobMetrics } from '../jobs/metrics';
 import { RetentionSweeper } from '../jobs/retention';
 import { JobService } from '../jobs/service';
+import type { StorageHealth } from '../jobs/storage-health';
 import { isTerminal, type Backends } from '../jobs/types';
 import { JobWorker } from '../jobs/worker';
 import { ApiKeyRegistry, generateDevKey, RateLimiter } from './auth';
@@ -110,7 +111,7 @@ export async function createServer(opts: ServerOptions = {}): Promise<AurisServe
   const access = accessControl(config, app);
   const parts = await buildServices(config, opts, app);
   await recoverJobs(parts, app);
-  addProblemHandlers(app);
+  addProblemHandlers(app, parts.worker.storage);
   await registerSecurityHeaders(app, config);
   app.addSchema(problemSchema);
   app.addSchema(jobRecordSchema);
@@ -220,11 +221,13 @@ async function recoverJobs({ backends, sweeper }: Services, app: FastifyInstance
   await sweeper.sweep();
 }
 
-/** Errors: every one as application/problem+json with a stable code. */
-function addProblemHandlers(app: FastifyInstance): void {
+/** Errors: every one as application/problem+json with a stable code; the job store's faults also go to `storage` (/readyz). */
+function addProblemHandlers(app: FastifyInstance, storage: StorageHealth): void {
   app.setErrorHandler((err: FastifyError | ApiError, req, reply) => {
     // Ours as thrown; the job store's faults and Fastify's own errors translated (foreign-errors.ts).
-    const apiErr = err instanceof ApiError ? err : fromStoreFault(err) ?? fromFastifyError(err, mediaTypeOf(req.headers['content-type']));
+    const storeFault = err instanceof ApiError ? undefined : fromStoreFault(err);
+    if (storeFault) storage.failed(err);
+    const apiErr = err instanceof ApiError ? err : storeFault ?? fromFastifyError(err, mediaTypeOf(req.headers['content-type']));
     if (apiErr.status >= 500) {
       // A client that reset its request is no server fault: no stack trace at error level.
       if (req.raw.destroyed || req.socket?.destroyed) req.log.debug({ err: err.message }, 'request failed after the client left');
@@ -232,6 +235,10 @@ function addProblemHandlers(app: FastifyInstance): void {
     }
     if (apiErr.retryAfter !== undefined) void reply.header('retry-after', String(apiErr.retryAfter));
     return reply.code(apiErr.status).type(PROBLEM_CONTENT_TYPE).send(JSON.stringify(apiErr.toProblem(req.url.split('?')[0])));
+  });
+  // A job stored: the store takes writes again.
+  app.addHook('onResponse', async (req, reply) => {
+    if (reply.statusCode === 201 && req.method === 'POST') storage.succeeded();
   });
   app.setNotFoundHandler((req, reply) => {
     const e = new ApiError('NOT_FOUND', `No route ${req.method} ${req.url.split('?')[0]}.`);
@@ -259,8 +266,9 @@ async function registerSecurityHeaders(app: FastifyInstance, config: Config): Pr
 async function registerRoutes(app: FastifyInstance, config: Config, parts: Services, notReady: () => Promise<string[]>): Promise<void> {
   const { analyzer, backends, download, secrets, service, metrics } = parts;
   const routeMethods = trackRouteMethods(app, ['/file-processing/', '/models']);
-  await app.register(jobRoutes, { config, service, listModels: () => analyzer.listModels(), volumeRange: VOLUME_THRESHOLD_RANGE });
-  await app.register(listJobRoutes, { list: () => backends.jobs.list() }); // GET /file-processing/jobs (the project's jobs)
+  const storageFault = (): StorageHealth['current'] => parts.worker.storage.current;
+  await app.register(jobRoutes, { config, service, listModels: () => analyzer.listModels(), volumeRange: VOLUME_THRESHOLD_RANGE, storageFault });
+  await app.register(listJobRoutes, { list: () => backends.jobs.list(), storageFault }); // GET /file-processing/jobs (the project's jobs)
   await app.register(downloadKeyRoutes, { keys: download.keys }); // GET /.well-known/jwks.json, GET /verification-keys
   await app.register(callbackSecretRoutes, { secrets }); // GET /file-processing/callback-secret
   await app.register(modelRoutes, { modelsDir: config.modelsDir }); // GET /models
@@ -281,6 +289,9 @@ async function readinessProblems(state: { closing: boolean; listening: boolean }
     const storage = await dataDirProblem(config.dataDir); // disk full, read-only, replaced by a file
     if (storage) reasons.push(storage);
   }
+  // A nearly full disk takes the probe's few bytes but not a job's results or an upload.
+  const fault = parts.worker.storage.current;
+  if (fault && !reasons.some((r) => r.includes('not writable'))) reasons.push(`the job store cannot be written (${fault.errno}) since ${fault.since}`);
   return reasons;
 }
 

@@ -18,6 +18,7 @@ import { mutateJob } from './record';
 import { analysisRequestOf } from './request';
 import { resultsKey, resultsPath } from './service';
 import { isTerminal, type Backends, type JobFinishedEvent, type JobWarning, type QueueMessage, type StoredJob } from './types';
+import { StorageHealth } from './storage-health';
 
 export interface WorkerLogger {
   info(obj: object, msg: string): void;
@@ -97,6 +98,8 @@ export class JobWorker {
   private started = false;
   /** Transient storage faults in a row (any job): the backoff while storage is failing. */
   private storageFaults = 0;
+  /** Storage faults the runs met, for /readyz and the records of waiting jobs (shared with REST by src/http/server.ts). */
+  storage = new StorageHealth();
   private readonly downloader: SourceDownloader;
 
   constructor(
@@ -156,6 +159,7 @@ export class JobWorker {
       try {
         await this.process(msg);
         this.storageFaults = 0;
+        this.storage.succeeded();
       } catch (err) {
         // Storage is failing: this loop waits too, instead of failing the next jobs at once.
         await pause(await this.retryOrGiveUp(msg, err), signal);
@@ -182,6 +186,7 @@ export class JobWorker {
     const cause = err instanceof GiveBack ? err.cause : err;
     if (err instanceof GiveBack ? err.transient : isTransientStorageError(err)) {
       const delayMs = this.retryDelay(++this.storageFaults);
+      this.storage.failed(cause);
       this.log.warn({ job_id: jobId, err: cause, stage, retry_in_ms: delayMs }, 'storage fault; the job is given back for later');
       await msg.nak({ delayMs, counted: false }).catch(() => undefined);
       return delayMs;

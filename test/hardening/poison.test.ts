@@ -147,6 +147,43 @@ describe('poison jobs and malformed storage', () => {
     }
   });
 
+  it('a disk that takes a probe but not a job (results write ENOSPC): /readyz is 503 naming it and the waiting job says why; both clear once a write succeeds', async () => {
+    const data = join(dir.path, 'nearly-full');
+    const backends = await openEmbeddedBackends(data, undefined, { maxDeliveries: 2 });
+    const put = backends.blobs.put.bind(backends.blobs);
+    let full = true;
+    backends.blobs.put = async (key, body) => {
+      if (full && key.startsWith('results/')) throw Object.assign(new Error('ENOSPC: injected fault, write'), { code: 'ENOSPC', syscall: 'write' });
+      return put(key, body);
+    };
+    const server = await startServer(data, { analyzer: new FakeAnalyzer(), backends, config: { jobRetryBackoffMs: 200 } });
+    try {
+      const first = await fetch(`${server.url}/readyz`);
+      assert.equal(first.status, 200, await first.text());
+      const job = (await (await createJob(server, KEY_A, {})).json()) as JobJson;
+      const ready = await waitFor(async () => {
+        const r = await fetch(`${server.url}/readyz`);
+        return r.status === 503 ? await r.text() : null;
+      }, 10_000, '/readyz red');
+      assert.match(ready, /ENOSPC/);
+      const waiting = await waitFor(async () => {
+        const j = (await (await api(server, KEY_A)(`/file-processing/jobs/${job.job_id}`)).json()) as JobJson & { warnings: Array<{ code: string; message: string }> };
+        return j.status === 'queued' && j.warnings.length ? j : null;
+      }, 10_000, 'the queued job to say why it waits');
+      assert.equal(waiting.warnings[0]!.code, 'WAITING_FOR_STORAGE');
+      assert.match(waiting.warnings[0]!.message, /ENOSPC/);
+      const listed = (await (await api(server, KEY_A)('/file-processing/jobs')).json()) as { jobs: Array<{ job_id: string; warnings: Array<{ code: string }> }> };
+      assert.ok(listed.jobs.find((j) => j.job_id === job.job_id)?.warnings.some((w) => w.code === 'WAITING_FOR_STORAGE'));
+      full = false;
+      const done = (await waitForJob(server, KEY_A, job.job_id, undefined, 30_000)) as JobJson & { warnings: unknown[] };
+      assert.equal(done.status, 'succeeded');
+      assert.deepEqual(done.warnings, []);
+      await waitFor(async () => (await fetch(`${server.url}/readyz`)).status === 200, 10_000, '/readyz green again');
+    } finally {
+      await server.close();
+    }
+  });
+
   it('EmbeddedJobStore: a failed write leaves the stored copy and the file as they were', async () => {
     const jobsDir = join(dir.path, 'store', 'jobs');
     const store = await EmbeddedJobStore.open(jobsDir);

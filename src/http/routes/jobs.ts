@@ -7,6 +7,7 @@ import type { Config } from '../../config';
 import { storageErrno } from '../../errors';
 import { type AddressPolicy, literalRefusal, parseAllowlist } from '../../download/ssrf';
 import { serializeJob } from '../../jobs/record';
+import { type StorageHealth, withWaitReason } from '../../jobs/storage-health';
 import { type CreatedJob, IdempotencyConflictError, type JobService, type NewJobExtras, type Owner } from '../../jobs/service';
 import { IDEMPOTENCY_KEY_RE } from '../../jobs/idempotency';
 import { metadataOf } from '../metadata';
@@ -36,6 +37,8 @@ export interface JobRoutesOptions {
   service: JobService;
   listModels: () => string[];
   volumeRange: { min: number; max: number };
+  /** The storage fault jobs are waiting on (the worker's StorageHealth), if any. */
+  storageFault?: () => StorageHealth['current'];
 }
 
 /** The query string of POST /file-processing/jobs once the schema checked it: the client's JobParams, models as one comma list. */
@@ -88,7 +91,7 @@ export async function jobRoutes(app: FastifyInstance, opts: JobRoutesOptions): P
   );
   app.get<{ Params: { jobId: string } }>('/file-processing/jobs/:jobId', { schema: getJobSchema }, async (req, reply) => {
     const job = await findJob(ctx.service, ownerOf(req), req.params.jobId);
-    return reply.type(JSON_MEDIA_TYPE).send(serializeJob(job.record));
+    return reply.type(JSON_MEDIA_TYPE).send(serializeJob(withWaitReason(job.record, ctx.storageFault?.() ?? null)));
   });
   app.get<{ Params: { jobId: string } }>('/file-processing/jobs/:jobId/results', { schema: getResultsSchema(opts.config) }, (req, reply) =>
     sendResults(ctx, req, reply),
