@@ -152,6 +152,7 @@ async function createFromBody(ctx: JobRoutesContext, req: CreateRequest, owner: 
   const extras: NewJobExtras = { metadata: metadataOf(req.query.metadata, urlBody?.metadata), idempotencyKey, admit: () => admitNewJob(ctx, owner) };
   if (urlBody) {
     checkHttpUrl(urlBody.url, 'url', 'INVALID_BODY');
+    checkFileUrl(urlBody.url, ctx.callbackPolicy);
     return createOr409(() => ctx.service.create(owner, request, { method: 'url', url: urlBody.url }, extras));
   }
   if ((AUDIO_MEDIA_TYPES as readonly string[]).includes(type) && req.body) {
@@ -391,6 +392,19 @@ function checkCallbackHost(value: string, policy: AddressPolicy): void {
   if (!literalRefusal(new URL(value), policy)) return;
   const message = 'the host is not allowed (not a public address, and not on the allowlist)';
   throw new ApiError('INVALID_PARAMETER', `callback: ${message}.`, { errors: [{ parameter: 'callback', message }] });
+}
+
+/**
+ * A file URL with a user name or password, or whose host is an address literal the SSRF guard
+ * would refuse (metadata, loopback, private ... and not allowlisted), is refused at creation as
+ * callbacks are; host names are checked when the file is downloaded.
+ */
+function checkFileUrl(value: string, policy: AddressPolicy): void {
+  const u = new URL(value);
+  let message: string | null = null;
+  if (u.username || u.password) message = 'must not carry a user name or password';
+  else if (literalRefusal(u, policy)) message = 'the host is not allowed (not a public address, and not on the allowlist)';
+  if (message) throw new ApiError('INVALID_BODY', `url: ${message}.`, { errors: [{ parameter: 'url', message }] });
 }
 
 const isStream = (body: unknown): body is Readable => !!body && typeof (body as Readable).resume === 'function';
