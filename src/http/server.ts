@@ -34,6 +34,7 @@ import { listJobRoutes } from './routes/list';
 import { callbackSecretRoutes } from './routes/callback-secret';
 import { modelRoutes } from './routes/models';
 import { dataDirProblem, operationRoutes } from './routes/operations';
+import { addJsonParser, addRequestChecks, answerExpectations } from './request-checks';
 import { jobRecordSchema } from './schemas';
 
 /** Range accepted for volume_threshold: dBFS of the step level (docs/results.md). */
@@ -116,6 +117,9 @@ export async function createServer(opts: ServerOptions = {}): Promise<AurisServe
   app.addSchema(problemSchema);
   app.addSchema(jobRecordSchema);
   await registerOpenApi(app);
+  addRequestChecks(app);
+  addJsonParser(app);
+  answerExpectations(app.server);
   addAuthentication(app, access);
   const state = { closing: false, listening: false };
   await registerRoutes(app, config, parts, () => readinessProblems(state, config, opts, parts));
@@ -130,7 +134,8 @@ function createFastify(config: Config, opts: ServerOptions): FastifyInstance {
     connectionTimeout: t.connectionMs,
     keepAliveTimeout: t.keepAliveMs,
     requestTimeout: t.requestMs,
-    http: { headersTimeout: Math.min(t.headersMs, t.requestMs), requestTimeout: t.requestMs, maxHeaderSize: MAX_HEADER_BYTES, connectionsCheckingInterval: t.checkIntervalMs },
+    // requireHostHeader: a request without Host is answered by addRequestChecks (problem+json), not by Node (empty body).
+    http: { headersTimeout: Math.min(t.headersMs, t.requestMs), requestTimeout: t.requestMs, maxHeaderSize: MAX_HEADER_BYTES, connectionsCheckingInterval: t.checkIntervalMs, requireHostHeader: false },
     bodyLimit: 1024 * 1024, // JSON bodies; uploads stream under limits.maxUploadBytes
     // X-Forwarded-For only from the configured proxies (TRUST_PROXY, docs/deploy.md); off by default.
     trustProxy: config.trustProxy.length ? config.trustProxy : false,

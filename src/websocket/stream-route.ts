@@ -54,9 +54,16 @@ function wsError(code: ErrorCode, message: string): AurisError {
 }
 
 /** The stream parameters of the query (strings) in the shared StreamParams shape. */
-export function queryParams(query: Record<string, unknown>): StreamParams {
-  for (const [k, v] of Object.entries(query)) {
+/** An API key in the URL is refused before credentials are looked at (it would end up in proxy and access logs). */
+function refuseKeyInUrl(query: Record<string, unknown>): void {
+  for (const k of Object.keys(query)) {
     if (k === 'api_key' || k === 'x-api-key') throw wsError('INVALID_PARAMETER', 'an API key is never accepted in a URL: send the x-api-key header, or a stream token (POST /stream-tokens) as token=');
+  }
+}
+
+export function queryParams(query: Record<string, unknown>): StreamParams {
+  refuseKeyInUrl(query);
+  for (const [k, v] of Object.entries(query)) {
     if (!PARAMS.has(k)) throw wsError('INVALID_PARAMETER', `unknown parameter ${k}; valid: ${[...PARAMS].join(', ')}`);
     if (typeof v !== 'string') throw wsError('INVALID_PARAMETER', `${k} must be given once`);
   }
@@ -195,6 +202,7 @@ export async function websocketStreamRoutes(app: FastifyInstance, opts: StreamRo
     });
     ws.on('close', () => stream?.cancel('disconnected'));
     try {
+      refuseKeyInUrl(req.query as Record<string, unknown>);
       const owner = authenticate(req, opts);
       const params = validateStreamParams(queryParams(req.query as Record<string, unknown>), opts.hub.engine.models(), {
         prefix: '',
