@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { EmbeddedJobStore, openEmbeddedBackends } from '../../src/jobs/embedded';
@@ -63,6 +63,35 @@ describe('poison jobs and malformed storage', () => {
       assert.equal(done.status, 'succeeded', JSON.stringify(done.error));
       await waitFor(() => !existsSync(join(data, 'queue', `${poison}.json`)), 5000, 'the poison queue entry acked');
       await waitFor(async () => (await server.backends.queue.pending()).length === 0, 5000, 'every queue entry acked');
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('a queue entry or job record that is a symbolic link is not followed and its target never logged; a 50 MB entry is not read', async () => {
+    const data = join(dir.path, 'links');
+    const secret = join(dir.path, 'secret.txt');
+    writeFileSync(secret, 'root:x:0:0:SECRET-CONTENT-4711:/root:/bin/bash\n');
+    mkdirSync(join(data, 'queue'), { recursive: true });
+    mkdirSync(join(data, 'jobs'), { recursive: true });
+    const linked = randomUUID();
+    symlinkSync(secret, join(data, 'queue', `${linked}.json`));
+    const linkedRecord = randomUUID();
+    symlinkSync(secret, join(data, 'jobs', `${linkedRecord}.json`));
+    const big = randomUUID();
+    writeFileSync(join(data, 'queue', `${big}.json`), '');
+    truncateSync(join(data, 'queue', `${big}.json`), 50 * 1024 * 1024); // sparse: 50 MB of garbage
+    const logs: string[] = [];
+    const server = await startServer(data, { analyzer: new FakeAnalyzer(), logger: { level: 'warn', stream: { write: (l: string) => void logs.push(l) } } });
+    try {
+      assert.equal((await fetch(`${server.url}/healthz`)).status, 200);
+      const all = logs.join('');
+      assert.doesNotMatch(all, /SECRET-CONTENT|root:x/, 'no content of the link target in the log');
+      assert.match(all, new RegExp(`${linked}\\.json moved aside \\(unreadable: a symbolic link`));
+      assert.match(all, new RegExp(`${big}\\.json moved aside \\(unreadable: 52428800 bytes, over the 65536-byte limit \\(not read\\)`));
+      assert.ok(existsSync(join(data, 'queue', `${linked}.json.corrupt`)));
+      assert.ok(existsSync(join(data, 'jobs', `${linkedRecord}.json.corrupt`)));
+      assert.equal(readFileSync(secret, 'utf8').startsWith('root:x:0:0:SECRET'), true, 'the target is untouched');
     } finally {
       await server.close();
     }
