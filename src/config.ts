@@ -128,6 +128,8 @@ export interface Config {
   maxJobDeliveries: number;
   /** Wait before a failed delivery is retried, ms; doubles with each delivery (at most 5 minutes). */
   jobRetryBackoffMs: number;
+  /** Queued jobs a worker holds ahead to choose from, round-robin between projects (src/jobs/fair-queue.ts). */
+  fairQueueWindow: number;
   limits: Limits;
   /** Live streams (gRPC and WebSocket together; docs/streaming.md). */
   streaming: StreamingConfig;
@@ -179,6 +181,7 @@ export const OPTIONS: readonly OptionDef[] = [
   { path: 'maxJobAttempts', flag: '--max-job-attempts', env: 'MAX_JOB_ATTEMPTS', kind: 'int', min: 1, def: () => 3, doc: 'processing attempts (restarts included) before a job fails with JOB_INTERRUPTED' },
   { path: 'maxJobDeliveries', flag: '--max-job-deliveries', env: 'MAX_JOB_DELIVERIES', kind: 'int', min: 1, def: () => 5, doc: 'embedded mode: deliveries of a job whose processing keeps failing before it fails with PROCESSING_FAILED (distributed: NATS_MAX_DELIVER)' },
   { path: 'jobRetryBackoffMs', flag: '--job-retry-backoff-ms', env: 'JOB_RETRY_BACKOFF_MS', kind: 'int', min: 0, def: () => 1000, doc: 'wait before a failed delivery of a job is retried, ms (doubles each time, at most 5 min)' },
+  { path: 'fairQueueWindow', flag: '--fair-queue-window', env: 'FAIR_QUEUE_WINDOW', kind: 'int', min: 1, def: () => 32, doc: 'queued jobs a worker pulls ahead and serves round-robin between projects (at least CONCURRENCY)' },
   { path: 'limits.maxUploadBytes', flag: '--max-upload-bytes', env: 'MAX_UPLOAD_BYTES', kind: 'int', min: 1, def: () => 15 * MiB, doc: 'direct upload size limit, bytes (413 above)' },
   { path: 'limits.maxAudioDurationSec', flag: '--max-audio-duration', env: 'MAX_AUDIO_DURATION_SECONDS', kind: 'number', min: 1, def: () => 3600, doc: 'audio duration limit over all processed channels, seconds' },
   { path: 'limits.maxResultBytes', flag: '--max-result-bytes', env: 'MAX_RESULT_BYTES', kind: 'int', min: 1, def: () => 30 * MiB, doc: 'JSON result size limit, bytes' },
@@ -187,7 +190,7 @@ export const OPTIONS: readonly OptionDef[] = [
   { path: 'limits.maxOutputPeriodMs', flag: '--max-output-period', env: 'MAX_OUTPUT_PERIOD_MS', kind: 'int', min: 64, def: () => 3_600_000, doc: 'largest accepted output_period, ms (a multiple of 64)' },
   { path: 'limits.rateLimitRps', flag: '--rate-limit-rps', env: 'RATE_LIMIT_RPS', kind: 'number', min: 0.001, def: () => 50, doc: 'per-key sustained request rate on the job endpoints, requests/s' },
   { path: 'limits.rateLimitBurst', flag: '--rate-limit-burst', env: 'RATE_LIMIT_BURST', kind: 'int', min: 1, def: () => 500, doc: 'per-key request burst' },
-  { path: 'limits.maxActiveJobsPerKey', flag: '--max-active-jobs', env: 'MAX_ACTIVE_JOBS_PER_KEY', kind: 'int', min: 1, def: () => 1000, doc: 'per-key limit of unfinished (queued + processing) jobs' },
+  { path: 'limits.maxActiveJobsPerKey', flag: '--max-active-jobs', env: 'MAX_ACTIVE_JOBS_PER_KEY', kind: 'int', min: 1, def: () => 200, doc: 'per-key limit of unfinished (queued + processing) jobs (429 TOO_MANY_ACTIVE_JOBS above)' },
   { path: 'limits.authFailureLimit', flag: '--auth-failure-limit', env: 'AUTH_FAILURE_LIMIT', kind: 'int', min: 1, def: () => 20, doc: 'requests with a missing or wrong API key per client address (IPv6: per /64) and window before 429 TOO_MANY_AUTH_FAILURES' },
   { path: 'limits.authFailureWindowSec', flag: '--auth-failure-window', env: 'AUTH_FAILURE_WINDOW_SECONDS', kind: 'number', min: 1, def: () => 60, doc: 'the failed-authentication window, seconds (the address is refused until it has passed)' },
   { path: 'streaming.maxStreams', flag: '--max-streams', env: 'MAX_STREAMS', kind: 'int', min: 1, def: () => 1000, doc: 'concurrent live streams (gRPC + WebSocket) in this process' },

@@ -19,6 +19,7 @@ import { analysisRequestOf } from './request';
 import { resultsKey, resultsPath } from './service';
 import { isTerminal, type Backends, type JobFinishedEvent, type JobWarning, type QueueMessage, type StoredJob } from './types';
 import { StorageHealth } from './storage-health';
+import { FairJobQueue } from './fair-queue';
 
 export interface WorkerLogger {
   info(obj: object, msg: string): void;
@@ -100,6 +101,8 @@ export class JobWorker {
   private storageFaults = 0;
   /** Storage faults the runs met, for /readyz and the records of waiting jobs (shared with REST by src/http/server.ts). */
   storage = new StorageHealth();
+  /** Round-robin between projects over a window of deliveries pulled ahead (src/jobs/fair-queue.ts). */
+  readonly fair: FairJobQueue;
   private readonly downloader: SourceDownloader;
 
   constructor(
@@ -112,6 +115,14 @@ export class JobWorker {
     downloader?: SourceDownloader,
   ) {
     this.downloader = downloader ?? lazyDownloader(config);
+    const window = config.fairQueueWindow ?? 32;
+    this.fair = new FairJobQueue(backends.queue, (id) => this.projectOf(id), Math.max(window, config.concurrency));
+  }
+
+  /** The scheduling unit of a job: its owner's organization and project. */
+  private async projectOf(jobId: string): Promise<string> {
+    const owner = (await this.backends.jobs.get(jobId))?.value.owner;
+    return owner ? `${owner.organization_id}/${owner.project_id}` : '';
   }
 
   get isRunning(): boolean {
@@ -132,6 +143,7 @@ export class JobWorker {
     this.stopController.abort();
     for (const c of this.running.values()) c.abort(new Shutdown('shutdown'));
     await Promise.all(this.loops.splice(0));
+    await this.fair.release();
   }
 
   /** Stops a job of this process at once (it was deleted). */
@@ -149,7 +161,7 @@ export class JobWorker {
     while (!signal.aborted) {
       let msg: QueueMessage | null;
       try {
-        msg = await this.backends.queue.pull(signal);
+        msg = await this.fair.pull(signal);
       } catch (err) {
         this.log.error({ err }, 'queue pull failed');
         await new Promise((r) => setTimeout(r, 1000));

@@ -403,6 +403,37 @@ export function backendBehaviour(name: string, harness: () => BackendHarness, op
       dir.cleanup();
     });
 
+    it('serves projects round-robin (CONCURRENCY=1): one job of project B queued behind six of project A runs third, not seventh', async () => {
+      const fair = harness();
+      const fairDir = tempDir('auris-fair-');
+      const gated = new FakeAnalyzer();
+      gated.gated = true;
+      const s = await startServer(fairDir.path, { analyzer: gated, backends: await fair.open(), config: { concurrency: 1 } });
+      try {
+        const ids: string[] = [];
+        for (let i = 0; i < 6; i++) ids.push(((await (await createJob(s, KEY_A, {})).json()) as JobJson).job_id);
+        const b = ((await (await createJob(s, KEY_B, {})).json()) as JobJson).job_id;
+        // Every delivery is held by the worker before the first job may go on.
+        await waitFor(() => gated.running === 1 && Object.values(s.worker.fair.heldByProject()).reduce((x, y) => x + y, 0) === 6, 10_000, 'six held');
+        await waitFor(async () => {
+          gated.release();
+          const status = async (key: string, id: string): Promise<string> => ((await (await api(s, key)(`/file-processing/jobs/${id}`)).json()) as JobJson).status;
+          const done = await Promise.all([status(KEY_B, b), ...ids.map((id) => status(KEY_A, id))]);
+          return done.every((st) => st === 'succeeded') ? true : null;
+        }, 30_000, 'all seven analysed');
+        // One job at a time: the start times give the order they ran in.
+        const started = async (key: string, id: string) => ({ id, at: ((await (await api(s, key)(`/file-processing/jobs/${id}`)).json()) as { started_at: string }).started_at });
+        const runs = [...(await Promise.all(ids.map((id) => started(KEY_A, id)))), await started(KEY_B, b)].sort((x, y) => x.at.localeCompare(y.at));
+        assert.equal(runs.findIndex((r) => r.id === b), 2, runs.map((r) => (r.id === b ? 'B' : 'A')).join(''));
+      } finally {
+        gated.gated = false;
+        gated.release();
+        await s.close();
+        await fair.cleanup();
+        fairDir.cleanup();
+      }
+    });
+
     it('runs an upload job to success: record, results, one callback with the record as body', async () => {
       const receiver = await startReceiver();
       try {
