@@ -4,7 +4,8 @@
  * long job another project had queued. The worker therefore takes its jobs from a window of
  * up to `window` deliveries pulled ahead from the queue, grouped by project (organization and
  * project of the job's owner), and serves the projects round-robin: each pull returns the
- * oldest held job of the next project in turn that has one.
+ * oldest held job of the project served least recently (one never served first), so a
+ * project's first job runs as soon as the job already running ends.
  *
  * Held deliveries stay owned by this worker (heartbeats keep JetStream from redelivering them);
  * on stop they are given back uncounted. The window bounds what one worker keeps from the
@@ -28,9 +29,11 @@ function wake(signal: AbortSignal, register: (resolve: () => void) => void): Pro
 }
 
 export class FairJobQueue {
+  /** Held deliveries per project, in the order the projects arrived. */
   private readonly held = new Map<string, QueueMessage[]>();
-  /** Projects in the order they are served; the head is served next. */
-  private readonly turn: string[] = [];
+  /** When each project was last served (a counter); bounded, cleared when it grows large. */
+  private readonly served = new Map<string, number>();
+  private serves = 0;
   private count = 0;
   private readonly waiters: Array<() => void> = [];
   private roomWaiter: (() => void) | null = null;
@@ -67,7 +70,6 @@ export class FairJobQueue {
     this.heartbeat = null;
     const all = [...this.held.values()].flat();
     this.held.clear();
-    this.turn.length = 0;
     this.count = 0;
     await Promise.all(all.map((m) => m.nak({ counted: false }).catch(() => undefined)));
     await this.filling;
@@ -101,21 +103,26 @@ export class FairJobQueue {
     if (!list) {
       list = [];
       this.held.set(project, list);
-      this.turn.push(project);
     }
     list.push(msg);
     this.count++;
     this.waiters.shift()?.();
   }
 
-  /** The oldest job of the project whose turn it is; that project goes to the back of the turn. */
+  /** The oldest job of the held project served least recently (never served: first, by arrival). */
   private take(): QueueMessage {
-    const project = this.turn.shift()!;
+    let project = '';
+    let oldest = Infinity;
+    for (const p of this.held.keys()) {
+      const at = this.served.get(p) ?? -1;
+      if (at < oldest) [project, oldest] = [p, at];
+    }
     const list = this.held.get(project)!;
     const msg = list.shift()!;
     this.count--;
-    if (list.length) this.turn.push(project);
-    else this.held.delete(project);
+    if (!list.length) this.held.delete(project);
+    if (this.served.size > 100_000) this.served.clear();
+    this.served.set(project, ++this.serves);
     const room = this.roomWaiter;
     this.roomWaiter = null;
     room?.();
