@@ -112,7 +112,7 @@ export async function createServer(opts: ServerOptions = {}): Promise<AurisServe
   const access = accessControl(config, app);
   const parts = await buildServices(config, opts, app);
   await recoverJobs(parts, app);
-  addProblemHandlers(app, parts.worker.storage);
+  addProblemHandlers(app);
   await registerSecurityHeaders(app, config);
   app.addSchema(problemSchema);
   app.addSchema(jobRecordSchema);
@@ -226,13 +226,11 @@ async function recoverJobs({ backends, sweeper }: Services, app: FastifyInstance
   await sweeper.sweep();
 }
 
-/** Errors: every one as application/problem+json with a stable code; the job store's faults also go to `storage` (/readyz). */
-function addProblemHandlers(app: FastifyInstance, storage: StorageHealth): void {
+/** Errors: every one as application/problem+json with a stable code. */
+function addProblemHandlers(app: FastifyInstance): void {
   app.setErrorHandler((err: FastifyError | ApiError, req, reply) => {
     // Ours as thrown; the job store's faults and Fastify's own errors translated (foreign-errors.ts).
-    const storeFault = err instanceof ApiError ? undefined : fromStoreFault(err);
-    if (storeFault) storage.failed(err);
-    const apiErr = err instanceof ApiError ? err : storeFault ?? fromFastifyError(err, mediaTypeOf(req.headers['content-type']));
+    const apiErr = err instanceof ApiError ? err : fromStoreFault(err) ?? fromFastifyError(err, mediaTypeOf(req.headers['content-type']));
     if (apiErr.status >= 500) {
       // A client that reset its request is no server fault: no stack trace at error level.
       if (req.raw.destroyed || req.socket?.destroyed) req.log.debug({ err: err.message }, 'request failed after the client left');
@@ -240,10 +238,6 @@ function addProblemHandlers(app: FastifyInstance, storage: StorageHealth): void 
     }
     if (apiErr.retryAfter !== undefined) void reply.header('retry-after', String(apiErr.retryAfter));
     return reply.code(apiErr.status).type(PROBLEM_CONTENT_TYPE).send(JSON.stringify(apiErr.toProblem(req.url.split('?')[0])));
-  });
-  // A job stored: the store takes writes again.
-  app.addHook('onResponse', async (req, reply) => {
-    if (reply.statusCode === 201 && req.method === 'POST') storage.succeeded();
   });
   app.setNotFoundHandler((req, reply) => {
     const e = new ApiError('NOT_FOUND', `No route ${req.method} ${req.url.split('?')[0]}.`);

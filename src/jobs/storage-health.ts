@@ -1,22 +1,24 @@
 /**
- * Whether the job store can be written, as the service last found it. A probe write of a few
+ * Whether the job store can be written, as the worker last found it. A probe write of a few
  * bytes (src/http/routes/operations.ts) still succeeds on a disk that is nearly full while a
- * job's results or an upload do not fit: so readiness also reports a storage fault that a job or
- * a request met and that no successful write has cleared since, and the API tells the owner of
- * a queued job why it waits (docs/reliability.md).
+ * job's results do not fit: so readiness also reports a storage fault that a job met and that
+ * no later job has cleared (jobs wait for it: the worker retries them with backoff), and the
+ * API tells the owner of a queued job why it waits (docs/reliability.md). A request that meets
+ * a fault is answered 503 with Retry-After and leaves readiness to the probe: with no job
+ * waiting, nothing would clear it once space returns.
  */
 import { errorCode, storageErrno } from '../errors';
 
 export class StorageHealth {
   private fault: { errno: string; since: string } | null = null;
 
-  /** A write of the job store failed with a storage fault (a storage errno, or NATS unreachable). */
+  /** A job's write failed with a storage fault (a storage errno, or NATS unreachable). */
   failed(err: unknown): void {
     const errno = storageErrno(err) ?? errorCode(err) ?? 'UNAVAILABLE';
     if (this.fault?.errno !== errno) this.fault = { errno, since: new Date().toISOString() };
   }
 
-  /** A job was stored or finished: the store takes writes again. */
+  /** A job was run through: the store takes writes again. */
   succeeded(): void {
     this.fault = null;
   }
