@@ -23,6 +23,7 @@ import { createServer, type AurisServer, type ServerOptions } from './http/serve
 import { InferenceEngine } from './inference/engine';
 import { STREAM_DISPATCH_INTERVAL_MS, StreamHub, type StreamLimits } from './streaming/hub';
 import { StreamTokens } from './streaming/tokens';
+import { websocketErrorHandler } from './websocket/socket-errors';
 import { websocketStreamRoutes } from './websocket/stream-route';
 
 export interface StreamingOptions extends Partial<StreamLimits> {
@@ -88,15 +89,21 @@ export async function startApp(opts: AppOptions = {}): Promise<AurisApp> {
       tokens = new StreamTokens(config.streaming.tokenTtlSec);
       await app.register(fastifyWebsocket, {
         options: { maxPayload: 4 * 1024 * 1024 },
-        // A client that drops its connection is not a server error.
-        errorHandler: (err, socket) => {
-          log.debug?.({ err }, 'websocket error');
-          socket.terminate();
-        },
+        // A client that drops its connection is not a server error; a protocol error keeps its close code (1009 ...).
+        errorHandler: websocketErrorHandler(log),
       });
       await app.register(websocketStreamRoutes, { hub, keys: rest.keys, tokens, authThrottle: rest.authThrottle });
       await app.register(streamTokenRoutes, { tokens });
-      if (streaming.grpc !== false) grpc = await AnalysisGrpcServer.create({ keys: rest.keys, hub, shutdownGraceMs: graceMs, authThrottle: rest.authThrottle });
+      if (streaming.grpc !== false) {
+        grpc = await AnalysisGrpcServer.create({
+          keys: rest.keys,
+          hub,
+          shutdownGraceMs: graceMs,
+          authThrottle: rest.authThrottle,
+          connections: config.grpc,
+          idleConnectionMs: config.grpc.idleTimeoutMs,
+        });
+      }
     }
     await rest.listen();
     if (grpc) {

@@ -4,6 +4,7 @@
  * OPTIONS below with its flag, env var, default and meaning; docs/api.md mirrors it.
  */
 import { readFileSync } from 'node:fs';
+import { isIP } from 'node:net';
 import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
 import { parseCallbackSecrets } from './callbacks/signing';
@@ -83,6 +84,18 @@ export interface StreamingConfig {
   tokenTtlSec: number;
 }
 
+/** Connections to the gRPC port (src/grpc/connections.ts). */
+export interface GrpcConnectionConfig {
+  /** Open gRPC connections in total (default: a quarter of the descriptor limit). */
+  maxConnections: number;
+  /** Open gRPC connections per client address (IPv6: per /64). */
+  maxConnectionsPerAddress: number;
+  /** A connection must send the HTTP/2 preface within this, ms. */
+  handshakeTimeoutMs: number;
+  /** A connection with no call for this long is closed, ms. */
+  idleTimeoutMs: number;
+}
+
 export interface Config {
   host: string;
   port: number;
@@ -115,13 +128,18 @@ export interface Config {
   maxJobDeliveries: number;
   /** Wait before a failed delivery is retried, ms; doubles with each delivery (at most 5 minutes). */
   jobRetryBackoffMs: number;
+  /** Queued jobs a worker holds ahead to choose from, round-robin between projects (src/jobs/fair-queue.ts). */
+  fairQueueWindow: number;
   limits: Limits;
   /** Live streams (gRPC and WebSocket together; docs/streaming.md). */
   streaming: StreamingConfig;
+  grpc: GrpcConnectionConfig;
   callbacks: CallbackConfig;
   download: DownloadConfig;
   /** Browser origins allowed to call the API (CORS); empty: none, `*`: any. */
   corsOrigins: string[];
+  /** Reverse proxies whose X-Forwarded-For is believed (addresses, CIDR ranges, or loopback/linklocal/uniquelocal); empty: none. */
+  trustProxy: string[];
   logLevel: string;
 }
 
@@ -163,6 +181,7 @@ export const OPTIONS: readonly OptionDef[] = [
   { path: 'maxJobAttempts', flag: '--max-job-attempts', env: 'MAX_JOB_ATTEMPTS', kind: 'int', min: 1, def: () => 3, doc: 'processing attempts (restarts included) before a job fails with JOB_INTERRUPTED' },
   { path: 'maxJobDeliveries', flag: '--max-job-deliveries', env: 'MAX_JOB_DELIVERIES', kind: 'int', min: 1, def: () => 5, doc: 'embedded mode: deliveries of a job whose processing keeps failing before it fails with PROCESSING_FAILED (distributed: NATS_MAX_DELIVER)' },
   { path: 'jobRetryBackoffMs', flag: '--job-retry-backoff-ms', env: 'JOB_RETRY_BACKOFF_MS', kind: 'int', min: 0, def: () => 1000, doc: 'wait before a failed delivery of a job is retried, ms (doubles each time, at most 5 min)' },
+  { path: 'fairQueueWindow', flag: '--fair-queue-window', env: 'FAIR_QUEUE_WINDOW', kind: 'int', min: 1, def: () => 32, doc: 'queued jobs a worker pulls ahead and serves round-robin between projects (at least CONCURRENCY)' },
   { path: 'limits.maxUploadBytes', flag: '--max-upload-bytes', env: 'MAX_UPLOAD_BYTES', kind: 'int', min: 1, def: () => 15 * MiB, doc: 'direct upload size limit, bytes (413 above)' },
   { path: 'limits.maxAudioDurationSec', flag: '--max-audio-duration', env: 'MAX_AUDIO_DURATION_SECONDS', kind: 'number', min: 1, def: () => 3600, doc: 'audio duration limit over all processed channels, seconds' },
   { path: 'limits.maxResultBytes', flag: '--max-result-bytes', env: 'MAX_RESULT_BYTES', kind: 'int', min: 1, def: () => 30 * MiB, doc: 'JSON result size limit, bytes' },
@@ -171,7 +190,7 @@ export const OPTIONS: readonly OptionDef[] = [
   { path: 'limits.maxOutputPeriodMs', flag: '--max-output-period', env: 'MAX_OUTPUT_PERIOD_MS', kind: 'int', min: 64, def: () => 3_600_000, doc: 'largest accepted output_period, ms (a multiple of 64)' },
   { path: 'limits.rateLimitRps', flag: '--rate-limit-rps', env: 'RATE_LIMIT_RPS', kind: 'number', min: 0.001, def: () => 50, doc: 'per-key sustained request rate on the job endpoints, requests/s' },
   { path: 'limits.rateLimitBurst', flag: '--rate-limit-burst', env: 'RATE_LIMIT_BURST', kind: 'int', min: 1, def: () => 500, doc: 'per-key request burst' },
-  { path: 'limits.maxActiveJobsPerKey', flag: '--max-active-jobs', env: 'MAX_ACTIVE_JOBS_PER_KEY', kind: 'int', min: 1, def: () => 1000, doc: 'per-key limit of unfinished (queued + processing) jobs' },
+  { path: 'limits.maxActiveJobsPerKey', flag: '--max-active-jobs', env: 'MAX_ACTIVE_JOBS_PER_KEY', kind: 'int', min: 1, def: () => 200, doc: 'per-key limit of unfinished (queued + processing) jobs (429 TOO_MANY_ACTIVE_JOBS above)' },
   { path: 'limits.authFailureLimit', flag: '--auth-failure-limit', env: 'AUTH_FAILURE_LIMIT', kind: 'int', min: 1, def: () => 20, doc: 'requests with a missing or wrong API key per client address (IPv6: per /64) and window before 429 TOO_MANY_AUTH_FAILURES' },
   { path: 'limits.authFailureWindowSec', flag: '--auth-failure-window', env: 'AUTH_FAILURE_WINDOW_SECONDS', kind: 'number', min: 1, def: () => 60, doc: 'the failed-authentication window, seconds (the address is refused until it has passed)' },
   { path: 'streaming.maxStreams', flag: '--max-streams', env: 'MAX_STREAMS', kind: 'int', min: 1, def: () => 1000, doc: 'concurrent live streams (gRPC + WebSocket) in this process' },
@@ -179,6 +198,10 @@ export const OPTIONS: readonly OptionDef[] = [
   { path: 'streaming.configTimeoutMs', flag: '--stream-config-timeout-ms', env: 'STREAM_CONFIG_TIMEOUT_MS', kind: 'int', min: 100, def: () => 10_000, doc: 'a gRPC stream must send its config within this, ms (IDLE_TIMEOUT)' },
   { path: 'streaming.idleTimeoutMs', flag: '--stream-idle-timeout-ms', env: 'STREAM_IDLE_TIMEOUT_MS', kind: 'int', min: 0, def: () => 30_000, doc: 'a live stream that sends no audio this long ends with IDLE_TIMEOUT, ms (0: never)' },
   { path: 'streaming.tokenTtlSec', flag: '--stream-token-ttl', env: 'STREAM_TOKEN_TTL_SECONDS', kind: 'int', min: 1, def: () => 60, doc: 'lifetime of a single-use stream token (POST /stream-tokens), seconds' },
+  { path: 'grpc.maxConnections', flag: '--grpc-max-connections', env: 'GRPC_MAX_CONNECTIONS', kind: 'int', min: 1, def: () => defaultGrpcConnections(), doc: 'open connections to the gRPC port in total (default: a quarter of the open-file limit, at most 10000); silent ones make room for new ones' },
+  { path: 'grpc.maxConnectionsPerAddress', flag: '--grpc-max-connections-per-address', env: 'GRPC_MAX_CONNECTIONS_PER_ADDRESS', kind: 'int', min: 1, def: () => 64, doc: 'open connections to the gRPC port per client address (IPv6: per /64)' },
+  { path: 'grpc.handshakeTimeoutMs', flag: '--grpc-handshake-timeout-ms', env: 'GRPC_HANDSHAKE_TIMEOUT_MS', kind: 'int', min: 100, def: () => 10_000, doc: 'a gRPC connection that has not sent the HTTP/2 preface within this is closed, ms' },
+  { path: 'grpc.idleTimeoutMs', flag: '--grpc-idle-timeout-ms', env: 'GRPC_IDLE_TIMEOUT_MS', kind: 'int', min: 100, def: () => 300_000, doc: 'a gRPC connection without a call for this long is closed (GOAWAY), ms' },
   { path: 'callbacks.timeoutMs', flag: '--callback-timeout-ms', env: 'CALLBACK_TIMEOUT_MS', kind: 'int', min: 1, def: () => 10_000, doc: 'callback attempt timeout, ms' },
   { path: 'callbacks.retries', flag: '--callback-retries', env: 'CALLBACK_RETRIES', kind: 'int', min: 0, def: () => 3, doc: 'callback retries after 5xx / timeout / network error' },
   { path: 'callbacks.backoffMs', flag: '--callback-backoff-ms', env: 'CALLBACK_BACKOFF_MS', kind: 'int', min: 0, def: () => 1000, doc: 'first callback retry delay, ms (doubles each retry)' },
@@ -191,8 +214,25 @@ export const OPTIONS: readonly OptionDef[] = [
   { path: 'download.connectTimeoutMs', flag: '--download-connect-timeout-ms', env: 'DOWNLOAD_CONNECT_TIMEOUT_MS', kind: 'int', min: 1, def: () => 10_000, doc: 'URL download connect timeout (TCP + TLS), ms' },
   { path: 'download.urlAllowlist', flag: '--url-allowlist', env: 'URL_ALLOWLIST', kind: 'list', def: () => [], doc: 'comma-separated hosts / CIDR ranges (hosts and addresses may name a :port) that downloads and callbacks may reach although private (on-prem)' },
   { path: 'corsOrigins', flag: '--cors-origins', env: 'CORS_ORIGINS', kind: 'list', def: () => [], doc: 'comma-separated browser origins allowed to call the API (CORS), * for any; unset: none' },
+  { path: 'trustProxy', flag: '--trust-proxy', env: 'TRUST_PROXY', kind: 'list', def: () => [], doc: 'comma-separated addresses / CIDR ranges (or loopback, linklocal, uniquelocal) of reverse proxies whose X-Forwarded-For names the client address (throttling, logs); unset: X-Forwarded-For is ignored' },
   { path: 'logLevel', flag: '--log-level', env: 'LOG_LEVEL', kind: 'string', def: () => 'info', doc: 'fatal, error, warn, info, debug, trace or silent' },
 ];
+
+/** The soft open-file limit of this process (Linux /proc), or undefined where it cannot be read. */
+export function openFileLimit(): number | undefined {
+  try {
+    const m = /^Max open files\s+(\d+)/m.exec(readFileSync('/proc/self/limits', 'utf8'));
+    return m ? Number(m[1]) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** A quarter of the descriptors for gRPC connections: the rest stays for REST, job files and models. */
+function defaultGrpcConnections(): number {
+  const limit = openFileLimit() ?? 1024;
+  return Math.max(16, Math.min(10_000, Math.floor(limit / 4)));
+}
 
 export class ConfigError extends Error {
   override name = 'ConfigError';
@@ -314,6 +354,9 @@ export function loadConfig(argv: readonly string[] = [], env: NodeJS.ProcessEnv 
   for (const o of config.corsOrigins) {
     if (o !== '*' && !isOrigin(o)) throw new ConfigError(`CORS_ORIGINS: ${JSON.stringify(o)} is not an origin (scheme://host[:port]) or *`);
   }
+  for (const p of config.trustProxy) {
+    if (!isProxySpec(p)) throw new ConfigError(`TRUST_PROXY: ${JSON.stringify(p)} is not an address, a CIDR range, loopback, linklocal or uniquelocal`);
+  }
   if (config.limits.maxOutputPeriodMs % 64 !== 0) throw new ConfigError('MAX_OUTPUT_PERIOD_MS must be a multiple of 64');
   if (!['api', 'worker', 'all'].includes(config.role)) throw new ConfigError(`ROLE must be api, worker or all (got ${JSON.stringify(config.role)})`);
   if (config.role !== 'all' && !config.natsUrl) throw new ConfigError(`role ${config.role} needs distributed mode: set --nats / NATS_URL`);
@@ -323,6 +366,16 @@ export function loadConfig(argv: readonly string[] = [], env: NodeJS.ProcessEnv 
     seen.add(k.key);
   }
   return config;
+}
+
+/** An entry of TRUST_PROXY: what Fastify's trustProxy (proxy-addr) accepts, checked here so a typo fails at start. */
+function isProxySpec(s: string): boolean {
+  if (['loopback', 'linklocal', 'uniquelocal'].includes(s)) return true;
+  const [addr, bits, ...rest] = s.split('/');
+  if (rest.length || !addr || isIP(addr) === 0) return false;
+  if (bits === undefined) return true;
+  const max = isIP(addr) === 4 ? 32 : 128;
+  return /^\d{1,3}$/.test(bits) && Number(bits) <= max;
 }
 
 function isOrigin(s: string): boolean {

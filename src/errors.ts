@@ -52,6 +52,7 @@ export const ERRORS = {
   RATE_LIMITED: { message: 'Too many requests', http: 429 },
   TOO_MANY_AUTH_FAILURES: { message: 'Too many failed authentications', http: 429, grpc: 'RESOURCE_EXHAUSTED', ws: 4429 },
   TOO_MANY_ACTIVE_JOBS: { message: 'Too many unfinished jobs', http: 429 },
+  EXPECTATION_FAILED: { message: 'Expectation failed', http: 417 },
   HEADERS_TOO_LARGE: { message: 'Request header fields too large', http: 431 },
   INTERNAL_ERROR: { message: 'Internal error', http: 500 },
   SERVICE_UNAVAILABLE: { message: 'Service unavailable', http: 503 },

@@ -10,7 +10,10 @@
  *
  *   npm run bench:load -- [--rounds 3] [--seconds 30] [--idle 10] [--clients 8] [--streams 2]
  *                         [--max-jobs 200] [--audio 4] [--malloc-arena-max N]
+ *                         [--fair-long 15] [--fair-minutes 20]
  *
+ * Then the fairness scenario of bench/load/fair.ts (project B's small job behind project A's
+ * --fair-long jobs of --fair-minutes minutes of audio, CONCURRENCY=1; --fair-long 0 skips it).
  * (--seconds and --max-jobs are per round; --malloc-arena-max sets MALLOC_ARENA_MAX for the
  * server.) Records throughput, p50/p99 per endpoint, errors by code, peak RSS (VmHWM) and the
  * per-round idle samples into bench/out/load-mixed.json (docs/reliability.md). Exit code 0 only
@@ -23,6 +26,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createClient, openAnalyzeStream } from '../../src/grpc/client';
+import { runFairness } from './fair';
 
 const ROOT = resolve(__dirname, '..', '..', '..');
 const KEY = 'load-mixed-key-0001';
@@ -249,6 +253,10 @@ async function main(): Promise<void> {
   const rssLimit = (roundSamples[0]?.rssMb ?? 0) * 1.1;
   const rssOk = roundSamples.every((s) => s.rssMb <= rssLimit);
 
+  // Fair scheduling between projects (bench/load/fair.ts), on a server of its own; --fair-long 0 skips it.
+  const fairLong = arg('fair-long', 15);
+  const fairness = fairLong > 0 ? await runFairness(fairLong, arg('fair-minutes', 20)) : null;
+
   const requests = Object.values(lat).reduce((n, xs) => n + xs.length, 0);
   const lost = [...accepted].filter((id) => !finished.has(id));
   const failed = [...finished.values()].filter((s) => s !== 'succeeded').length;
@@ -274,8 +282,11 @@ async function main(): Promise<void> {
       rssOk,
     },
     serverExitCode: code,
+    fairness,
   };
-  const ok = lost.length === 0 && failed === 0 && heapOk && rssOk && code === 0;
+  // Fair: project B's one job ran after at most one of project A's jobs (the one already running).
+  const fairOk = !fairness || fairness.smallJobRanAfterLongJobs <= 1;
+  const ok = lost.length === 0 && failed === 0 && heapOk && rssOk && code === 0 && fairOk;
   console.log(JSON.stringify(summary, null, 2));
   console.log(ok ? 'OK' : 'FAILED');
   mkdirSync(join(ROOT, 'bench', 'out'), { recursive: true });

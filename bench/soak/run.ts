@@ -7,24 +7,31 @@
  *  - a URL-job client: good URLs, a 404 and a closed port (expected DOWNLOAD_FAILED);
  *  - callbacks that fail: a receiver answering 500, one that hangs past the callback timeout,
  *    a closed port; a quarter of the callbacks succeed;
- *  - a gRPC client whose streams idle between chunks.
+ *  - a gRPC client whose streams idle between chunks;
+ *  - an attacker holding --silent-grpc (1,000) silent TCP connections to the gRPC port, spread
+ *    over 16 addresses (127.0.0.2-17), each reopened 1 s after the server closes it;
+ *  - a keyless flood: --flood-rps requests per second without an API key from 127.0.0.100.
  *
+ * The good key's job creations are timed (p50/p99 of POST /file-processing/jobs; creations that
+ * overlap a restart are reported apart: they wait for the restart).
  * At the end every accepted job is polled until it is finished and accounted for: succeeded,
  * failed with the expected code, or not (unexpected failure, lost). Memory: the server is
  * started with --expose-gc and the bench's debug-only preload (bench/load/mem-hook.ts);
  * every `--sample` seconds it is sent SIGUSR2 and reports process.memoryUsage() after a full
- * GC. Verdict: no job lost or failed unexpectedly, and RSS after GC flat (the median of the
+ * GC. Verdict: no job lost or failed unexpectedly, p99 of the good key's job creation under
+ * 200 ms, and RSS after GC flat (the median of the
  * last third of the samples within 15% + 10 MiB of the median of the first third, each process
  * life's first sample after its warm-up excluded).
  *
- *   npm run bench:soak -- [--minutes 30] [--restart-every 300] [--uploaders 2] [--pause 2]
- *                         [--sample 60] [--audio 4]
+ *   npm run bench:soak -- [--minutes 30] [--restart-every 300 (0: never)] [--uploaders 2] [--pause 2]
+ *                         [--sample 60] [--audio 4] [--silent-grpc 1000] [--flood-rps 50]
  *
  * Writes bench/out/soak.json. Run it under `nice` on a shared machine.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { createServer as createHttpServer, type Server } from 'node:http';
-import { createServer as createTcpServer, type AddressInfo } from 'node:net';
+import { request as httpRequest } from 'node:http';
+import { connect, createServer as createTcpServer, type AddressInfo } from 'node:net';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -111,6 +118,56 @@ class ServerProcess {
   }
 }
 
+/** Silent TCP connections to the gRPC port from 16 addresses, each reopened 1 s after it is closed, until `end`. */
+function silentAttacker(port: number, total: number, end: number): { opened: number; closedByServer: number; done: Promise<void> } {
+  const stats = { opened: 0, closedByServer: 0, done: Promise.resolve() };
+  const slot = (i: number): Promise<void> =>
+    new Promise((resolve) => {
+      const open = (): void => {
+        if (Date.now() >= end) return resolve();
+        const socket = connect({ host: '127.0.0.1', port, localAddress: `127.0.0.${2 + (i % 16)}` });
+        stats.opened++;
+        socket.on('error', () => undefined);
+        socket.resume();
+        const stop = setTimeout(() => socket.destroy(), Math.max(0, end - Date.now()));
+        socket.on('close', () => {
+          clearTimeout(stop);
+          if (Date.now() < end) stats.closedByServer++;
+          setTimeout(open, 1000);
+        });
+      };
+      open();
+    });
+  stats.done = Promise.all(Array.from({ length: total }, (_, i) => slot(i))).then(() => undefined);
+  return stats;
+}
+
+/** Keyless requests from 127.0.0.100 at `rps` until `end`; answers counted by status. */
+async function keylessFlood(url: string, rps: number, end: number, statuses: Record<string, number>): Promise<void> {
+  const u = new URL(url);
+  const one = (): Promise<void> =>
+    new Promise((resolve) => {
+      const req = httpRequest({ host: u.hostname, port: u.port, path: '/file-processing/jobs', localAddress: '127.0.0.100', agent: false }, (res) => {
+        count(statuses, String(res.statusCode));
+        res.resume();
+        res.on('end', resolve);
+      });
+      req.on('error', () => {
+        count(statuses, 'network');
+        resolve();
+      });
+      req.end();
+    });
+  const inFlight = new Set<Promise<void>>();
+  while (rps > 0 && Date.now() < end) {
+    const p = one();
+    inFlight.add(p);
+    void p.then(() => inFlight.delete(p));
+    await sleep(1000 / rps);
+  }
+  await Promise.all(inFlight);
+}
+
 interface Tracked {
   kind: 'upload' | 'url-ok' | 'url-404' | 'url-closed';
   callback: string;
@@ -123,6 +180,8 @@ async function main(): Promise<void> {
   const pauseSec = arg('pause', 2);
   const sampleSec = arg('sample', 60);
   const audioSec = arg('audio', 4);
+  const silentGrpc = arg('silent-grpc', 1000);
+  const floodRps = arg('flood-rps', 50);
   const dir = mkdtempSync(join(tmpdir(), 'auris-soak-'));
   const wav = join(dir, 'in.wav');
   execFileSync('sox', ['-n', '-r', '16000', '-c', '1', '-b', '16', wav, 'synth', String(audioSec / 2), 'sine', '300', ':', 'synth', String(audioSec / 2), 'pinknoise', 'vol', '0.3']);
@@ -165,6 +224,11 @@ async function main(): Promise<void> {
   const tracked = new Map<string, Tracked>();
   const httpErrors: Record<string, number> = {};
   const grpcStatus: Record<string, number> = {};
+  const floodStatus: Record<string, number> = {};
+  const createMs: number[] = [];
+  /** Job creations that overlapped a restart (their wait is the restart's, not the service's). */
+  const createMsInRestart: number[] = [];
+  let restarting = false;
   let n = 0;
   const t0 = Date.now();
   const end = t0 + minutes * 60_000;
@@ -181,7 +245,10 @@ async function main(): Promise<void> {
             body: JSON.stringify({ url: kind === 'url-ok' ? `${filesUrl}/a.wav` : kind === 'url-404' ? `${filesUrl}/missing.wav` : `${closedUrl}/a.wav` }),
           };
     try {
+      const started = performance.now();
+      const duringRestart = restarting;
       const res = await fetch(`${url}/file-processing/jobs?${q}`, init);
+      if (res.status === 201 && kind === 'upload') (duringRestart || restarting ? createMsInRestart : createMs).push(performance.now() - started);
       if (res.status === 201) tracked.set(((await res.json()) as { job_id: string }).job_id, { kind, callback });
       else count(httpErrors, `POST ${res.status}`);
     } catch {
@@ -240,19 +307,22 @@ async function main(): Promise<void> {
           console.error(`sample failed: ${(e as Error).message}`);
         }
       }
-      if (Date.now() - lifeStarted >= restartEverySec * 1000 && end - Date.now() > 60_000) {
+      if (restartEverySec > 0 && Date.now() - lifeStarted >= restartEverySec * 1000 && end - Date.now() > 60_000) {
         const signal = restarts.length % 2 === 0 ? 'SIGTERM' : 'SIGKILL';
+        restarting = true;
         const exitCode = await server.stop(signal);
         restarts.push({ atSec: Math.round((Date.now() - t0) / 1000), signal, exitCode });
         console.error(`restart ${restarts.length} (${signal}, exit ${exitCode}) at ${restarts[restarts.length - 1]!.atSec} s; jobs so far ${tracked.size}`);
         await server.start();
+        restarting = false;
         life++;
         lifeStarted = Date.now();
       }
     }
   };
 
-  await Promise.all([...Array.from({ length: uploaders }, uploader), urlClient(), streamer(), supervisor()]);
+  const attacker = silentAttacker(grpcPort, silentGrpc, end);
+  await Promise.all([...Array.from({ length: uploaders }, uploader), urlClient(), streamer(), supervisor(), keylessFlood(url, floodRps, end, floodStatus), attacker.done]);
   const loadSec = (Date.now() - t0) / 1000;
 
   // Account for every accepted job.
@@ -298,9 +368,22 @@ async function main(): Promise<void> {
   const firstRss = median(steady.slice(0, third).map((s) => s.rssMb));
   const lastRss = median(steady.slice(-third).map((s) => s.rssMb));
   const rssFlat = steady.length >= 2 && lastRss <= firstRss * 1.15 + 10;
+  const sorted = [...createMs].sort((a, b) => a - b);
+  const pct = (p: number): number => +(sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN).toFixed(1);
+  const createLatency = {
+    n: sorted.length,
+    p50: pct(50),
+    p99: pct(99),
+    max: +(sorted[sorted.length - 1] ?? NaN).toFixed(1),
+    over200Ms: sorted.filter((ms) => ms >= 200).length,
+    slowest: sorted.slice(-5).map((ms) => +ms.toFixed(1)),
+    overlappingARestart: { n: createMsInRestart.length, maxMs: +Math.max(0, ...createMsInRestart).toFixed(1) },
+  };
   const summary = {
     when: new Date().toISOString(),
-    settings: { minutes, restartEverySec, uploaders, pauseSec, sampleSec, audioSec, concurrency: 1 },
+    settings: { minutes, restartEverySec, uploaders, pauseSec, sampleSec, audioSec, concurrency: 1, silentGrpc, floodRps },
+    goodKeyCreateMs: createLatency,
+    attack: { silentGrpcOpened: attacker.opened, silentGrpcClosedByServer: attacker.closedByServer, keylessFloodStatuses: floodStatus },
     loadSec: Math.round(loadSec),
     jobs: { accepted: tracked.size, outcome, unexpected: unexpected.slice(0, 20), unexpectedCount: unexpected.length },
     callbacks: { receivedByPath: callbacksSeen, finalStateByTarget: callbackStates },
@@ -310,7 +393,7 @@ async function main(): Promise<void> {
     memory: { samples, finalAfterGc: finalMem, steadyFirstThirdMedianRssMb: firstRss, steadyLastThirdMedianRssMb: lastRss, rssFlat },
     serverExitCode: exitCode,
   };
-  const ok = unexpected.length === 0 && rssFlat && exitCode === 0;
+  const ok = unexpected.length === 0 && rssFlat && exitCode === 0 && createLatency.p99 < 200;
   console.log(JSON.stringify(summary, null, 2));
   console.log(ok ? 'OK' : 'FAILED');
   mkdirSync(join(ROOT, 'bench', 'out'), { recursive: true });

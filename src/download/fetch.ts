@@ -12,6 +12,7 @@
  * (the upstream HTTP status, or "could not be reached"; the network error itself is the `cause`,
  * for the log), DOWNLOAD_TIMEOUT, DOWNLOAD_TOO_LARGE, URL_NOT_ALLOWED, DURATION_LIMIT_EXCEEDED.
  */
+import { UNREACHABLE } from './ssrf';
 import { createWriteStream } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { once } from 'node:events';
@@ -20,7 +21,7 @@ import { Transform, type TransformCallback } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { AurisError } from '../errors';
 import { headDuration, type HeadProbe, nativeProbe } from './duration';
-import { ConnectTimeoutError, type Connector, discard, guardedRequest } from './guarded-http';
+import { type Connector, discard, guardedRequest } from './guarded-http';
 import type { DownloadIdentity, DownloadSigner } from './sign';
 import { VERIFICATION_HEADER } from './sign';
 import { type AddressPolicy, checkUrlForm, type Resolver } from './ssrf';
@@ -66,8 +67,10 @@ export interface DownloadResult {
 }
 
 class TotalTimeout extends Error {}
-
-const UNREACHABLE = 'Downloading the file URL failed: its host could not be reached, did not answer HTTP or failed the TLS check.';
+/** The host took the connection but sent no response headers within the connect timeout. */
+class NoAnswer extends Error {
+  override name = 'NoAnswer';
+}
 const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
 
 function failed(message: string): AurisError {
@@ -115,13 +118,13 @@ export class Downloader {
   private failure(err: unknown, timedOut: boolean): AurisError {
     const o = this.options;
     if (timedOut) return new AurisError('DOWNLOAD_TIMEOUT', `Downloading the file URL took longer than ${o.timeoutMs} ms.`);
-    if (err instanceof AurisError) return err;
+    // A name that resolves to a refused address is told like a host that cannot be reached: the
+    // caller must not learn which names the internal DNS knows (literal addresses are refused at creation).
+    if (err instanceof AurisError && !isRefusedName(err)) return err;
     // No address, no socket error name (ECONNREFUSED vs a non-HTTP answer would map the network
-    // behind the allowlist): the caller learns the host could not be reached; the cause is logged.
-    if (err instanceof ConnectTimeoutError) {
-      return new AurisError('DOWNLOAD_TIMEOUT', `Downloading the file URL failed: connecting to its host took longer than ${o.connectTimeoutMs} ms.`, undefined, { cause: err });
-    }
-    return new AurisError('DOWNLOAD_FAILED', UNREACHABLE, undefined, { cause: err });
+    // behind the allowlist), one message for a name that does not resolve, a closed port, a
+    // connect timeout, a silent open port and a TLS failure; the cause is logged.
+    return new AurisError('DOWNLOAD_FAILED', UNREACHABLE, undefined, { cause: err instanceof AurisError ? err.cause ?? err : err });
   }
 
   /** Requests the URL, signed, and follows its redirects (each hop checked again) to a 2xx answer. */
@@ -131,12 +134,14 @@ export class Downloader {
     let url = checkUrlForm(req.identity.url);
     for (let hop = 0; ; hop++) {
       const token = await o.signer.sign(req.identity);
-      const res = await guardedRequest(url, o, {
-        method: 'GET',
-        headers: { [VERIFICATION_HEADER]: token, 'user-agent': USER_AGENT, accept: '*/*', 'accept-encoding': 'identity' },
-        signal,
-        connectTimeoutMs: o.connectTimeoutMs,
-      });
+      const res = await answerWithin(o.connectTimeoutMs, signal, (hopSignal) =>
+        guardedRequest(url, o, {
+          method: 'GET',
+          headers: { [VERIFICATION_HEADER]: token, 'user-agent': USER_AGENT, accept: '*/*', 'accept-encoding': 'identity' },
+          signal: hopSignal,
+          connectTimeoutMs: o.connectTimeoutMs,
+        }),
+      );
       const status = res.statusCode ?? 0;
       if (REDIRECT_STATUSES.has(status)) {
         const location = res.headers.location;
@@ -179,6 +184,28 @@ export class Downloader {
     }
     return meter.bytes;
   }
+}
+
+/**
+ * Runs one request whose response headers must arrive within `ms` (connect and TLS included):
+ * a port that accepts and stays silent then fails like a closed one, not after the whole
+ * download timeout. The body is bounded by the total timeout only.
+ */
+async function answerWithin<T>(ms: number, signal: AbortSignal, request: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  const silent = new AbortController();
+  const timer = setTimeout(() => silent.abort(new NoAnswer(`no response headers within ${ms} ms`)), ms);
+  try {
+    return await request(AbortSignal.any([signal, silent.signal]));
+  } catch (err) {
+    throw silent.signal.aborted && !signal.aborted ? silent.signal.reason : err;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** A refusal of the address a host name resolved to (src/download/ssrf.ts resolveChecked). */
+function isRefusedName(err: AurisError): boolean {
+  return err.code === 'URL_NOT_ALLOWED' && err.details?.resolved_name === true;
 }
 
 /** The next hop of a redirect: its Location, checked (scheme; never https -> http). */

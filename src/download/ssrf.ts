@@ -302,6 +302,9 @@ export function literalRefusal(u: URL, policy: AddressPolicy): BlockReason | nul
   return (lower === 'localhost' || lower.endsWith('.localhost')) && !hostAllowlisted(policy, lower, port) ? 'loopback' : null;
 }
 
+/** The one message of a URL that could not be fetched, whatever the reason (no oracle of the network or the DNS). */
+export const UNREACHABLE = 'Downloading the file URL failed: its host could not be reached, did not answer HTTP or failed the TLS check.';
+
 export function notAllowed(message: string): AurisError {
   return new AurisError('URL_NOT_ALLOWED', message);
 }
@@ -331,8 +334,9 @@ export async function resolveChecked(u: URL, policy: AddressPolicy, resolver: Re
   const literal = parseIp(hostname);
   // The caller learns that the host is not allowed, or not reachable; never what a name resolves
   // to or why an address is refused (an oracle of the internal DNS). The cause keeps it for the log.
-  const refused = (detail: string): AurisError =>
-    new AurisError('URL_NOT_ALLOWED', `The host ${u.host} is not allowed (not a public address, and not on the allowlist).`, undefined, { cause: new Error(detail) });
+  // `resolved_name`: refused for what a name resolved to (the downloader tells that like an unreachable host).
+  const refused = (detail: string, resolvedName = false): AurisError =>
+    new AurisError('URL_NOT_ALLOWED', `The host ${u.host} is not allowed (not a public address, and not on the allowlist).`, resolvedName ? { resolved_name: true } : undefined, { cause: new Error(detail) });
   let addresses: ResolvedAddress[];
   if (literal) {
     addresses = [{ address: hostname, family: literal.family }];
@@ -342,13 +346,13 @@ export async function resolveChecked(u: URL, policy: AddressPolicy, resolver: Re
     try {
       addresses = await resolver(hostname);
     } catch (err) {
-      throw new AurisError('DOWNLOAD_FAILED', `The host ${hostname} could not be reached.`, undefined, { cause: err });
+      throw new AurisError('DOWNLOAD_FAILED', UNREACHABLE, undefined, { cause: err });
     }
-    if (addresses.length === 0) throw new AurisError('DOWNLOAD_FAILED', `The host ${hostname} could not be reached.`, undefined, { cause: new Error(`${hostname} has no address`) });
+    if (addresses.length === 0) throw new AurisError('DOWNLOAD_FAILED', UNREACHABLE, undefined, { cause: new Error(`${hostname} has no address`) });
   }
   for (const a of addresses) {
     const why = refusal(a.address, hostname, policy, port);
-    if (why) throw refused(`${literal ? a.address : `${hostname} resolves to ${a.address}`} (port ${port}): ${why}`);
+    if (why) throw refused(`${literal ? a.address : `${hostname} resolves to ${a.address}`} (port ${port}): ${why}`, !literal);
   }
   return addresses;
 }

@@ -24,6 +24,7 @@ import type { ModelInfo } from '../inference/registry';
 import type { AuthFailureThrottle } from '../http/auth-throttle';
 import type { Owner } from '../jobs/service';
 import { validateStreamConfig } from './config';
+import { GrpcConnectionGate, type ConnectionLimits, type ConnectionStats } from './connections';
 import {
   AnalyzeRequestMsg,
   ListModelsResponseMsg,
@@ -63,9 +64,16 @@ export interface GrpcServerOptions extends Partial<StreamLimits> {
    * Failed-authentication throttle per client address, shared with REST and WebSocket (src/app.ts), so
    * a key cannot be guessed faster over gRPC. Default: none.
    */
-  authThrottle?: Pick<AuthFailureThrottle, 'blockedFor' | 'fail'>;
+  authThrottle?: Pick<AuthFailureThrottle, 'failure'>;
+  /** Connection caps and the handshake timeout of the gRPC port (src/grpc/connections.ts); defaults: DEFAULT_CONNECTION_LIMITS. */
+  connections?: Partial<ConnectionLimits>;
+  /** A connection without a call for this long is closed, ms (default 300000). */
+  idleConnectionMs?: number;
   log?: GrpcLogger;
 }
+
+/** Connection limits when none are given (`auris serve` passes its config's, src/config.ts). */
+export const DEFAULT_CONNECTION_LIMITS: ConnectionLimits = { maxConnections: 1000, maxConnectionsPerAddress: 64, handshakeTimeoutMs: 10_000 };
 
 /** Stream statistics of this server's hub (both transports when the hub is shared). */
 export type GrpcServerStats = StreamStats;
@@ -164,6 +172,7 @@ export class AnalysisGrpcServer {
   private readonly ownHub: boolean;
   private closing: Promise<void> | undefined;
   private _port = 0;
+  private gate: GrpcConnectionGate | undefined;
   readonly shutdownGraceMs: number;
   readonly log: GrpcLogger;
 
@@ -178,7 +187,11 @@ export class AnalysisGrpcServer {
     this.ownHub = own.hub;
     this.log = hub.log;
     this.shutdownGraceMs = options.shutdownGraceMs ?? 5000;
-    this.server = new grpc.Server({ 'grpc.max_receive_message_length': 4 * 1024 * 1024 });
+    this.server = new grpc.Server({
+      'grpc.max_receive_message_length': 4 * 1024 * 1024,
+      // Connections without a call are closed (GOAWAY) after this; silent ones earlier, by the gate.
+      'grpc.max_connection_idle_ms': options.idleConnectionMs ?? 300_000,
+    });
     this.server.addService(serviceDefinition(), {
       Analyze: (call: AnalyzeStream) => this.analyze(call),
       ListModels: (call: grpc.ServerUnaryCall<unknown, ListModelsResponseMsg>, cb: grpc.sendUnaryData<ListModelsResponseMsg>) =>
@@ -212,18 +225,23 @@ export class AnalysisGrpcServer {
     return this.hub.limits;
   }
 
-  /** Binds `host:port` (port 0: a free one) and starts serving; resolves with the port. */
-  listen(host = '127.0.0.1', port = 50051): Promise<number> {
-    const address = host.includes(':') && !host.startsWith('[') ? `[${host}]:${port}` : `${host}:${port}`;
-    return new Promise((resolve, reject) => {
-      this.server.bindAsync(address, grpc.ServerCredentials.createInsecure(), (err, bound) => {
-        if (err) return reject(err);
-        this._port = bound;
-        this.health.setStatus('', 'SERVING');
-        this.health.setStatus(SERVICE_NAME, 'SERVING');
-        resolve(bound);
-      });
-    });
+  /**
+   * Listens on `host:port` (port 0: a free one) through the connection gate (caps, handshake
+   * timeout), which hands admitted sockets to grpc-js; resolves with the port.
+   */
+  async listen(host = '127.0.0.1', port = 50051): Promise<number> {
+    const injector = this.server.createConnectionInjector(grpc.ServerCredentials.createInsecure());
+    const limits = { ...DEFAULT_CONNECTION_LIMITS, ...this.options.connections };
+    this.gate = new GrpcConnectionGate(limits, (socket) => injector.injectConnection(socket), this.log);
+    this._port = await this.gate.listen(host.replace(/^\[(.*)\]$/, '$1'), port);
+    this.health.setStatus('', 'SERVING');
+    this.health.setStatus(SERVICE_NAME, 'SERVING');
+    return this._port;
+  }
+
+  /** Open, refused and silently closed connections of the gRPC port. */
+  connectionStats(): ConnectionStats {
+    return this.gate?.stats() ?? { open: 0, refused: 0, silentClosed: 0 };
   }
 
   get port(): number {
@@ -244,6 +262,7 @@ export class AnalysisGrpcServer {
       this.health.setStatus('', 'NOT_SERVING');
       this.health.setStatus(SERVICE_NAME, 'NOT_SERVING');
       const deadline = Date.now() + graceMs;
+      this.gate?.close(); // no new connections
       await this.hub.shutdown(Math.min(1000, graceMs), 'grpc');
       await new Promise<void>((resolve) => {
         const timer = setTimeout(() => {
@@ -267,20 +286,17 @@ export class AnalysisGrpcServer {
   }
 
   /**
-   * The owner of the call's x-api-key, or an error status. An address over the failed-authentication
-   * limit gets RESOURCE_EXHAUSTED (TOO_MANY_AUTH_FAILURES) before its key is looked at.
+   * The owner of the call's x-api-key, or an error status. A failure counts against the peer
+   * address; beyond its limit it is RESOURCE_EXHAUSTED (TOO_MANY_AUTH_FAILURES). A valid key always passes.
    */
   private authenticate(metadata: grpc.Metadata, peer: string): { owner: Owner } | { error: Partial<grpc.StatusObject> } {
-    const throttle = this.options.authThrottle;
-    const address = peerAddress(peer);
-    const blocked = throttle?.blockedFor(address) ?? 0;
-    if (blocked > 0) {
-      return { error: statusError('TOO_MANY_AUTH_FAILURES', `too many failed authentications from this address; retry in ${blocked} s`) };
-    }
     const values = metadata.get('x-api-key');
     const owner = values.length > 0 ? this.options.keys.lookup(String(values[0])) : undefined;
     if (owner) return { owner };
-    if (throttle?.fail(address)) this.log.warn({ client: address, transport: 'grpc' }, 'too many failed authentications: address throttled');
+    const address = peerAddress(peer);
+    const { retryAfter, reachedLimit } = this.options.authThrottle?.failure(address) ?? { retryAfter: 0, reachedLimit: false };
+    if (reachedLimit) this.log.warn({ client: address, transport: 'grpc' }, 'too many failed authentications: address throttled');
+    if (retryAfter > 0) return { error: statusError('TOO_MANY_AUTH_FAILURES', `too many failed authentications from this address; retry in ${retryAfter} s`) };
     return values.length === 0
       ? { error: statusError('MISSING_API_KEY', 'the x-api-key metadata entry is required') }
       : { error: statusError('INVALID_API_KEY', 'the x-api-key is not valid') };

@@ -1,6 +1,7 @@
 /**
- * The onRequest stage of the job endpoints and POST /stream-tokens: the failed-authentication
- * throttle per client address, the API key, then the per-key rate limit.
+ * The onRequest stage of the job endpoints and POST /stream-tokens: the API key (a failure
+ * counts against the client address, which is answered 429 beyond its limit), then the per-key
+ * rate limit.
  */
 import type { FastifyInstance } from 'fastify';
 import type { ApiKeyRegistry, RateLimiter } from './auth';
@@ -20,16 +21,17 @@ const needsKey = (url: string, method: string): boolean =>
 export function addAuthentication(app: FastifyInstance, { registry, limiter, throttle }: AuthenticateOptions): void {
   app.addHook('onRequest', async (req, reply) => {
     if (!needsKey(req.url, req.method)) return;
-    const blocked = throttle.blockedFor(req.ip);
-    if (blocked > 0) {
-      void reply.header('retry-after', String(blocked));
-      throw new ApiError('TOO_MANY_AUTH_FAILURES', `Too many requests with a missing or invalid API key from this address; retry after ${blocked} s.`, { retry_after: blocked }, blocked);
-    }
     const raw = req.headers['x-api-key'];
     const key = Array.isArray(raw) ? raw[0] : raw;
     const owner = key ? registry.lookup(key) : null;
     if (!owner) {
-      if (throttle.fail(req.ip)) app.log.warn({ client: req.ip, failures: throttle.limit }, 'too many failed authentications: address throttled');
+      // Valid keys always pass; only the failures of an address are throttled (auth-throttle.ts).
+      const { retryAfter, reachedLimit } = throttle.failure(req.ip);
+      if (reachedLimit) app.log.warn({ client: req.ip, failures: throttle.limit }, 'too many failed authentications: address throttled');
+      if (retryAfter > 0) {
+        void reply.header('retry-after', String(retryAfter));
+        throw new ApiError('TOO_MANY_AUTH_FAILURES', `Too many requests with a missing or invalid API key from this address; retry after ${retryAfter} s.`, { retry_after: retryAfter }, retryAfter);
+      }
       if (!key) throw new ApiError('MISSING_API_KEY', 'The x-api-key header is required.');
       throw new ApiError('INVALID_API_KEY', 'The x-api-key is not valid.');
     }

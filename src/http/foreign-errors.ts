@@ -38,8 +38,8 @@ const FASTIFY_STATUSES = new Map<number, Translate>([
 ]);
 
 /** Node's HTTP parser codes (requests refused before Fastify sees them) -> the catalogue; anything else is MALFORMED_REQUEST. */
-const NODE_PARSER_CODES = new Map<string, (maxHeaderBytes: number) => ApiError>([
-  ['HPE_HEADER_OVERFLOW', (max) => new ApiError('HEADERS_TOO_LARGE', `The request headers exceed ${max} bytes.`)],
+const NODE_PARSER_CODES = new Map<string, (maxHeaderBytes: number, err: NodeJS.ErrnoException) => ApiError>([
+  ['HPE_HEADER_OVERFLOW', (max, err) => new ApiError('HEADERS_TOO_LARGE', longRequestLine(err) ? `The request URL is too long: the request line and the headers must fit in ${max} bytes (shorten the query string).` : `The request headers exceed ${max} bytes.`)],
   ['ERR_HTTP_REQUEST_TIMEOUT', () => new ApiError('REQUEST_TIMEOUT', 'The request was not complete in time.')],
 ]);
 
@@ -74,7 +74,15 @@ export function fromFastifyError(err: FastifyError, contentType: string): ApiErr
 /** Node's HTTP parser error (malformed request, header block over the limit, request timeout) as an ApiError. */
 export function fromNodeParserError(err: NodeJS.ErrnoException, maxHeaderBytes: number): ApiError {
   const translate = err.code === undefined ? undefined : NODE_PARSER_CODES.get(err.code);
-  return translate ? translate(maxHeaderBytes) : new ApiError('MALFORMED_REQUEST', 'The HTTP request is malformed.');
+  return translate ? translate(maxHeaderBytes, err) : new ApiError('MALFORMED_REQUEST', 'The HTTP request is malformed.');
+}
+
+/** Whether the bytes the parser gave up on start with a request line over 8 KiB (a long query string, not many headers). */
+function longRequestLine(err: NodeJS.ErrnoException): boolean {
+  const raw = (err as { rawPacket?: unknown }).rawPacket;
+  if (!Buffer.isBuffer(raw)) return false;
+  const end = raw.indexOf('\r\n');
+  return end < 0 ? raw.length > 8192 : end > 8192;
 }
 
 /** A schema validation failure: INVALID_BODY / INVALID_PARAMETER with one `errors` entry per rejected parameter. */

@@ -16,6 +16,7 @@ import { openEmbeddedBackends } from '../jobs/embedded';
 import { JobMetrics } from '../jobs/metrics';
 import { RetentionSweeper } from '../jobs/retention';
 import { JobService } from '../jobs/service';
+import type { StorageHealth } from '../jobs/storage-health';
 import { isTerminal, type Backends } from '../jobs/types';
 import { JobWorker } from '../jobs/worker';
 import { ApiKeyRegistry, generateDevKey, RateLimiter } from './auth';
@@ -33,6 +34,7 @@ import { listJobRoutes } from './routes/list';
 import { callbackSecretRoutes } from './routes/callback-secret';
 import { modelRoutes } from './routes/models';
 import { dataDirProblem, operationRoutes } from './routes/operations';
+import { addJsonParser, addRequestChecks, answerExpectations } from './request-checks';
 import { jobRecordSchema } from './schemas';
 
 /** Range accepted for volume_threshold: dBFS of the step level (docs/results.md). */
@@ -115,6 +117,9 @@ export async function createServer(opts: ServerOptions = {}): Promise<AurisServe
   app.addSchema(problemSchema);
   app.addSchema(jobRecordSchema);
   await registerOpenApi(app);
+  addRequestChecks(app);
+  addJsonParser(app);
+  answerExpectations(app.server);
   addAuthentication(app, access);
   const state = { closing: false, listening: false };
   await registerRoutes(app, config, parts, () => readinessProblems(state, config, opts, parts), opts.startWorker === false ? 0 : config.concurrency);
@@ -129,9 +134,11 @@ function createFastify(config: Config, opts: ServerOptions): FastifyInstance {
     connectionTimeout: t.connectionMs,
     keepAliveTimeout: t.keepAliveMs,
     requestTimeout: t.requestMs,
-    http: { headersTimeout: Math.min(t.headersMs, t.requestMs), requestTimeout: t.requestMs, maxHeaderSize: MAX_HEADER_BYTES, connectionsCheckingInterval: t.checkIntervalMs },
+    // requireHostHeader: a request without Host is answered by addRequestChecks (problem+json), not by Node (empty body).
+    http: { headersTimeout: Math.min(t.headersMs, t.requestMs), requestTimeout: t.requestMs, maxHeaderSize: MAX_HEADER_BYTES, connectionsCheckingInterval: t.checkIntervalMs, requireHostHeader: false },
     bodyLimit: 1024 * 1024, // JSON bodies; uploads stream under limits.maxUploadBytes
-    trustProxy: false,
+    // X-Forwarded-For only from the configured proxies (TRUST_PROXY, docs/deploy.md); off by default.
+    trustProxy: config.trustProxy.length ? config.trustProxy : false,
     ajv: { customOptions: { removeAdditional: false, coerceTypes: true, allErrors: true, keywords: ['example'] } },
     return503OnClosing: true,
     // Router-level errors (a path parameter over 100 characters, a malformed %-escape) as problem+json too.
@@ -220,7 +227,11 @@ function addProblemHandlers(app: FastifyInstance): void {
   app.setErrorHandler((err: FastifyError | ApiError, req, reply) => {
     // Ours as thrown; the job store's faults and Fastify's own errors translated (foreign-errors.ts).
     const apiErr = err instanceof ApiError ? err : fromStoreFault(err) ?? fromFastifyError(err, mediaTypeOf(req.headers['content-type']));
-    if (apiErr.status >= 500) req.log.error({ err }, 'request failed');
+    if (apiErr.status >= 500) {
+      // A client that reset its request is no server fault: no stack trace at error level.
+      if (req.raw.destroyed || req.socket?.destroyed) req.log.debug({ err: err.message }, 'request failed after the client left');
+      else req.log.error({ err }, 'request failed');
+    }
     if (apiErr.retryAfter !== undefined) void reply.header('retry-after', String(apiErr.retryAfter));
     return reply.code(apiErr.status).type(PROBLEM_CONTENT_TYPE).send(JSON.stringify(apiErr.toProblem(req.url.split('?')[0])));
   });
@@ -250,8 +261,9 @@ async function registerSecurityHeaders(app: FastifyInstance, config: Config): Pr
 async function registerRoutes(app: FastifyInstance, config: Config, parts: Services, notReady: () => Promise<string[]>, workers: number): Promise<void> {
   const { analyzer, backends, download, secrets, service, metrics } = parts;
   const routeMethods = trackRouteMethods(app, ['/file-processing/', '/models']);
-  await app.register(jobRoutes, { config, service, listModels: () => analyzer.listModels(), volumeRange: VOLUME_THRESHOLD_RANGE });
-  await app.register(listJobRoutes, { list: () => backends.jobs.list() }); // GET /file-processing/jobs (the project's jobs)
+  const storageFault = (): StorageHealth['current'] => parts.worker.storage.current;
+  await app.register(jobRoutes, { config, service, listModels: () => analyzer.listModels(), volumeRange: VOLUME_THRESHOLD_RANGE, storageFault });
+  await app.register(listJobRoutes, { list: () => backends.jobs.list(), storageFault }); // GET /file-processing/jobs (the project's jobs)
   await app.register(downloadKeyRoutes, { keys: download.keys }); // GET /.well-known/jwks.json, GET /verification-keys
   await app.register(callbackSecretRoutes, { secrets }); // GET /file-processing/callback-secret
   await app.register(modelRoutes, { modelsDir: config.modelsDir }); // GET /models
@@ -272,6 +284,9 @@ async function readinessProblems(state: { closing: boolean; listening: boolean }
     const storage = await dataDirProblem(config.dataDir); // disk full, read-only, replaced by a file
     if (storage) reasons.push(storage);
   }
+  // A nearly full disk takes the probe's few bytes but not a job's results or an upload.
+  const fault = parts.worker.storage.current;
+  if (fault && !reasons.some((r) => r.includes('not writable'))) reasons.push(`the job store cannot be written (${fault.errno}) since ${fault.since}`);
   return reasons;
 }
 

@@ -1,4 +1,4 @@
-import { type CallbackStatus, JOB_STATUSES, type JobRecord, type JobStatus, type JobStore, RevisionConflictError, type StoredJob, type Versioned } from './types';
+import { CALLBACK_STATES, type CallbackState, type CallbackStatus, JOB_STATUSES, type JobRecord, type JobStatus, type JobStore, RevisionConflictError, type StoredJob, type Versioned } from './types';
 
 /**
  * The JSON of a job record, byte for byte the body of GET /file-processing/jobs/{jobId}
@@ -87,6 +87,20 @@ const bool: Check = (v) => typeof v === 'boolean';
 const orNull = (c: Check): Check => (v) => v === null || c(v);
 const obj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
+/** Absent (older records) or null. */
+const none = (v: unknown): boolean => v === undefined || v === null;
+const metadataOk: Check = (m) => none(m) || (obj(m) && Object.values(m).every(str));
+const warningsOk: Check = (w) => w === undefined || (Array.isArray(w) && w.every((x) => obj(x) && str(x.code) && str(x.message)));
+const callbackOk: Check = (c) =>
+  none(c) ||
+  (obj(c) &&
+    str(c.url) &&
+    CALLBACK_STATES.includes(c.state as CallbackState) &&
+    num(c.attempts) &&
+    orNull(num)(c.last_status) &&
+    orNull(str)(c.last_error));
+const idempotencyOk: Check = (i) => none(i) || (obj(i) && str(i.key) && str(i.fingerprint));
+
 /** The first field of `o` (named `where.<field>`) that fails its check, else null. */
 function firstBad(o: unknown, where: string, fields: Record<string, Check>): string | null {
   if (!obj(o)) return `${where} is not an object`;
@@ -96,9 +110,10 @@ function firstBad(o: unknown, where: string, fields: Record<string, Check>): str
 
 /**
  * What is wrong with a stored job read back from storage (a hand-edited, truncated or
- * older file), or null when every field the service reads is there with its type. A
- * malformed record is set aside on load, never handed to the API or the worker, where a
- * missing field would throw on every request or delivery.
+ * older file), or null when every field of the record has its type (the whole shape: a
+ * wrongly typed `warnings`, `metadata` or `callback` made every listing of its project
+ * answer 500). A malformed record is set aside on load, never handed to the API or the
+ * worker, where a missing field would throw on every request or delivery.
  */
 export function storedJobProblem(v: unknown): string | null {
   const job = v as Partial<StoredJob> | null;
@@ -109,6 +124,7 @@ export function storedJobProblem(v: unknown): string | null {
     upload_blob: orNull(str),
     results_blob: orNull(str),
     event_id: orNull(str),
+    idempotency: idempotencyOk,
   });
   if (top) return top;
   const r = job!.record!;
@@ -123,6 +139,9 @@ export function storedJobProblem(v: unknown): string | null {
       expires_at: orNull(str),
       results_url: orNull(str),
       results_size_bytes: orNull(num),
+      metadata: metadataOk,
+      callback: callbackOk,
+      warnings: warningsOk,
     }) ??
     firstBad(r.request, 'record.request', {
       models: (m) => Array.isArray(m) && m.every(str),

@@ -18,6 +18,8 @@ import { mutateJob } from './record';
 import { analysisRequestOf } from './request';
 import { resultsKey, resultsPath } from './service';
 import { isTerminal, type Backends, type JobFinishedEvent, type JobWarning, type QueueMessage, type StoredJob } from './types';
+import { StorageHealth } from './storage-health';
+import { FairJobQueue } from './fair-queue';
 
 export interface WorkerLogger {
   info(obj: object, msg: string): void;
@@ -97,6 +99,10 @@ export class JobWorker {
   private started = false;
   /** Transient storage faults in a row (any job): the backoff while storage is failing. */
   private storageFaults = 0;
+  /** Storage faults the runs met, for /readyz and the records of waiting jobs (shared with REST by src/http/server.ts). */
+  storage = new StorageHealth();
+  /** Round-robin between projects over a window of deliveries pulled ahead (src/jobs/fair-queue.ts). */
+  readonly fair: FairJobQueue;
   private readonly downloader: SourceDownloader;
 
   constructor(
@@ -109,6 +115,14 @@ export class JobWorker {
     downloader?: SourceDownloader,
   ) {
     this.downloader = downloader ?? lazyDownloader(config);
+    const window = config.fairQueueWindow ?? 32;
+    this.fair = new FairJobQueue(backends.queue, (id) => this.projectOf(id), Math.max(window, config.concurrency));
+  }
+
+  /** The scheduling unit of a job: its owner's organization and project. */
+  private async projectOf(jobId: string): Promise<string> {
+    const owner = (await this.backends.jobs.get(jobId))?.value.owner;
+    return owner ? `${owner.organization_id}/${owner.project_id}` : '';
   }
 
   get isRunning(): boolean {
@@ -129,6 +143,7 @@ export class JobWorker {
     this.stopController.abort();
     for (const c of this.running.values()) c.abort(new Shutdown('shutdown'));
     await Promise.all(this.loops.splice(0));
+    await this.fair.release();
   }
 
   /** Stops a job of this process at once (it was deleted). */
@@ -146,7 +161,7 @@ export class JobWorker {
     while (!signal.aborted) {
       let msg: QueueMessage | null;
       try {
-        msg = await this.backends.queue.pull(signal);
+        msg = await this.fair.pull(signal);
       } catch (err) {
         this.log.error({ err }, 'queue pull failed');
         await new Promise((r) => setTimeout(r, 1000));
@@ -156,6 +171,7 @@ export class JobWorker {
       try {
         await this.process(msg);
         this.storageFaults = 0;
+        this.storage.succeeded();
       } catch (err) {
         // Storage is failing: this loop waits too, instead of failing the next jobs at once.
         await pause(await this.retryOrGiveUp(msg, err), signal);
@@ -182,6 +198,7 @@ export class JobWorker {
     const cause = err instanceof GiveBack ? err.cause : err;
     if (err instanceof GiveBack ? err.transient : isTransientStorageError(err)) {
       const delayMs = this.retryDelay(++this.storageFaults);
+      this.storage.failed(cause);
       this.log.warn({ job_id: jobId, err: cause, stage, retry_in_ms: delayMs }, 'storage fault; the job is given back for later');
       await msg.nak({ delayMs, counted: false }).catch(() => undefined);
       return delayMs;

@@ -45,7 +45,7 @@ export interface StreamRouteOptions {
   keys: Pick<ApiKeyRegistry, 'lookup'>;
   tokens: StreamTokens;
   /** The REST server's failed-authentication throttle (the same addresses, the same limit). */
-  authThrottle?: Pick<AuthFailureThrottle, 'blockedFor' | 'fail'>;
+  authThrottle?: Pick<AuthFailureThrottle, 'failure'>;
 }
 
 /** A refused stream or message, with the code sent to the client. */
@@ -54,9 +54,16 @@ function wsError(code: ErrorCode, message: string): AurisError {
 }
 
 /** The stream parameters of the query (strings) in the shared StreamParams shape. */
-export function queryParams(query: Record<string, unknown>): StreamParams {
-  for (const [k, v] of Object.entries(query)) {
+/** An API key in the URL is refused before credentials are looked at (it would end up in proxy and access logs). */
+function refuseKeyInUrl(query: Record<string, unknown>): void {
+  for (const k of Object.keys(query)) {
     if (k === 'api_key' || k === 'x-api-key') throw wsError('INVALID_PARAMETER', 'an API key is never accepted in a URL: send the x-api-key header, or a stream token (POST /stream-tokens) as token=');
+  }
+}
+
+export function queryParams(query: Record<string, unknown>): StreamParams {
+  refuseKeyInUrl(query);
+  for (const [k, v] of Object.entries(query)) {
     if (!PARAMS.has(k)) throw wsError('INVALID_PARAMETER', `unknown parameter ${k}; valid: ${[...PARAMS].join(', ')}`);
     if (typeof v !== 'string') throw wsError('INVALID_PARAMETER', `${k} must be given once`);
   }
@@ -149,12 +156,12 @@ function closeWithError(ws: WebSocket, e: StreamError): void {
 
 /** The owner of the request's credentials (x-api-key header, else a single-use stream token); failures count against the address. */
 function authenticate(req: FastifyRequest, opts: StreamRouteOptions): Owner {
-  const blocked = opts.authThrottle?.blockedFor(req.ip) ?? 0;
-  if (blocked > 0) throw wsError('TOO_MANY_AUTH_FAILURES', `too many requests with missing or invalid credentials from this address; retry after ${blocked} s`);
   try {
     return credentialsOwner(req, opts);
   } catch (e) {
-    opts.authThrottle?.fail(req.ip);
+    // Valid credentials always pass; beyond its limit an address's failures get 4429.
+    const retryAfter = opts.authThrottle?.failure(req.ip).retryAfter ?? 0;
+    if (retryAfter > 0) throw wsError('TOO_MANY_AUTH_FAILURES', `too many requests with missing or invalid credentials from this address; retry after ${retryAfter} s`);
     throw e;
   }
 }
@@ -195,6 +202,7 @@ export async function websocketStreamRoutes(app: FastifyInstance, opts: StreamRo
     });
     ws.on('close', () => stream?.cancel('disconnected'));
     try {
+      refuseKeyInUrl(req.query as Record<string, unknown>);
       const owner = authenticate(req, opts);
       const params = validateStreamParams(queryParams(req.query as Record<string, unknown>), opts.hub.engine.models(), {
         prefix: '',

@@ -238,7 +238,7 @@ describe('URL jobs against a verifying file host', () => {
     assert.ok(net.connections.some((c) => c.hostname === 'files.test' && c.address === '127.0.0.1'));
   });
 
-  it('SSRF: private, loopback (not allowlisted), metadata and private-resolving URLs and redirects fail with URL_NOT_ALLOWED', async () => {
+  it('SSRF: private, loopback (not allowlisted) and metadata addresses and user:password URLs are refused at creation; a private-resolving name fails like an unreachable host; redirects to them fail with URL_NOT_ALLOWED', async () => {
     const before = host.requests.length;
     const urls = [
       'http://10.0.0.1/a.wav',
@@ -246,13 +246,21 @@ describe('URL jobs against a verifying file host', () => {
       `http://localhost:${host.port}/tone.wav`,
       `http://[::1]:${host.port}/tone.wav`,
       `http://127.0.0.2:${host.port}/tone.wav`,
-      'http://internal.test/a.wav',
       'http://[::ffff:10.0.0.1]/a.wav',
+      'http://0xa9fea9fe/latest/meta-data/',
+      `http://user:secret@127.0.0.1:${host.port}/tone.wav`,
     ];
     for (const url of urls) {
-      const job = await runJob(server, url);
-      assert.equal(job.error?.code, 'URL_NOT_ALLOWED', `${url}: ${JSON.stringify(job.error)}`);
+      const res = await createJob(server, KEY_A, { url });
+      assert.equal(res.status, 400, url);
+      const p = (await res.json()) as { code: string; errors: Array<{ parameter: string }> };
+      assert.equal(p.code, 'INVALID_BODY', url);
+      assert.equal(p.errors[0]!.parameter, 'url');
     }
+    const internal = await runJob(server, 'http://internal.test/a.wav');
+    const unknown = await runJob(server, 'http://no-such-host.test/a.wav');
+    assert.equal(internal.error?.code, 'DOWNLOAD_FAILED', JSON.stringify(internal.error));
+    assert.deepEqual(internal.error, unknown.error, 'a name resolving to a private address reads like a name that does not resolve');
     assert.equal(host.requests.length, before, 'none of them reached the host');
     for (const path of ['to-private.wav', 'to-metadata.wav', 'to-ftp.wav']) {
       const job = await runJob(server, `${host.url}/${path}`);

@@ -161,6 +161,50 @@ describe('hostile HTTP clients', () => {
     }
   });
 
+  it('HTTP/1.1 without Host: 400 problem+json MALFORMED_REQUEST (was an empty body)', async () => {
+    const r = await rawClient(server.url, async (s) => {
+      s.write('GET /healthz HTTP/1.1\r\n\r\n');
+    });
+    assert.match(r.data, /^HTTP\/1\.1 400/);
+    rawProblem(r.data, 400, 'MALFORMED_REQUEST');
+    assert.match(r.data, /Host header/);
+  });
+
+  it('an Expect header other than 100-continue: 417 problem+json EXPECTATION_FAILED (was an empty body)', async () => {
+    const r = await rawClient(server.url, async (s) => {
+      s.write('GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nExpect: 999-nope\r\n\r\n');
+    });
+    assert.match(r.data, /^HTTP\/1\.1 417/);
+    rawProblem(r.data, 417, 'EXPECTATION_FAILED');
+  });
+
+  it('a long query string: 431 names the URL, not the headers', async () => {
+    const r = await rawClient(server.url, async (s) => {
+      s.write(`GET /file-processing/jobs?limit=1&x=${'a'.repeat(20_000)} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`);
+    });
+    rawProblem(r.data, 431, 'HEADERS_TOO_LARGE');
+    assert.match(r.data, /request URL is too long/);
+  });
+
+  it('a repeated query parameter: 400 naming it "given more than once"', async () => {
+    const body = await problem(await api(server, KEY_A)('/file-processing/jobs?models=speech&output_period=1024&output_period=2048', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"url":"http://127.0.0.1/a.wav"}' }), 400, 'INVALID_PARAMETER');
+    assert.deepEqual(body.errors, [{ parameter: 'output_period', message: 'given more than once' }]);
+    const list = await problem(await api(server, KEY_A)('/file-processing/jobs?limit=1&limit=2'), 400, 'INVALID_PARAMETER');
+    assert.deepEqual(list.errors, [{ parameter: 'limit', message: 'given more than once' }]);
+  });
+
+  it('a JSON object with __proto__ (or constructor, also nested): 400 naming the key, not "must be a JSON object"', async () => {
+    for (const [body, key] of [
+      ['{"url":"http://127.0.0.1/a.wav","__proto__":{"x":1}}', '__proto__'],
+      ['{"url":"http://127.0.0.1/a.wav","constructor":{"prototype":{}}}', 'constructor'],
+      ['{"url":"http://127.0.0.1/a.wav","metadata":{"__proto__":{"x":"1"}}}', 'metadata.__proto__'],
+    ]) {
+      const p = await problem(await api(server, KEY_A)('/file-processing/jobs?models=speech&output_period=1024', { method: 'POST', headers: { 'content-type': 'application/json' }, body }), 400, 'INVALID_BODY');
+      assert.deepEqual(p.errors, [{ parameter: key, message: 'unknown field' }]);
+      assert.doesNotMatch(String(p.detail), /must be a JSON object/);
+    }
+  });
+
   it('oversized JSON body (> 1 MiB): 413 problem+json', async () => {
     const body = JSON.stringify({ url: 'http://127.0.0.1/' + 'a'.repeat(1100 * 1024) });
     await problem(await api(server, KEY_A)('/file-processing/jobs?models=speech&output_period=1024', { method: 'POST', headers: { 'content-type': 'application/json' }, body }), 413, 'PAYLOAD_TOO_LARGE');

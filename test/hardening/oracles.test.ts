@@ -25,7 +25,10 @@ async function closedPort(): Promise<number> {
   return port;
 }
 
-const resolver = async (h: string) => (h === 'private.test' ? [{ address: '10.9.9.9', family: 4 as const }] : [{ address: '127.0.0.1', family: 4 as const }]);
+const resolver = async (h: string) => {
+  if (h === 'no-such-name.test') throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${h}`), { code: 'ENOTFOUND' });
+  return h === 'private.test' ? [{ address: '10.9.9.9', family: 4 as const }] : [{ address: '127.0.0.1', family: 4 as const }];
+};
 const LEAKS = /ECONN|EHOST|ENOTFOUND|EAI_|HPE_|10\.9\.9\.9|127\.0\.0\.1|socket|parse/i;
 
 describe('callbacks refused at creation', () => {
@@ -79,14 +82,19 @@ describe('download failures tell what the caller needs, nothing about the networ
   let webPort: number;
   const tcp = createTcpServer((s) => s.end('SSH-2.0-OpenSSH_9.2\r\n'));
   let tcpPort: number;
+  const held: Array<import('node:net').Socket> = [];
+  const silent = createTcpServer((s) => void held.push(s)); // accepts, never answers
+  let silentPort: number;
   const logs: string[] = [];
 
   before(async () => {
     web = createHttpServer((_req, res) => res.writeHead(404).end('no'));
     webPort = await listen(web);
     tcpPort = await listen(tcp);
+    silentPort = await listen(silent);
     server = await startServer(dir.path, {
       analyzer: new FakeAnalyzer(),
+      config: { download: { urlAllowlist: ['127.0.0.1'], connectTimeoutMs: 500 } },
       download: { resolver },
       logger: { level: 'warn', stream: { write: (line: string) => void logs.push(line) } },
     });
@@ -95,6 +103,8 @@ describe('download failures tell what the caller needs, nothing about the networ
     await server.close();
     web.close();
     tcp.close();
+    for (const h of held) h.destroy();
+    silent.close();
     dir.cleanup();
   });
 
@@ -122,10 +132,12 @@ describe('download failures tell what the caller needs, nothing about the networ
     assert.match(e.message, /HTTP 404/);
   });
 
-  it('a name resolving to a private address: URL_NOT_ALLOWED without the address; the log has it', async () => {
+  it('a name resolving to a private address, a name that does not resolve, a silent open port: the same answer as a closed port; the log has the address', async () => {
     const e = await failed('http://private.test/a.wav');
-    assert.equal(e.code, 'URL_NOT_ALLOWED');
-    assert.match(e.message, /private\.test is not allowed/);
+    const closed = await failed(`http://127.0.0.1:${await closedPort()}/a.wav`);
+    assert.deepEqual(e, closed);
+    assert.deepEqual(await failed('http://no-such-name.test/a.wav'), closed);
+    assert.deepEqual(await failed(`http://127.0.0.1:${silentPort}/a.wav`), closed);
     assert.doesNotMatch(e.message, LEAKS);
     assert.ok(logs.some((l) => l.includes('private.test resolves to 10.9.9.9')), 'the server log keeps the address');
   });
@@ -151,9 +163,9 @@ describe('allowlist entries with a port', () => {
   it('admit that port only, for downloads and callbacks', async () => {
     const other = await closedPort();
     const allowed = (await (await createJob(server, KEY_A, { url: `http://127.0.0.1:${webPort}/a.wav` })).json()) as JobJson;
-    const refused = (await (await createJob(server, KEY_A, { url: `http://127.0.0.1:${other}/a.wav` })).json()) as JobJson;
+    const refused = await createJob(server, KEY_A, { url: `http://127.0.0.1:${other}/a.wav` });
     assert.match((await waitForJob(server, KEY_A, allowed.job_id)).error!.message, /HTTP 404/);
-    assert.equal((await waitForJob(server, KEY_A, refused.job_id)).error!.code, 'URL_NOT_ALLOWED');
+    assert.equal(refused.status, 400, 'an address literal off the allowlist is refused at creation');
     const cb = (port: number): Promise<Response> =>
       createJob(server, KEY_A, { query: `models=speech&output_period=1024&callback=${encodeURIComponent(`http://127.0.0.1:${port}/hook`)}` });
     assert.equal((await cb(other)).status, 400);

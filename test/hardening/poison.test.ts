@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { EmbeddedJobStore, openEmbeddedBackends } from '../../src/jobs/embedded';
@@ -38,6 +38,12 @@ describe('poison jobs and malformed storage', () => {
     writeFileSync(join(data, 'blobs', 'uploads', id), 'RIFF....WAVE');
     writeJson(join(data, 'queue', `${id}.json`), { job_id: id, seq: 2 }); // no enqueued_at
     writeFileSync(join(data, 'queue', `${randomUUID()}.json`), 'null');
+    // Complete records with one wrongly typed field each (these made the project's listing answer 500).
+    const typed = [{ warnings: 'boom' }, { metadata: 5 }, { callback: 7 }].map((field) => {
+      const j = newJob(field as never);
+      writeJson(join(data, 'jobs', `${j.record.job_id}.json`), { revision: 1, job: j });
+      return j.record.job_id;
+    });
 
     const analyzer = new FakeAnalyzer();
     const server = await startServer(data, { analyzer });
@@ -48,11 +54,44 @@ describe('poison jobs and malformed storage', () => {
       assert.equal((await api(server, KEY_A)(`/file-processing/jobs/${poison}`)).status, 404);
       const list = await api(server, KEY_A)('/file-processing/jobs');
       assert.equal(list.status, 200, await list.clone().text());
+      for (const t of typed) {
+        assert.ok(existsSync(join(data, 'jobs', `${t}.json.corrupt`)), 'wrongly typed record set aside');
+        assert.equal((await api(server, KEY_A)(`/file-processing/jobs/${t}`)).status, 404);
+      }
       // The job whose queue entry was set aside is queued again by the start-up recovery.
       const done = await waitForJob(server, KEY_A, id);
       assert.equal(done.status, 'succeeded', JSON.stringify(done.error));
       await waitFor(() => !existsSync(join(data, 'queue', `${poison}.json`)), 5000, 'the poison queue entry acked');
       await waitFor(async () => (await server.backends.queue.pending()).length === 0, 5000, 'every queue entry acked');
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('a queue entry or job record that is a symbolic link is not followed and its target never logged; a 50 MB entry is not read', async () => {
+    const data = join(dir.path, 'links');
+    const secret = join(dir.path, 'secret.txt');
+    writeFileSync(secret, 'root:x:0:0:SECRET-CONTENT-4711:/root:/bin/bash\n');
+    mkdirSync(join(data, 'queue'), { recursive: true });
+    mkdirSync(join(data, 'jobs'), { recursive: true });
+    const linked = randomUUID();
+    symlinkSync(secret, join(data, 'queue', `${linked}.json`));
+    const linkedRecord = randomUUID();
+    symlinkSync(secret, join(data, 'jobs', `${linkedRecord}.json`));
+    const big = randomUUID();
+    writeFileSync(join(data, 'queue', `${big}.json`), '');
+    truncateSync(join(data, 'queue', `${big}.json`), 50 * 1024 * 1024); // sparse: 50 MB of garbage
+    const logs: string[] = [];
+    const server = await startServer(data, { analyzer: new FakeAnalyzer(), logger: { level: 'warn', stream: { write: (l: string) => void logs.push(l) } } });
+    try {
+      assert.equal((await fetch(`${server.url}/healthz`)).status, 200);
+      const all = logs.join('');
+      assert.doesNotMatch(all, /SECRET-CONTENT|root:x/, 'no content of the link target in the log');
+      assert.match(all, new RegExp(`${linked}\\.json moved aside \\(unreadable: a symbolic link`));
+      assert.match(all, new RegExp(`${big}\\.json moved aside \\(unreadable: 52428800 bytes, over the 65536-byte limit \\(not read\\)`));
+      assert.ok(existsSync(join(data, 'queue', `${linked}.json.corrupt`)));
+      assert.ok(existsSync(join(data, 'jobs', `${linkedRecord}.json.corrupt`)));
+      assert.equal(readFileSync(secret, 'utf8').startsWith('root:x:0:0:SECRET'), true, 'the target is untouched');
     } finally {
       await server.close();
     }
@@ -132,6 +171,43 @@ describe('poison jobs and malformed storage', () => {
       assert.equal(faults.length, 0);
       assert.equal(callsFor(analyzer, job.job_id), 4, 'three faults, then the delivery that succeeded');
       assert.equal((await server.backends.jobs.get(job.job_id))!.value.attempts, 1, 'the given-back attempts do not count');
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('a disk that takes a probe but not a job (results write ENOSPC): /readyz is 503 naming it and the waiting job says why; both clear once a write succeeds', async () => {
+    const data = join(dir.path, 'nearly-full');
+    const backends = await openEmbeddedBackends(data, undefined, { maxDeliveries: 2 });
+    const put = backends.blobs.put.bind(backends.blobs);
+    let full = true;
+    backends.blobs.put = async (key, body) => {
+      if (full && key.startsWith('results/')) throw Object.assign(new Error('ENOSPC: injected fault, write'), { code: 'ENOSPC', syscall: 'write' });
+      return put(key, body);
+    };
+    const server = await startServer(data, { analyzer: new FakeAnalyzer(), backends, config: { jobRetryBackoffMs: 200 } });
+    try {
+      const first = await fetch(`${server.url}/readyz`);
+      assert.equal(first.status, 200, await first.text());
+      const job = (await (await createJob(server, KEY_A, {})).json()) as JobJson;
+      const ready = await waitFor(async () => {
+        const r = await fetch(`${server.url}/readyz`);
+        return r.status === 503 ? await r.text() : null;
+      }, 10_000, '/readyz red');
+      assert.match(ready, /ENOSPC/);
+      const waiting = await waitFor(async () => {
+        const j = (await (await api(server, KEY_A)(`/file-processing/jobs/${job.job_id}`)).json()) as JobJson & { warnings: Array<{ code: string; message: string }> };
+        return j.status === 'queued' && j.warnings.length ? j : null;
+      }, 10_000, 'the queued job to say why it waits');
+      assert.equal(waiting.warnings[0]!.code, 'WAITING_FOR_STORAGE');
+      assert.match(waiting.warnings[0]!.message, /ENOSPC/);
+      const listed = (await (await api(server, KEY_A)('/file-processing/jobs')).json()) as { jobs: Array<{ job_id: string; warnings: Array<{ code: string }> }> };
+      assert.ok(listed.jobs.find((j) => j.job_id === job.job_id)?.warnings.some((w) => w.code === 'WAITING_FOR_STORAGE'));
+      full = false;
+      const done = (await waitForJob(server, KEY_A, job.job_id, undefined, 30_000)) as JobJson & { warnings: unknown[] };
+      assert.equal(done.status, 'succeeded');
+      assert.deepEqual(done.warnings, []);
+      await waitFor(async () => (await fetch(`${server.url}/readyz`)).status === 200, 10_000, '/readyz green again');
     } finally {
       await server.close();
     }

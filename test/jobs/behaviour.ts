@@ -163,6 +163,23 @@ export function backendBehaviour(name: string, harness: () => BackendHarness, op
         }, 5000, 'list');
         assert.ok(ids.includes(kept.record.job_id));
       });
+      it('a stored record with a wrongly typed field (warnings, metadata, callback) is not handed out after a reopen; the valid ones are', async () => {
+        const good = newJob();
+        const bad = [{ warnings: 'boom' }, { metadata: 5 }, { callback: 7 }, { callback: { url: 'http://x', state: 'lost', attempts: 0, last_status: null, last_error: null } }].map((field) =>
+          newJob(field as unknown as Partial<StoredJob['record']>),
+        );
+        for (const j of [good, ...bad]) await b.jobs.create(j);
+        const b2 = await h.open();
+        try {
+          for (const j of bad) assert.equal(await b2.jobs.get(j.record.job_id), null, JSON.stringify(j.record.warnings ?? j.record.metadata ?? j.record.callback));
+          const ids = (await b2.jobs.list()).map((j) => j.record.job_id);
+          assert.ok(ids.includes(good.record.job_id));
+          for (const j of bad) assert.ok(!ids.includes(j.record.job_id));
+          assert.deepEqual((await b2.jobs.get(good.record.job_id))?.value, good);
+        } finally {
+          await b2.close();
+        }
+      });
     });
 
     describe('JobQueue', () => {
@@ -384,6 +401,37 @@ export function backendBehaviour(name: string, harness: () => BackendHarness, op
       await server?.close();
       await h?.cleanup();
       dir.cleanup();
+    });
+
+    it('serves projects round-robin (CONCURRENCY=1): one job of project B queued behind six of project A runs second (right after the one running), not seventh', async () => {
+      const fair = harness();
+      const fairDir = tempDir('auris-fair-');
+      const gated = new FakeAnalyzer();
+      gated.gated = true;
+      const s = await startServer(fairDir.path, { analyzer: gated, backends: await fair.open(), config: { concurrency: 1 } });
+      try {
+        const ids: string[] = [];
+        for (let i = 0; i < 6; i++) ids.push(((await (await createJob(s, KEY_A, {})).json()) as JobJson).job_id);
+        const b = ((await (await createJob(s, KEY_B, {})).json()) as JobJson).job_id;
+        // Every delivery is held by the worker before the first job may go on.
+        await waitFor(() => gated.running === 1 && Object.values(s.worker.fair.heldByProject()).reduce((x, y) => x + y, 0) === 6, 10_000, 'six held');
+        await waitFor(async () => {
+          gated.release();
+          const status = async (key: string, id: string): Promise<string> => ((await (await api(s, key)(`/file-processing/jobs/${id}`)).json()) as JobJson).status;
+          const done = await Promise.all([status(KEY_B, b), ...ids.map((id) => status(KEY_A, id))]);
+          return done.every((st) => st === 'succeeded') ? true : null;
+        }, 30_000, 'all seven analysed');
+        // One job at a time: the start times give the order they ran in.
+        const started = async (key: string, id: string) => ({ id, at: ((await (await api(s, key)(`/file-processing/jobs/${id}`)).json()) as { started_at: string }).started_at });
+        const runs = [...(await Promise.all(ids.map((id) => started(KEY_A, id)))), await started(KEY_B, b)].sort((x, y) => x.at.localeCompare(y.at));
+        assert.equal(runs.findIndex((r) => r.id === b), 1, runs.map((r) => (r.id === b ? 'B' : 'A')).join(''));
+      } finally {
+        gated.gated = false;
+        gated.release();
+        await s.close();
+        await fair.cleanup();
+        fairDir.cleanup();
+      }
     });
 
     it('runs an upload job to success: record, results, one callback with the record as body', async () => {

@@ -4,7 +4,9 @@
  * message carrying the stable code, then the documented 4xxx close code, and no result.
  */
 import { strict as assert } from 'node:assert';
+import WebSocket from 'ws';
 import { after, before, describe, it } from 'node:test';
+import { websocketErrorHandler } from '../../src/websocket/socket-errors';
 import { KEY_A, startStreamingApp, wsStream } from './helpers';
 
 let app: Awaited<ReturnType<typeof startStreamingApp>>;
@@ -59,6 +61,32 @@ describe('credentials', () => {
     const inUrl = await wsStream(app.wsUrl, { ...Q, api_key: KEY_A, token: await token() }, TONE, { apiKey: null });
     assertRefused(inUrl, 'INVALID_PARAMETER', 4400);
     assert.match(inUrl.error!.message, /never accepted in a URL/);
+    // Without any other credential too (docs/streaming.md): the key in the URL is named, not "missing".
+    for (const name of ['api_key', 'x-api-key']) {
+      const alone = await wsStream(app.wsUrl, { ...Q, [name]: KEY_A }, TONE, { apiKey: null });
+      assertRefused(alone, 'INVALID_PARAMETER', 4400);
+      assert.match(alone.error!.message, /never accepted in a URL/);
+    }
+  });
+
+  it('a binary frame over 4 MiB: closed with 1009 (message too big), as documented', async () => {
+    const code = await new Promise<number>((resolve, reject) => {
+      const ws = new WebSocket(`${app.wsUrl}/stream?${new URLSearchParams(Q)}`, { headers: { 'x-api-key': KEY_A } });
+      ws.on('error', () => undefined);
+      ws.on('open', () => ws.send(Buffer.alloc(32 * 1024 * 1024)));
+      ws.on('close', (c) => resolve(c));
+      setTimeout(() => reject(new Error('no close')), 20_000).unref();
+    });
+    assert.equal(code, 1009);
+  });
+
+  it('the socket error handler leaves a ws protocol error (its close frame already sent) to ws, and ends the socket on any other error', () => {
+    const ended: string[] = [];
+    const handler = websocketErrorHandler({});
+    const socket = (name: string) => ({ terminate: () => void ended.push(name) });
+    handler(Object.assign(new RangeError('Max payload size exceeded'), { code: 'WS_ERR_UNSUPPORTED_MESSAGE_LENGTH' }), socket('too-big'));
+    handler(Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' }), socket('reset'));
+    assert.deepEqual(ended, ['reset']);
   });
 
   it('POST /stream-tokens needs the API key (problem+json 401)', async () => {

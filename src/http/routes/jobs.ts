@@ -7,6 +7,7 @@ import type { Config } from '../../config';
 import { storageErrno } from '../../errors';
 import { type AddressPolicy, literalRefusal, parseAllowlist } from '../../download/ssrf';
 import { serializeJob } from '../../jobs/record';
+import { type StorageHealth, withWaitReason } from '../../jobs/storage-health';
 import { type CreatedJob, IdempotencyConflictError, type JobService, type NewJobExtras, type Owner } from '../../jobs/service';
 import { IDEMPOTENCY_KEY_RE } from '../../jobs/idempotency';
 import { metadataOf } from '../metadata';
@@ -36,6 +37,8 @@ export interface JobRoutesOptions {
   service: JobService;
   listModels: () => string[];
   volumeRange: { min: number; max: number };
+  /** The storage fault jobs are waiting on (the worker's StorageHealth), if any. */
+  storageFault?: () => StorageHealth['current'];
 }
 
 /** The query string of POST /file-processing/jobs once the schema checked it: the client's JobParams, models as one comma list. */
@@ -88,7 +91,7 @@ export async function jobRoutes(app: FastifyInstance, opts: JobRoutesOptions): P
   );
   app.get<{ Params: { jobId: string } }>('/file-processing/jobs/:jobId', { schema: getJobSchema }, async (req, reply) => {
     const job = await findJob(ctx.service, ownerOf(req), req.params.jobId);
-    return reply.type(JSON_MEDIA_TYPE).send(serializeJob(job.record));
+    return reply.type(JSON_MEDIA_TYPE).send(serializeJob(withWaitReason(job.record, ctx.storageFault?.() ?? null)));
   });
   app.get<{ Params: { jobId: string } }>('/file-processing/jobs/:jobId/results', { schema: getResultsSchema(opts.config) }, (req, reply) =>
     sendResults(ctx, req, reply),
@@ -149,6 +152,7 @@ async function createFromBody(ctx: JobRoutesContext, req: CreateRequest, owner: 
   const extras: NewJobExtras = { metadata: metadataOf(req.query.metadata, urlBody?.metadata), idempotencyKey, admit: () => admitNewJob(ctx, owner) };
   if (urlBody) {
     checkHttpUrl(urlBody.url, 'url', 'INVALID_BODY');
+    checkFileUrl(urlBody.url, ctx.callbackPolicy);
     return createOr409(() => ctx.service.create(owner, request, { method: 'url', url: urlBody.url }, extras));
   }
   if ((AUDIO_MEDIA_TYPES as readonly string[]).includes(type) && req.body) {
@@ -388,6 +392,19 @@ function checkCallbackHost(value: string, policy: AddressPolicy): void {
   if (!literalRefusal(new URL(value), policy)) return;
   const message = 'the host is not allowed (not a public address, and not on the allowlist)';
   throw new ApiError('INVALID_PARAMETER', `callback: ${message}.`, { errors: [{ parameter: 'callback', message }] });
+}
+
+/**
+ * A file URL with a user name or password, or whose host is an address literal the SSRF guard
+ * would refuse (metadata, loopback, private ... and not allowlisted), is refused at creation as
+ * callbacks are; host names are checked when the file is downloaded.
+ */
+function checkFileUrl(value: string, policy: AddressPolicy): void {
+  const u = new URL(value);
+  let message: string | null = null;
+  if (u.username || u.password) message = 'must not carry a user name or password';
+  else if (literalRefusal(u, policy)) message = 'the host is not allowed (not a public address, and not on the allowlist)';
+  if (message) throw new ApiError('INVALID_BODY', `url: ${message}.`, { errors: [{ parameter: 'url', message }] });
 }
 
 const isStream = (body: unknown): body is Readable => !!body && typeof (body as Readable).resume === 'function';

@@ -5,6 +5,7 @@
  * page never repeats or skips a job because jobs were created or deleted meanwhile.
  */
 import type { FastifyInstance } from 'fastify';
+import { type StorageHealth, withWaitReason } from '../../jobs/storage-health';
 import { serializeJob } from '../../jobs/record';
 import { JOB_STATUSES, type JobStatus, type StoredJob } from '../../jobs/types';
 import { ApiError } from '../errors';
@@ -13,6 +14,8 @@ import { JSON_MEDIA_TYPE, problemResponses } from '../schemas';
 export interface ListRoutesOptions {
   /** Every stored job (JobStore.list()). */
   list: () => Promise<StoredJob[]>;
+  /** The storage fault queued jobs are waiting on, if any. */
+  storageFault?: () => StorageHealth['current'];
 }
 
 export const LIST_DEFAULT_LIMIT = 100;
@@ -116,9 +119,10 @@ export async function listJobRoutes(app: FastifyInstance, opts: ListRoutesOption
         .filter((r) => !from || newerFirst(from, r) < 0)
         .sort(newerFirst);
       const page = matching.slice(0, limit);
+      const fault = opts.storageFault?.() ?? null;
       const next = matching.length > limit ? encodeCursor(page[page.length - 1]!) : null;
       // The records serialized exactly as GET /file-processing/jobs/{jobId} answers them.
-      return reply.type(JSON_MEDIA_TYPE).send(`{"jobs":[${page.map((r) => serializeJob(r)).join(',')}],"next_cursor":${JSON.stringify(next)}}`);
+      return reply.type(JSON_MEDIA_TYPE).send(`{"jobs":[${page.map((r) => serializeJob(withWaitReason(r, fault))).join(',')}],"next_cursor":${JSON.stringify(next)}}`);
     },
   );
 }

@@ -1,7 +1,7 @@
-import { mkdir, readdir, readFile, rm } from 'node:fs/promises';
+import { mkdir, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { deliveryOf, type EventBus, type EventDelivery, type JobFinishedEvent } from '../types';
-import { assertSafeName, writeAtomic } from './fsutil';
+import { assertSafeName, readStoredJson, writeAtomic } from './fsutil';
 
 /**
  * Durable event log: one file per unacked event under <dir>/<eventId>.json. Events not
@@ -26,7 +26,7 @@ export class EmbeddedEventBus implements EventBus {
         continue;
       }
       try {
-        events.push(JSON.parse(await readFile(join(dir, name), 'utf8')) as JobFinishedEvent);
+        events.push((await readStoredJson(join(dir, name))) as JobFinishedEvent);
       } catch {
         await rm(join(dir, name), { force: true });
       }

@@ -1,8 +1,8 @@
-import { mkdir, readdir, readFile, rename, rm } from 'node:fs/promises';
+import { mkdir, readdir, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { AlreadyExistsError, type JobStore, RevisionConflictError, type StoredJob, type Versioned } from '../types';
 import { storedJobProblem } from '../record';
-import { assertSafeName, KeyedSerializer, writeAtomic } from './fsutil';
+import { assertSafeName, KeyedSerializer, readStoredJson, writeAtomic } from './fsutil';
 
 interface FileForm {
   revision: number;
@@ -100,7 +100,7 @@ export class EmbeddedJobStore implements JobStore {
 async function readRecord(path: string, expectedId: string): Promise<FileForm | string> {
   let parsed: Partial<FileForm> | null;
   try {
-    parsed = JSON.parse(await readFile(path, 'utf8')) as Partial<FileForm> | null;
+    parsed = (await readStoredJson(path)) as Partial<FileForm> | null;
   } catch (err) {
     return `unreadable: ${(err as Error).message}`;
   }

@@ -1,7 +1,7 @@
-import { mkdir, readdir, readFile, rename, rm } from 'node:fs/promises';
+import { mkdir, readdir, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { JobQueue, QueueMessage } from '../types';
-import { assertSafeName, writeAtomic } from './fsutil';
+import { assertSafeName, readStoredJson, writeAtomic } from './fsutil';
 
 interface Entry {
   job_id: string;
@@ -14,11 +14,14 @@ interface Entry {
 /** Deliveries of a job whose processing keeps failing before the worker gives up on it. */
 export const DEFAULT_MAX_DELIVERIES = 5;
 
+/** A queue entry is ~100 bytes; anything much larger is not one (and is not read). */
+const MAX_ENTRY_BYTES = 64 * 1024;
+
 /** The entry in `path`, or what is wrong with it (then it is set aside). */
 async function readEntry(path: string, expectedId: string): Promise<Entry | string> {
   let v: unknown;
   try {
-    v = JSON.parse(await readFile(path, 'utf8'));
+    v = await readStoredJson(path, MAX_ENTRY_BYTES);
   } catch (err) {
     return `unreadable: ${(err as Error).message}`;
   }
