@@ -17,7 +17,9 @@ SLICES = ["all", "clean", "telephone", "high-arousal men", "low-arousal women"]
 TRIED = [
     "head L2 1e-2 / 1e-3 / 1e-4 / 1e-5 / 1e-6 (speaker view alone, mean over six held-out corpora 0.59 / 0.86 / 0.886 / "
     "0.882 / 0.872, unknown 35 % / 9 % / 7 % / 6 % / 7 %): strong L2 only makes the head unsure; 1e-4 kept",
-    "every window embedded instead of every 4th (speaker view, L2 1e-3, 0.65 threshold): fused 0.904 both ways",
+    "every window embedded instead of every 4th (speaker view, L2 1e-3, 0.65 threshold): fused 0.904 both ways; every 4th "
+    "instead of every 8th (shipped head): 0.931 both ways (hyke clean 0.930 vs 0.923), so every 8th ships: the encoder is "
+    "most of the cost (docs/benchmarks.md)",
     "the 0.65 `unknown` threshold with the shipped speaker head: fused 0.906 (network 0.879); 0.55 kept",
     "a second view, the Whisper tiny.en encoder (training/encoders/whisper.py, == CTranslate2's encoder) on the same 1.6 s "
     "windows, its states' mean through its own head: alone 0.868 over all clips (the speaker view 0.921); fused with the "

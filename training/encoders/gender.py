@@ -171,7 +171,7 @@ def print_table(ev: dict) -> None:
 
 MANIFEST = ROOT / "models/gender/manifest.json"
 VERSION = "2.0.0"
-EVERY = 4
+EVERY = 8
 
 
 ENCODER_OF_KEY = {"emb": "speaker", "emb_whisper": "whisper"}
