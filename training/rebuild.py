@@ -177,9 +177,10 @@ def check(built: str, shipped_dir: str, quick: bool) -> list[tuple[str, bool, st
     for k in ("parameters", "macs_per_step"):
         rows.append((f"model.{k}", b["model"].get(k) == s["model"].get(k), f"{b['model'].get(k)} vs {s['model'].get(k)}"))
     bv, sv = b.get("views"), s.get("views")  # encoder views (gender 2.x): the same encoders on the same schedule
-    rows.append(("views (encoders, schedule)", (bv is None) == (sv is None) and (bv is None or (
-        [e["encoder"] for e in bv["encoders"]] == [e["encoder"] for e in sv["encoders"]] and bv["schedule"] == sv["schedule"])),
-        "same" if bv == sv or (bv and sv and bv["schedule"] == sv["schedule"]) else f"{bool(bv)} vs {bool(sv)}"))
+    def views_key(v):
+        return v and ([e["encoder"] for e in v["encoders"]], v["schedule"])
+    same_views = views_key(bv) == views_key(sv)
+    rows.append(("views (encoders, schedule)", same_views, "same" if same_views else f"{views_key(bv)} vs {views_key(sv)}"))
     for k in ("start_steps", "delay_steps", "state_size"):
         bs, ss = b.get("streaming", {}).get(k), s.get("streaming", {}).get(k)
         rows.append((f"streaming.{k}", bs == ss, f"{bs} vs {ss}"))

@@ -13,8 +13,7 @@ import { InferenceEngine, sharedEngine } from '../inference/engine';
 import { StepBuffer } from '../inference/step-buffer';
 import type { ModelInfo } from '../inference/registry';
 import type { WindowedRunner } from '../inference/runner';
-import { EncoderStage } from '../inference/encoder-stage';
-import { ViewFusion } from '../inference/view-fusion';
+import type { EncoderStage } from '../inference/encoder-stage';
 import { defaultOpen, type FileFrontendLike, type OpenFileFrontend } from './audio';
 
 /** Progress, audio facts and cancellation of one analysis (the job worker's view too). */
@@ -177,12 +176,8 @@ function channelStates(plan: AnalysisPlan, channels: number[], expected: number,
     for (const m of plan.infos) {
       const store = new StepBuffer(m.rawKeys.length, expected + 1);
       st.probs.set(m.name, store);
-      let output = (_start: number, probs: Float32Array): void => store.append(probs);
-      if (m.views) {
-        const fusion = new ViewFusion(m.views, output);
-        st.stages.push(plan.engine.encoderStage(m.views, (o) => fusion.pushWindow(o)));
-        output = (_start, probs) => fusion.pushNet(probs, probs.length / 2);
-      }
+      const { output, stage } = plan.engine.withViews(m, (_start, probs) => store.append(probs));
+      if (stage) st.stages.push(stage);
       st.runners.push(plan.engine.runner(m, output, runnerOptions));
     }
     states.set(ch, st);

@@ -25,7 +25,6 @@ import type { ModelInfo } from '../inference/registry';
 import { StepBuffer } from '../inference/step-buffer';
 import { StreamRunner } from '../inference/stream-runner';
 import type { EncoderStage } from '../inference/encoder-stage';
-import { ViewFusion } from '../inference/view-fusion';
 
 /** Sample encodings of a live stream: the front end's PCM, or G.711 (8-bit, expanded to s16le here). */
 export type StreamEncoding = SampleEncoding | G711Law;
@@ -128,17 +127,13 @@ export class StreamSession {
     this.runners = infos.map((m) => {
       const store = new StepBuffer(m.rawKeys.length);
       this.probs.set(m.name, store);
-      let output = (_start: number, probs: Float32Array): void => {
+      // encoder views are fused step by step exactly as in file jobs (src/inference/view-fusion.ts)
+      const { output, stage } = engine.withViews(m, (_start, probs) => {
         store.append(probs);
         this.emitReady();
         this.events.onProgress?.();
-      };
-      if (m.views) {
-        // the encoder view is fused step by step exactly as in file jobs (src/inference/view-fusion.ts)
-        const fusion = new ViewFusion(m.views, output);
-        this.stages.push(engine.encoderStage(m.views, (o) => fusion.pushWindow(o)));
-        output = (_start, probs) => fusion.pushNet(probs, probs.length / 2);
-      }
+      });
+      if (stage) this.stages.push(stage);
       return new StreamRunner({
         model: m,
         infer: (features, steps) => engine.infer(m, features, steps),

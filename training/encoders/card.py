@@ -57,6 +57,9 @@ def section(d: str, m: dict) -> str:
     slices = ", ".join(f"{k} {t[shipped][k]['accuracy']:.3f}" for k in SLICES)
     enc_lines = "\n".join(f"  - `models/encoders/{n}/`: {ENCODERS[n]}." for n in names)
     tried = "\n".join(f"- {x}" for x in TRIED)
+    from training.encoders.corpora import LICENCES, REPOS
+    added = "\n".join(f"  - {name}: git snapshot of `{repo.replace('+', '/')}` at commit `{commit}`; licence: {LICENCES[name]}"
+                      for name, (repo, commit) in REPOS.items())
     return f"""# auris `{m['name']}` model {m['version']}
 
 Per-step perceived voice gender (female / male) of adult speech. Only meaningful on steps the speech model calls speech.
@@ -75,6 +78,8 @@ learnt from scratch on our ~300 voices.
 - Fusion: `P(male) = sigmoid({f['net']:.3f} * L_network + {terms} + {f['bias']:.3f})` on steps with a view (others: the
   network alone); {tr['fusion']}. Then the segment mean (`src/analysis/segment.ts`) as before.
 - `unknown`: below 0.55 (was 0.65 before 2.0): with the views the segment means are right more often than unsure.
+- Labelled voices of the heads: the gender-labelled adult speech of the datasets folder (licences below) plus
+{added}.
 - Reproduce (25-40 minutes on 2 cores): `{tr['reproduce']}` (`training/encoders/`; two corpora are read from their
   git snapshots, see `training/encoders/corpora.py`).
 

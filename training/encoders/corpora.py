@@ -26,6 +26,11 @@ REPOS = {
     "speechocean": ("jimbozhang+speechocean762", "613968e3"),
     "audiomnist_az": ("Natavan-A+AudioMNIST_AZ", "dbb3577e"),
 }
+# as stated by each repository (../shared/datasets/README.md): what the model cards copy
+LICENCES = {
+    "speechocean": "README: free for commercial and non-commercial use (no LICENSE file)",
+    "audiomnist_az": "none stated",
+}
 SR = 16000
 
 

@@ -18,6 +18,7 @@ windows alone, by the same code for files and streams. The golden test
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import shutil
 from pathlib import Path
@@ -92,17 +93,21 @@ def load() -> SpeakerEncoder:
     return model.eval()
 
 
+@functools.lru_cache(maxsize=1)
+def _package_encoder():
+    from resemblyzer import VoiceEncoder
+    return VoiceEncoder(device="cpu", verbose=False)
+
+
 def reference(pcm: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The package's own path for one window: librosa mel of the gain-normalised window + its torch model."""
     import librosa
-    from resemblyzer import VoiceEncoder
     wav = pcm.astype(np.float32)
     wav = wav * (10.0 ** (TARGET_DBFS / 20.0)) / np.sqrt(np.mean(wav.astype(np.float64) ** 2) + 1e-10)
     mels = librosa.feature.melspectrogram(y=wav.astype(np.float32), sr=SR, n_fft=N_FFT, hop_length=HOP, n_mels=N_MELS)
     mels = mels.astype(np.float32).T[:FRAMES]
-    enc = VoiceEncoder(device="cpu", verbose=False)
     with torch.no_grad():
-        emb = enc(torch.from_numpy(mels)[None]).numpy()[0]
+        emb = _package_encoder()(torch.from_numpy(mels)[None]).numpy()[0]
     return mels, emb
 
 

@@ -6,22 +6,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from training.features import step_levels  # the addon's step levels (dBFS over each step's real samples)
+
 STEP = 1024
 WINDOW_STEPS = 25
 MIN_VOICED_STEPS = 8
 GATE_DB = -50.0
-
-
-def step_levels(x: np.ndarray) -> np.ndarray:
-    """Level of each 64 ms step in dBFS over its real samples (as the addon)."""
-    n = x.size
-    steps = -(-n // STEP)
-    pad = np.zeros(steps * STEP, dtype=np.float64)
-    pad[:n] = x
-    e = (pad.reshape(steps, STEP) ** 2).sum(axis=1)
-    real = np.full(steps, STEP, dtype=np.float64)
-    real[-1] = n - (steps - 1) * STEP
-    return 10.0 * np.log10(e / real + 1e-12)
 
 
 def voiced_windows(x: np.ndarray, levels: np.ndarray | None = None) -> tuple[list[int], np.ndarray]:
