@@ -31,6 +31,10 @@ export interface AnalysisRequest {
   includeRaw: boolean;
   /** dBFS; output steps whose level is below this are `silence`. Unset: DEFAULT_VOLUME_THRESHOLD_DB. */
   volumeThreshold?: number;
+  /** The speakers model: the caller knows the number of speakers per channel (1..MAX_SPEAKERS). */
+  numSpeakers?: number;
+  /** The speakers model: at most this many speakers per channel (unset: the model's default). */
+  maxSpeakers?: number;
 }
 
 /** The silence gate of a request, dBFS (the default when it sets none). */
@@ -47,6 +51,8 @@ export interface AnalysisRequestInput {
   includeTransitions?: boolean | string | null;
   includeRaw?: boolean | string | null;
   volumeThreshold?: number | string | null;
+  numSpeakers?: number | string | null;
+  maxSpeakers?: number | string | null;
 }
 
 function invalid(message: string, details?: Record<string, unknown>): AurisError {
@@ -126,6 +132,31 @@ export function parseBoolean(name: string, v: boolean | string | null | undefine
   throw invalid(`${name} must be true or false, got ${JSON.stringify(v)}`);
 }
 
+/** Bound of num_speakers and max_speakers (src/speakers/manifest.ts MAX_SPEAKERS). */
+export const SPEAKER_COUNT_LIMIT = 20;
+/** The model num_speakers and max_speakers apply to. */
+const SPEAKERS_MODEL = 'speakers';
+
+/** num_speakers / max_speakers: an integer in 1..SPEAKER_COUNT_LIMIT, or undefined. */
+export function parseSpeakerCount(name: string, v: number | string | null | undefined): number | undefined {
+  if (v === undefined || v === null || v === '') return undefined;
+  const n = toNumber(name, v);
+  if (!Number.isInteger(n) || n < 1 || n > SPEAKER_COUNT_LIMIT) {
+    throw invalid(`${name} must be an integer between 1 and ${SPEAKER_COUNT_LIMIT}, got ${String(v)}`);
+  }
+  return n;
+}
+
+/** num_speakers / max_speakers need the speakers model, and a count within the cap. */
+export function checkSpeakerCounts(models: readonly string[], numSpeakers: number | undefined, maxSpeakers: number | undefined): void {
+  if ((numSpeakers !== undefined || maxSpeakers !== undefined) && !models.includes(SPEAKERS_MODEL)) {
+    throw invalid(`${numSpeakers !== undefined ? 'num_speakers' : 'max_speakers'} applies to the ${SPEAKERS_MODEL} model, which is not requested`);
+  }
+  if (numSpeakers !== undefined && maxSpeakers !== undefined && numSpeakers > maxSpeakers) {
+    throw invalid(`num_speakers (${numSpeakers}) must not exceed max_speakers (${maxSpeakers})`);
+  }
+}
+
 /**
  * Validates and normalises every parameter; `knownModels` (registry names) enables the
  * UNKNOWN_MODEL check. An AnalysisRequest passes unchanged (with the default gate filled in).
@@ -141,6 +172,11 @@ export function parseAnalysisRequest(input: AnalysisRequestInput, knownModels?: 
   };
   const channel = parseChannel(input.channel);
   if (channel !== undefined) out.channel = channel;
+  const numSpeakers = parseSpeakerCount('num_speakers', input.numSpeakers);
+  const maxSpeakers = parseSpeakerCount('max_speakers', input.maxSpeakers);
+  checkSpeakerCounts(out.models, numSpeakers, maxSpeakers);
+  if (numSpeakers !== undefined) out.numSpeakers = numSpeakers;
+  if (maxSpeakers !== undefined) out.maxSpeakers = maxSpeakers;
   return out;
 }
 

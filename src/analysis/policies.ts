@@ -99,6 +99,15 @@ export function policyFor(
         summaryClasses: ['male', 'female', 'other', UNKNOWN_LABEL, SILENCE_LABEL],
         summaryClassOf: (label) => (label === NO_SPEECH_LABEL ? 'other' : label),
       };
+    case 'speakers':
+      // raw keys speaker_1..speaker_n; a file's channel lists only the speakers found (src/speakers)
+      return {
+        name,
+        rawKeys,
+        speechGated: true,
+        summaryClasses: [...rawKeys, NO_SPEECH_LABEL, SILENCE_LABEL],
+        summaryClassOf: identity,
+      };
     default:
       return {
         name,
@@ -111,7 +120,7 @@ export function policyFor(
 }
 
 /** The speaker models: their steps are `no_speech` where the speech model hears no speech. */
-const SPEECH_GATED_MODELS: readonly string[] = ['arousal', 'gender', 'emotions'];
+const SPEECH_GATED_MODELS: readonly string[] = ['arousal', 'gender', 'emotions', 'speakers'];
 
 /** True when running `name` also requires the speech model (for no_speech gating). */
 export function needsSpeechModel(name: string): boolean {

@@ -4,6 +4,7 @@
  */
 import type { Config } from '../config';
 import { JOB_ERROR_CODES } from '../errors';
+import { SPEAKER_COUNT_LIMIT } from '../analysis/options';
 import { CALLBACK_STATES } from '../jobs/types';
 import { PROBLEM_CONTENT_TYPE, problemSchema } from './errors';
 import { metadataSchema } from './metadata';
@@ -65,6 +66,18 @@ export function createJobQuerySchema(config: Config, volumeRange: { min: number;
         maximum: volumeRange.max,
         description: 'Silence gate level (see docs/results.md for unit and default). A higher value makes more of the audio count as silence.',
       },
+      num_speakers: {
+        type: 'integer',
+        minimum: 1,
+        maximum: SPEAKER_COUNT_LIMIT,
+        description: 'The `speakers` model only: the number of speakers in each channel, when you know it (docs/speakers.md). Default: estimated.',
+      },
+      max_speakers: {
+        type: 'integer',
+        minimum: 1,
+        maximum: SPEAKER_COUNT_LIMIT,
+        description: 'The `speakers` model only: at most this many speakers per channel (default: the model\'s, see GET /models). Not below num_speakers.',
+      },
       metadata: {
         type: 'string',
         maxLength: 8192,
@@ -122,6 +135,8 @@ export const jobRecordSchema = {
         include_transitions: { type: 'boolean' },
         include_raw_values: { type: 'boolean' },
         volume_threshold: nullable({ type: 'number' }),
+        num_speakers: { type: 'integer', description: 'Present when given (the speakers model)' },
+        max_speakers: { type: 'integer', description: 'Present when given (the speakers model)' },
         callback: nullable({ type: 'string' }),
       },
     },

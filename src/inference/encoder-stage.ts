@@ -1,6 +1,6 @@
 /**
  * The encoder stage of one channel: cuts the 16 kHz samples into fixed windows on the step grid
- * (window k = steps [kW, (k+1)W)), decides from the step levels alone which windows the
+ * (window k = steps [kH, kH + W); hop H = W unless the schedule overlaps them), decides from the step levels alone which windows the
  * pretrained encoder runs on, runs those on the inference pool and reports every window's
  * outcome in order. The decision uses only the window's own steps, so a live stream (pushed
  * step by step) and a file job (pushed in large chunks) embed exactly the same windows.
@@ -30,12 +30,15 @@ export interface EncoderStageOptions {
 
 export class EncoderStage {
   private readonly schedule: ViewSchedule;
-  private readonly windowSamples: number;
-  private pcm: Float32Array;
-  /** Steps of the current window received so far. */
-  private filled = 0;
-  private voiced = 0;
-  private hasSamples = true;
+  private readonly W: number;
+  private readonly H: number;
+  /** The last W steps' samples and levels, circular by step (slot = step % W). */
+  private readonly ring: Float32Array;
+  private readonly ringLevels: Float32Array;
+  private readonly ringHasSamples: Uint8Array;
+  /** Steps received. */
+  private steps = 0;
+  /** Next window to close (window k covers steps [kH, kH + W)). */
   private window = 0;
   /** Position in the current run of voiced windows. */
   private run = 0;
@@ -48,8 +51,11 @@ export class EncoderStage {
 
   constructor(private readonly options: EncoderStageOptions) {
     this.schedule = options.schedule;
-    this.windowSamples = options.schedule.windowSteps * STEP_SAMPLES;
-    this.pcm = new Float32Array(this.windowSamples);
+    this.W = options.schedule.windowSteps;
+    this.H = options.schedule.hopSteps ?? this.W;
+    this.ring = new Float32Array(this.W * STEP_SAMPLES);
+    this.ringLevels = new Float32Array(this.W);
+    this.ringHasSamples = new Uint8Array(this.W);
   }
 
   /** Encoder calls made so far. */
@@ -73,21 +79,21 @@ export class EncoderStage {
       return Promise.reject(new AurisError('INVALID_ARGUMENT', `expected ${steps * STEP_SAMPLES} samples for ${steps} steps, got ${pcm.length}`));
     }
     for (let i = 0; i < steps; i++) {
-      if (pcm) this.pcm.set(pcm.subarray(i * STEP_SAMPLES, (i + 1) * STEP_SAMPLES), this.filled * STEP_SAMPLES);
-      else this.hasSamples = false;
-      if (levels[i]! >= this.schedule.gateDb) this.voiced++;
-      if (++this.filled === this.schedule.windowSteps) this.closeWindow();
+      const slot = this.steps % this.W;
+      if (pcm) this.ring.set(pcm.subarray(i * STEP_SAMPLES, (i + 1) * STEP_SAMPLES), slot * STEP_SAMPLES);
+      this.ringHasSamples[slot] = pcm ? 1 : 0;
+      this.ringLevels[slot] = levels[i]!;
+      this.steps++;
+      // the window starting W steps back is now complete
+      if (this.steps >= this.W && this.window * this.H === this.steps - this.W) this.closeWindow(this.W);
     }
     return this.tail;
   }
 
-  /** No more steps: the last, partial window (zeros after the signal) is decided like the others. */
+  /** No more steps: the windows that started but reach past the end (zeros after the signal) are decided like the others. */
   end(): Promise<void> {
     if (!this.ended) {
-      if (this.filled > 0 && !this.failure) {
-        this.pcm.fill(0, this.filled * STEP_SAMPLES);
-        this.closeWindow();
-      }
+      while (!this.failure && this.window * this.H < this.steps) this.closeWindow(this.steps - this.window * this.H);
       this.ended = true;
     }
     return this.failure ? Promise.reject(this.failure) : this.tail;
@@ -99,9 +105,18 @@ export class EncoderStage {
     this.ended = true;
   }
 
-  private closeWindow(): void {
+  /** Decides the next window, whose first `have` steps (<= W) are the last ones received up to its end. */
+  private closeWindow(have: number): void {
     const window = this.window++;
-    const embed = this.hasSamples && this.voiced >= this.schedule.minVoicedSteps;
+    const first = window * this.H;
+    let voiced = 0;
+    let hasSamples = true;
+    for (let s = first; s < first + have; s++) {
+      const slot = s % this.W;
+      if (this.ringLevels[slot]! >= this.schedule.gateDb) voiced++;
+      if (!this.ringHasSamples[slot]) hasSamples = false;
+    }
+    const embed = hasSamples && voiced >= this.schedule.minVoicedSteps;
     let outcome: Promise<WindowOutcome>;
     if (!embed) {
       this.run = 0;
@@ -110,14 +125,14 @@ export class EncoderStage {
       outcome = Promise.resolve({ window, kind: 'carry' });
     } else {
       this._calls++;
-      const pcm = this.pcm;
-      this.pcm = new Float32Array(this.windowSamples);
+      const pcm = new Float32Array(this.W * STEP_SAMPLES);
+      for (let i = 0; i < have; i++) {
+        const slot = (first + i) % this.W;
+        pcm.set(this.ring.subarray(slot * STEP_SAMPLES, (slot + 1) * STEP_SAMPLES), i * STEP_SAMPLES);
+      }
       outcome = this.options.embed(pcm).then((embeddings) => ({ window, kind: 'embedded', embeddings }));
       outcome.catch(() => undefined); // surfaced through the tail below
     }
-    this.filled = 0;
-    this.voiced = 0;
-    this.hasSamples = true;
     this.pending++;
     this.tail = this.tail.then(async () => {
       let o: WindowOutcome;

@@ -8,7 +8,7 @@ import { defaultModelsDir, defaultWindowSteps } from './env';
 import { InferencePool, InferencePoolOptions, StatefulPoolModel, StatefulResult } from './pool';
 import { ModelInfo, ModelRegistry } from './registry';
 import { OutputFn, WindowedRunner } from './runner';
-import { EncoderStage } from './encoder-stage';
+import { EncoderStage, type WindowOutcome } from './encoder-stage';
 import { ViewFusion } from './view-fusion';
 
 export interface EngineOptions extends InferencePoolOptions {
@@ -55,7 +55,8 @@ export class InferenceEngine {
     if (options.preload) {
       const models = options.preload === 'all' ? registry.list() : registry.resolve(options.preload);
       try {
-        await pool.load(models);
+        // a speaker map has no network: its encoder is what runs
+        await pool.load(models.map((m) => m.speakerMap?.encoder ?? m));
       } catch (e) {
         await pool.close();
         throw e;
@@ -128,6 +129,17 @@ export class InferenceEngine {
       Promise.all(views.views.map((v, i) => this.pool.runEncoder(v.encoder, i === last ? pcm : pcm.slice())));
     const stage = new EncoderStage({ schedule: views.schedule, embed, onWindow: (o) => fusion.pushWindow(o) });
     return { output: (_start, probs, steps) => fusion.pushNet(probs, steps), stage };
+  }
+
+  /**
+   * The encoder stage of a speaker-map model's channel (src/speakers): every voiced window of its
+   * schedule is embedded on the pool and reported, in order, to `onWindow`.
+   */
+  speakerStage(model: ModelInfo, onWindow: (o: WindowOutcome) => void): EncoderStage {
+    const map = model.speakerMap;
+    if (!map) throw new AurisError('INVALID_ARGUMENT', `model ${model.name} is not a speaker map`);
+    const embed = (pcm: Float32Array): Promise<Float32Array[]> => this.pool.runEncoder(map.encoder, pcm).then((e) => [e]);
+    return new EncoderStage({ schedule: map.schedule, embed, onWindow });
   }
 
   close(): Promise<void> {

@@ -10,6 +10,7 @@ import { unknownModelError } from '../analysis/options';
 import { BUILTIN_RAW_KEYS } from '../analysis/policies';
 import { defaultModelsDir } from './env';
 import { parseViews, type ModelViews } from './views';
+import { parseSpeakerMap, speakerKeys, MAX_SPEAKERS, SPEAKER_MAP_KIND, type SpeakerMapInfo } from '../speakers/manifest';
 
 /** Front-end parameters the models must have been trained with (docs/features.md). */
 export const FRONTEND = {
@@ -94,6 +95,11 @@ export interface ModelInfo {
   streaming?: StreamingGraph;
   /** Present when a pretrained encoder's view is fused with the network (views.ts). */
   views?: ModelViews;
+  /**
+   * Present for the speaker map (manifest kind "speaker_map", src/speakers): no network of its own;
+   * modelPath/inputName/outputName are its encoder's.
+   */
+  speakerMap?: SpeakerMapInfo;
   manifest: ModelManifest;
 }
 
@@ -197,6 +203,7 @@ export function loadModelDir(dir: string): ModelInfo {
   } catch (e) {
     throw fail(manifestPath, `invalid JSON (${(e as Error).message})`, e);
   }
+  if (isObj(parsed) && parsed['kind'] === SPEAKER_MAP_KIND) return loadSpeakerMapDir(dir, parsed, dirName, manifestPath);
   const m = validateManifest(parsed, dirName, manifestPath);
   const modelPath = modelFile(dir, m.file, manifestPath);
   const left = m.context.left_steps;
@@ -233,6 +240,57 @@ export function loadModelDir(dir: string): ModelInfo {
   };
 }
 
+/** A speaker-map model (src/speakers/manifest.ts): raw keys speaker_1..speaker_MAX_SPEAKERS, lookahead one window. */
+function loadSpeakerMapDir(dir: string, m: Record<string, unknown>, dirName: string, manifestPath: string): ModelInfo {
+  for (const k of ['name', 'version']) {
+    if (typeof m[k] !== 'string' || (m[k] as string).trim() === '') throw fail(manifestPath, `"${k}" must be a non-empty string`);
+  }
+  if (m['name'] !== dirName) throw fail(manifestPath, `"name" is ${JSON.stringify(m['name'])} but the directory is ${JSON.stringify(dirName)}`);
+  if (m['placeholder'] !== undefined && typeof m['placeholder'] !== 'boolean') throw fail(manifestPath, '"placeholder" must be true or false');
+  const speakerMap = parseSpeakerMap(m, path.dirname(dir), manifestPath);
+  // a step is decided once the last window covering it (starting at or before it) has ended
+  const right = speakerMap.schedule.windowSteps - 1;
+  return {
+    name: dirName,
+    version: m['version'] as string,
+    placeholder: m['placeholder'] === true,
+    rawKeys: Object.freeze(speakerKeys(MAX_SPEAKERS)),
+    context: { leftSteps: 0, rightSteps: right },
+    receptiveFieldMs: speakerMap.schedule.windowSteps * 64,
+    lookaheadMs: right * 64,
+    dir,
+    manifestPath,
+    modelPath: speakerMap.encoder.modelPath,
+    inputName: speakerMap.encoder.inputName,
+    outputName: speakerMap.encoder.outputName,
+    speakerMap,
+    manifest: m as unknown as ModelManifest,
+  };
+}
+
+/** Opens a pretrained encoder (views.ts) and checks that one window of silence gives `dim` floats. */
+async function verifyEncoder(e: import('./views').EncoderInfo, ort: typeof import('onnxruntime-node')): Promise<void> {
+  let session: import('onnxruntime-node').InferenceSession;
+  try {
+    session = await ort.InferenceSession.create(e.modelPath, { intraOpNumThreads: 1, interOpNumThreads: 1 });
+  } catch (err) {
+    throw fail(e.modelPath, `not a loadable ONNX model (${(err as Error).message})`, err);
+  }
+  try {
+    let out;
+    try {
+      const x = new ort.Tensor('float32', new Float32Array(e.pcmFloats), [1, e.pcmFloats]);
+      out = (await session.run({ [e.inputName]: x }))[e.outputName];
+    } catch (err) {
+      throw fail(e.modelPath, `fails on one window of ${e.pcmFloats} samples (${(err as Error).message})`, err);
+    }
+    const n = out?.dims.reduce((a, b) => a * b, 1) ?? 0;
+    if (n !== e.dim) throw fail(e.modelPath, `output "${e.outputName}" has ${n} values for one window, expected ${e.dim} (manifest "dim")`);
+  } finally {
+    await session.release();
+  }
+}
+
 /**
  * Opens a model's ONNX file with onnxruntime (on the calling thread) and checks that it has
  * the manifest's input/output and produces [1, 1, C] probabilities for one step of zeros.
@@ -240,6 +298,8 @@ export function loadModelDir(dir: string): ModelInfo {
 export async function verifyModel(info: ModelInfo): Promise<void> {
   // Loaded lazily: the registry itself must not need the native runtime.
   const ort = await import('onnxruntime-node');
+  for (const v of info.views?.views ?? []) await verifyEncoder(v.encoder, ort);
+  if (info.speakerMap) return verifyEncoder(info.speakerMap.encoder, ort);
   let session: import('onnxruntime-node').InferenceSession;
   try {
     session = await ort.InferenceSession.create(info.modelPath, { intraOpNumThreads: 1, interOpNumThreads: 1 });

@@ -29,8 +29,10 @@ export interface EncoderInfo extends EncoderPoolModel {
 
 /** Which windows the encoder runs on (encoder-stage.ts). */
 export interface ViewSchedule {
-  /** Window k covers steps [k * windowSteps, (k + 1) * windowSteps). */
+  /** Window k covers steps [k * hop, k * hop + windowSteps). */
   windowSteps: number;
+  /** Steps between window starts (default windowSteps: windows side by side; the speaker map overlaps them). */
+  hopSteps?: number;
   /** Within a run of voiced windows, the encoder runs on every `every`-th one; the others reuse its result. */
   every: number;
   /** Fewer voiced steps than this: the window is not embedded and ends the run. */

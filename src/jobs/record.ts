@@ -22,6 +22,8 @@ export function serializeJob(record: JobRecord): string {
       include_raw_values: record.request.include_raw_values,
       volume_threshold: record.request.volume_threshold,
       callback: record.request.callback,
+      ...(record.request.num_speakers !== undefined ? { num_speakers: record.request.num_speakers } : {}),
+      ...(record.request.max_speakers !== undefined ? { max_speakers: record.request.max_speakers } : {}),
     },
     source: {
       method: record.source.method,
@@ -85,6 +87,8 @@ const str: Check = (v) => typeof v === 'string';
 const num: Check = (v) => typeof v === 'number' && Number.isFinite(v);
 const bool: Check = (v) => typeof v === 'boolean';
 const orNull = (c: Check): Check => (v) => v === null || c(v);
+/** Absent (older records, or not given) or valid. */
+const optional = (c: Check): Check => (v) => v === undefined || c(v);
 const obj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** Absent (older records) or null. */
@@ -152,6 +156,8 @@ export function storedJobProblem(v: unknown): string | null {
       include_raw_values: bool,
       volume_threshold: orNull(num),
       callback: orNull(str),
+      num_speakers: optional(num),
+      max_speakers: optional(num),
     }) ??
     firstBad(r.source, 'record.source', { method: (m) => m === 'url' || m === 'upload', url: orNull(str), content_type: orNull(str), size_bytes: orNull(num) }) ??
     (r.audio === null ? null : firstBad(r.audio, 'record.audio', { duration_sec: num, channels: num, sample_rate: num, format: str, processed_channels: num })) ??

@@ -17,6 +17,8 @@ export function jobRequestOf(analysis: AnalysisRequest, callback: string | null)
     include_raw_values: analysis.includeRaw,
     volume_threshold: analysis.volumeThreshold ?? null,
     callback,
+    ...(analysis.numSpeakers !== undefined ? { num_speakers: analysis.numSpeakers } : {}),
+    ...(analysis.maxSpeakers !== undefined ? { max_speakers: analysis.maxSpeakers } : {}),
   };
 }
 
@@ -31,5 +33,7 @@ export function analysisRequestOf(request: JobRequest): AnalysisRequest {
   };
   if (request.channel !== null) analysis.channel = request.channel;
   if (request.volume_threshold !== null) analysis.volumeThreshold = request.volume_threshold;
+  if (request.num_speakers !== undefined) analysis.numSpeakers = request.num_speakers;
+  if (request.max_speakers !== undefined) analysis.maxSpeakers = request.max_speakers;
   return analysis;
 }

@@ -25,6 +25,9 @@ export interface JobRequest {
   include_raw_values: boolean;
   volume_threshold: number | null;
   callback: string | null;
+  /** The speakers model's count parameters: present only when given (records older than them lack them). */
+  num_speakers?: number;
+  max_speakers?: number;
 }
 
 type ParamsOptional = Exclude<keyof JobRequest, 'models' | 'output_period'>;

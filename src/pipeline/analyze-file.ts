@@ -15,6 +15,7 @@ import type { ModelInfo } from '../inference/registry';
 import type { WindowedRunner } from '../inference/runner';
 import type { EncoderStage } from '../inference/encoder-stage';
 import { defaultOpen, type FileFrontendLike, type OpenFileFrontend } from './audio';
+import { FileSpeakerMap } from '../speakers/file-map';
 
 /** Progress, audio facts and cancellation of one analysis (the job worker's view too). */
 export interface AnalyzeHooks {
@@ -62,8 +63,10 @@ interface ChannelState {
   levels: StepBuffer;
   probs: Map<string, StepBuffer>;
   runners: WindowedRunner[];
-  /** Encoder stages of the models with encoder views (src/inference/views.ts). */
+  /** Encoder stages of the models with encoder views (src/inference/views.ts) and of the speaker map. */
   stages: EncoderStage[];
+  /** The speaker map of this channel, when `speakers` runs (src/speakers). */
+  speakers?: { model: string; map: FileSpeakerMap };
 }
 
 function aborted(signal: AbortSignal | undefined): AurisError {
@@ -174,6 +177,13 @@ function channelStates(plan: AnalysisPlan, channels: number[], expected: number,
   for (const ch of channels) {
     const st: ChannelState = { channel: ch, steps: 0, levels: new StepBuffer(1, expected + 1), probs: new Map(), runners: [], stages: [] };
     for (const m of plan.infos) {
+      if (m.speakerMap) {
+        // no network: the encoder stage's windows are clustered once the channel is read
+        const map = new FileSpeakerMap(m.speakerMap);
+        st.speakers = { model: m.name, map };
+        st.stages.push(plan.engine.speakerStage(m, (o) => map.pushWindow(o)));
+        continue;
+      }
       const store = new StepBuffer(m.rawKeys.length, expected + 1);
       st.probs.set(m.name, store);
       const { output, stage } = plan.engine.withViews(m, (_start, probs) => store.append(probs));
@@ -263,8 +273,18 @@ function postProcess(plan: AnalysisPlan, states: Map<number, ChannelState>, head
     if (st.steps === 0) throw new AurisError('INVALID_ARGUMENT', `channel ${st.channel} has no audio`);
     const probs: Record<string, Float32Array> = {};
     for (const [name, store] of st.probs) probs[name] = store.view();
+    let channelOptions = options;
+    if (st.speakers) {
+      // the speakers found in this channel are its raw keys
+      const counts: { numSpeakers?: number; maxSpeakers?: number } = {};
+      if (request.numSpeakers !== undefined) counts.numSpeakers = request.numSpeakers;
+      if (request.maxSpeakers !== undefined) counts.maxSpeakers = request.maxSpeakers;
+      const found = st.speakers.map.finish(st.steps, counts);
+      probs[st.speakers.model] = found.probs;
+      channelOptions = { ...options, rawKeys: { ...options.rawKeys, [st.speakers.model]: found.keys } };
+    }
     const durationMs = headerMs > 0 ? headerMs : st.steps * STEP_MS;
-    channels[String(st.channel)] = buildChannelResult({ steps: st.steps, durationMs, levels: st.levels.view(), probs }, options);
+    channels[String(st.channel)] = buildChannelResult({ steps: st.steps, durationMs, levels: st.levels.view(), probs }, channelOptions);
     steps[String(st.channel)] = st.steps;
   }
   return { channels, steps };

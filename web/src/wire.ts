@@ -18,6 +18,9 @@ export interface JobRequest {
   include_raw_values: boolean;
   volume_threshold: number | null;
   callback: string | null;
+  /** The speakers model's count parameters, present when given. */
+  num_speakers?: number;
+  max_speakers?: number;
 }
 
 export interface JobRecord {

@@ -14,7 +14,7 @@ import { metadataOf } from '../metadata';
 import { installedVocabulary } from './models';
 import { BackendUnavailableError, BlobTooLargeError, type JobParams, type JobRequest } from '../../jobs/types';
 import { jobRequestOf } from '../../jobs/request';
-import type { AnalysisRequest } from '../../analysis/options';
+import { type AnalysisRequest, checkSpeakerCounts } from '../../analysis/options';
 import { ApiError } from '../errors';
 import {
   AUDIO_MEDIA_TYPES,
@@ -59,6 +59,8 @@ function analysisRequestOfQuery(q: CreateQuery, models: string[]): AnalysisReque
   };
   if (q.channel !== undefined) analysis.channel = q.channel;
   if (q.volume_threshold !== undefined) analysis.volumeThreshold = q.volume_threshold;
+  if (q.num_speakers !== undefined) analysis.numSpeakers = q.num_speakers;
+  if (q.max_speakers !== undefined) analysis.maxSpeakers = q.max_speakers;
   return analysis;
 }
 
@@ -86,7 +88,7 @@ export async function jobRoutes(app: FastifyInstance, opts: JobRoutesOptions): P
 
   app.post<{ Querystring: CreateQuery; Body: unknown }>(
     '/file-processing/jobs',
-    { preValidation: plainIntegers(['output_period', 'channel']), schema: createJobSchema(opts) },
+    { preValidation: plainIntegers(['output_period', 'channel', 'num_speakers', 'max_speakers']), schema: createJobSchema(opts) },
     (req, reply) => createJob(ctx, req, reply),
   );
   app.get<{ Params: { jobId: string } }>('/file-processing/jobs/:jobId', { schema: getJobSchema }, async (req, reply) => {
@@ -136,7 +138,15 @@ function jobRequestOfQuery(ctx: JobRoutesContext, q: CreateQuery): JobRequest {
       valid_models: valid,
     });
   }
-  const request = jobRequestOf(analysisRequestOfQuery(q, models), q.callback ?? null);
+  const analysis = analysisRequestOfQuery(q, models);
+  try {
+    checkSpeakerCounts(models, analysis.numSpeakers, analysis.maxSpeakers);
+  } catch (e) {
+    const message = (e as Error).message;
+    const parameter = message.split(' ')[0]!;
+    throw new ApiError('INVALID_PARAMETER', message, { errors: [{ parameter, message }] });
+  }
+  const request = jobRequestOf(analysis, q.callback ?? null);
   if (request.callback !== null) {
     checkHttpUrl(request.callback, 'callback', 'INVALID_PARAMETER');
     checkCallbackHost(request.callback, ctx.callbackPolicy);

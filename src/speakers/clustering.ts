@@ -1,0 +1,251 @@
+/**
+ * The speaker map's arithmetic (model `speakers`, docs/speakers.md): speaker-encoder embeddings of
+ * overlapping windows -> speakers. Pure functions, no I/O; training/diarization/cluster.py is the
+ * same algorithm in Python (the golden test holds the two together).
+ *
+ *  - clusterWindows: a whole file's windows, offline: segments of similar consecutive windows,
+ *    centroid-linkage agglomeration down to a similarity threshold (or the caller's count), a few
+ *    re-assignment passes, and dissolving clusters too short to be a speaker.
+ *  - OnlineSpeakers: a live stream's windows one at a time, each either joining the closest known
+ *    speaker or starting the next one (a speaker once numbered keeps its number).
+ *  - stepProbabilities: per 64 ms step, the mean of the probability vectors of the windows covering it.
+ */
+
+/** Tunables of the speaker map (models/speakers/manifest.json "speaker_map"). */
+export interface SpeakerMapParams {
+  /** Windows start every hopSteps steps. */
+  hopSteps: number;
+  /** Steps per window (the encoder's). */
+  windowSteps: number;
+  /** Consecutive windows at least this similar (cosine) form one segment. */
+  segmentThreshold: number;
+  /** Clusters are merged while their centroids are at least this similar. */
+  mergeThreshold: number;
+  /** Re-assignment passes after merging. */
+  refineIterations: number;
+  /** Clusters covering less than this (seconds of window hops) are dissolved (files). */
+  minSpeakerS: number;
+  /** Softmax scale on cosine similarities. */
+  temperature: number;
+  /** A stream's window joins a known speaker at this similarity or more. */
+  onlineThreshold: number;
+}
+
+/** Seconds per 64 ms step. */
+const STEP_S = 0.064;
+
+export function normalise(v: Float32Array | Float64Array): Float64Array {
+  let n = 0;
+  for (let i = 0; i < v.length; i++) n += v[i]! * v[i]!;
+  const s = n > 0 ? 1 / Math.sqrt(n) : 0;
+  const out = new Float64Array(v.length);
+  for (let i = 0; i < v.length; i++) out[i] = v[i]! * s;
+  return out;
+}
+
+export function dot(a: ArrayLike<number>, b: ArrayLike<number>): number {
+  let s = 0;
+  for (let i = 0; i < a.length; i++) s += a[i]! * b[i]!;
+  return s;
+}
+
+export function softmax(scaled: readonly number[]): number[] {
+  if (scaled.length === 0) return [];
+  const m = Math.max(...scaled);
+  const e = scaled.map((x) => Math.exp(x - m));
+  const s = e.reduce((a, b) => a + b, 0);
+  return e.map((x) => x / s);
+}
+
+/** Index of the largest value (ties: the first). */
+function argmax(v: ArrayLike<number>): number {
+  let k = 0;
+  for (let i = 1; i < v.length; i++) if (v[i]! > v[k]!) k = i;
+  return k;
+}
+
+interface Cluster {
+  members: number[];
+  sum: Float64Array;
+  centroid: Float64Array;
+}
+
+function clusterOf(members: number[], emb: readonly Float64Array[]): Cluster {
+  const dim = emb[0]!.length;
+  const sum = new Float64Array(dim);
+  for (const m of members) {
+    const e = emb[m]!;
+    for (let i = 0; i < dim; i++) sum[i]! += e[i]!;
+  }
+  return { members, sum, centroid: normalise(sum) };
+}
+
+/** One embedded window of a channel: its index j (steps [jH, jH + W)) and unit embedding. */
+export interface EmbeddedWindow {
+  window: number;
+  embedding: Float64Array;
+}
+
+export interface FileClustering {
+  /** Number of speakers found (0 when no window was embedded). */
+  speakers: number;
+  /** Speaker (0-based, numbered by first appearance) of each embedded window, in input order. */
+  assignment: number[];
+  /** Unit centroids, in speaker order. */
+  centroids: Float64Array[];
+}
+
+/**
+ * Offline clustering of a channel's embedded windows (in window order). `numSpeakers`: the caller's
+ * count (exact, unless fewer windows); else the count follows from the thresholds, at most `maxSpeakers`.
+ */
+export function clusterWindows(windows: readonly EmbeddedWindow[], p: SpeakerMapParams, maxSpeakers: number, numSpeakers?: number): FileClustering {
+  const n = windows.length;
+  if (n === 0) return { speakers: 0, assignment: [], centroids: [] };
+  const emb = windows.map((w) => w.embedding);
+
+  // a. segments of consecutive, similar windows
+  const segments: number[][] = [];
+  let cur: number[] = [];
+  let sum: Float64Array | undefined;
+  for (let i = 0; i < n; i++) {
+    const joins = cur.length > 0 && windows[i]!.window === windows[i - 1]!.window + 1 && dot(emb[i]!, normalise(sum!)) >= p.segmentThreshold;
+    if (!joins) {
+      if (cur.length > 0) segments.push(cur);
+      cur = [];
+      sum = new Float64Array(emb[i]!.length);
+    }
+    cur.push(i);
+    for (let d = 0; d < sum!.length; d++) sum![d]! += emb[i]![d]!;
+  }
+  segments.push(cur);
+
+  // b. centroid-linkage agglomeration
+  let clusters: Cluster[] = segments.map((m) => clusterOf(m, emb));
+  for (;;) {
+    const count = clusters.length;
+    if (count <= 1) break;
+    let best = -Infinity;
+    let ba = -1;
+    let bb = -1;
+    for (let a = 0; a < count; a++) {
+      for (let b = a + 1; b < count; b++) {
+        const s = dot(clusters[a]!.centroid, clusters[b]!.centroid);
+        if (s > best) {
+          best = s;
+          ba = a;
+          bb = b;
+        }
+      }
+    }
+    const merge = numSpeakers !== undefined ? count > numSpeakers : best >= p.mergeThreshold || count > maxSpeakers;
+    if (!merge) break;
+    clusters[ba] = clusterOf([...clusters[ba]!.members, ...clusters[bb]!.members], emb);
+    clusters.splice(bb, 1);
+  }
+
+  // c. re-assignment passes
+  const nearest = (i: number, cs: readonly Cluster[]): number => argmax(cs.map((c) => dot(emb[i]!, c.centroid)));
+  for (let r = 0; r < p.refineIterations; r++) {
+    const members: number[][] = clusters.map(() => []);
+    for (let i = 0; i < n; i++) members[nearest(i, clusters)]!.push(i);
+    clusters = members.filter((m) => m.length > 0).map((m) => clusterOf(m, emb));
+  }
+
+  // d. dissolve clusters too short to be a speaker
+  const hopS = p.hopSteps * STEP_S;
+  while (clusters.length > 1 && (numSpeakers === undefined || clusters.length > numSpeakers)) {
+    let small = 0;
+    for (let k = 1; k < clusters.length; k++) if (clusters[k]!.members.length < clusters[small]!.members.length) small = k;
+    if (clusters[small]!.members.length * hopS >= p.minSpeakerS) break;
+    const moved = clusters[small]!.members;
+    clusters.splice(small, 1);
+    const members = clusters.map((c) => [...c.members]);
+    for (const i of moved) members[nearest(i, clusters)]!.push(i);
+    clusters = members.map((m) => clusterOf(m.sort((a, b) => a - b), emb));
+  }
+
+  // e. speakers numbered by first appearance
+  const first = clusters.map((c) => Math.min(...c.members));
+  const order = clusters.map((_, k) => k).sort((a, b) => first[a]! - first[b]!);
+  const assignment = new Array<number>(n);
+  order.forEach((k, rank) => {
+    for (const i of clusters[k]!.members) assignment[i] = rank;
+  });
+  return { speakers: clusters.length, assignment, centroids: order.map((k) => clusters[k]!.centroid) };
+}
+
+/** p_j = softmax(T * cos(e_j, c_k)) over the given centroids. */
+export function windowProbabilities(embedding: Float64Array, centroids: readonly Float64Array[], temperature: number): number[] {
+  return softmax(centroids.map((c) => temperature * dot(embedding, c)));
+}
+
+/**
+ * A live stream's speakers: windows arrive in order and each is assigned at once; a speaker keeps
+ * its number. `add` returns the window's probability vector over the speakers known after it.
+ */
+export class OnlineSpeakers {
+  private readonly sums: Float64Array[] = [];
+  private readonly centroids: Float64Array[] = [];
+
+  constructor(
+    private readonly params: SpeakerMapParams,
+    readonly maxSpeakers: number,
+  ) {}
+
+  get count(): number {
+    return this.centroids.length;
+  }
+
+  add(embedding: Float64Array): { speaker: number; probs: number[] } {
+    const sims = this.centroids.map((c) => dot(embedding, c));
+    let k: number;
+    if (sims.length > 0 && (Math.max(...sims) >= this.params.onlineThreshold || sims.length >= this.maxSpeakers)) {
+      k = argmax(sims);
+      const s = this.sums[k]!;
+      for (let i = 0; i < s.length; i++) s[i]! += embedding[i]!;
+      this.centroids[k] = normalise(s);
+    } else {
+      k = this.centroids.length;
+      this.sums.push(Float64Array.from(embedding));
+      this.centroids.push(normalise(embedding));
+    }
+    return { speaker: k, probs: windowProbabilities(embedding, this.centroids, this.params.temperature) };
+  }
+}
+
+/**
+ * Per-step probabilities, [steps][width] (width >= every vector's length; missing columns 0).
+ * Step s: the mean of the vectors of the embedded windows covering it (jH <= s < jH + W); else the
+ * latest embedded window starting at or before s; else (`lookAhead`, files) the first one after s;
+ * else zeros.
+ */
+export function stepProbabilities(
+  windows: readonly { window: number; probs: readonly number[] }[],
+  steps: number,
+  width: number,
+  p: Pick<SpeakerMapParams, 'hopSteps' | 'windowSteps'>,
+  lookAhead: boolean,
+): Float32Array {
+  const out = new Float32Array(steps * width);
+  const H = p.hopSteps;
+  const W = p.windowSteps;
+  let w0 = 0; // first window that may still cover a step
+  for (let s = 0; s < steps; s++) {
+    while (w0 < windows.length && windows[w0]!.window * H + W <= s) w0++;
+    let covering = 0;
+    for (let i = w0; i < windows.length && windows[i]!.window * H <= s; i++) {
+      const pr = windows[i]!.probs;
+      for (let k = 0; k < pr.length; k++) out[s * width + k]! += pr[k]!;
+      covering++;
+    }
+    if (covering > 0) {
+      for (let k = 0; k < width; k++) out[s * width + k]! /= covering;
+      continue;
+    }
+    // no covering window: w0 - 1 is the latest that started before s (all of windows[< w0] ended)
+    const fallback = w0 > 0 ? windows[w0 - 1] : lookAhead ? windows[w0] : undefined;
+    if (fallback) fallback.probs.forEach((v, k) => (out[s * width + k] = v));
+  }
+  return out;
+}

@@ -1,0 +1,75 @@
+/**
+ * The `speakers` model's manifest (models/speakers/manifest.json, kind "speaker_map"): no network
+ * of its own, a pretrained encoder (models/encoders/<name>/) on overlapping windows and the
+ * clustering tunables of clustering.ts. The registry turns it into a ModelInfo like the others
+ * (raw keys speaker_1..speaker_MAX_SPEAKERS) so every front door lists and validates it the same way.
+ */
+import { AurisError } from '../errors';
+import { loadEncoder, type EncoderInfo, type ViewSchedule } from '../inference/views';
+import type { SpeakerMapParams } from './clustering';
+
+/** The most speakers a channel can be split into (and the bound of max_speakers / num_speakers). */
+export const MAX_SPEAKERS = 20;
+export const SPEAKER_MAP_KIND = 'speaker_map';
+
+/** speaker_1 .. speaker_n. */
+export function speakerKeys(n: number): string[] {
+  return Array.from({ length: n }, (_, i) => `speaker_${i + 1}`);
+}
+
+export interface SpeakerMapInfo {
+  encoder: EncoderInfo;
+  /** Which windows are embedded (every voiced one: `every` 1). */
+  schedule: ViewSchedule & { hopSteps: number };
+  params: SpeakerMapParams;
+  /** max_speakers when a request sets neither it nor num_speakers. */
+  defaultMaxSpeakers: number;
+}
+
+function fail(file: string, problem: string): AurisError {
+  return new AurisError('MODEL_LOAD_FAILED', `${file}: ${problem}`, { file });
+}
+
+const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const isNum = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v);
+const isPosInt = (v: unknown): v is number => typeof v === 'number' && Number.isInteger(v) && v > 0;
+
+/** Parses and checks the "speaker_map" block of a manifest of kind speaker_map. */
+export function parseSpeakerMap(m: Record<string, unknown>, modelsDir: string, file: string): SpeakerMapInfo {
+  const encoder = loadEncoder(modelsDir, String(m['encoder']), file);
+  const b = m['speaker_map'];
+  if (!isObj(b)) throw fail(file, '"speaker_map" must be an object');
+  const W = encoder.windowSteps;
+  const int = (k: string, max: number): number => {
+    const v = b[k];
+    if (!isPosInt(v) || v > max) throw fail(file, `"speaker_map.${k}" must be an integer in 1..${max}`);
+    return v;
+  };
+  const num = (k: string, lo: number, hi: number): number => {
+    const v = b[k];
+    if (!isNum(v) || v < lo || v > hi) throw fail(file, `"speaker_map.${k}" must be a number in [${lo}, ${hi}]`);
+    return v;
+  };
+  const hopSteps = int('hop_steps', W);
+  const minVoicedSteps = int('min_voiced_steps', W);
+  const gateDb = num('gate_db', -120, 0);
+  const refine = b['refine_iterations'];
+  if (!(typeof refine === 'number' && Number.isInteger(refine) && refine >= 0 && refine <= 10)) {
+    throw fail(file, '"speaker_map.refine_iterations" must be an integer in 0..10');
+  }
+  return {
+    encoder,
+    schedule: { windowSteps: W, hopSteps, every: 1, minVoicedSteps, gateDb },
+    params: {
+      hopSteps,
+      windowSteps: W,
+      segmentThreshold: num('segment_threshold', -1, 1),
+      mergeThreshold: num('merge_threshold', -1, 1),
+      refineIterations: refine,
+      minSpeakerS: num('min_speaker_s', 0, 3600),
+      temperature: num('temperature', 0, 1000),
+      onlineThreshold: num('online_threshold', -1, 1),
+    },
+    defaultMaxSpeakers: int('max_speakers', MAX_SPEAKERS),
+  };
+}
