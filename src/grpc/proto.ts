@@ -70,6 +70,8 @@ export interface StreamConfigMsg {
   stream_id?: string;
   include_summary?: boolean;
   include_transitions?: boolean;
+  num_speakers?: number;
+  max_speakers?: number;
 }
 
 export interface AnalyzeRequestMsg {

@@ -25,6 +25,7 @@ import type { ModelInfo } from '../inference/registry';
 import { StepBuffer } from '../inference/step-buffer';
 import { StreamRunner } from '../inference/stream-runner';
 import type { EncoderStage } from '../inference/encoder-stage';
+import { LiveSpeakerMap } from '../speakers/live-map';
 
 /** Sample encodings of a live stream: the front end's PCM, or G.711 (8-bit, expanded to s16le here). */
 export type StreamEncoding = SampleEncoding | G711Law;
@@ -75,8 +76,10 @@ export class StreamSession {
   private readonly decider: StepDecider;
   private readonly frontend: StreamFrontend;
   private readonly runners: StreamRunner[];
-  /** Encoder stages of the models with encoder views. */
+  /** Encoder stages of the models with encoder views and of the speaker map. */
   private readonly stages: EncoderStage[] = [];
+  /** The speaker map, when `speakers` runs: raw values and the summary list the speakers it found. */
+  private speakers: { model: string; map: LiveSpeakerMap } | undefined;
   private readonly levels = new StepBuffer(1);
   private readonly probs = new Map<string, StepBuffer>();
   private readonly per: number;
@@ -113,6 +116,8 @@ export class StreamSession {
       outputPeriodMs: options.outputPeriodMs,
       volumeThreshold: volumeThresholdOf(options),
       includeRaw: options.includeRaw,
+      // raw values of the speaker map: the speakers found so far only
+      shownRawKeys: (model) => (this.speakers?.model === model ? this.speakers.map.count : undefined),
     });
     this.summaryTime = this.decider.policies.map((p) => new Float64Array(p.summaryClasses.length));
     if (options.includeTransitions) this.segments = this.decider.policies.map(() => new SegmentBuilder(options.outputPeriodMs));
@@ -124,7 +129,22 @@ export class StreamSession {
       encoding: this.g711 ? 's16le' : (options.encoding as SampleEncoding),
       channel: options.channel,
     });
-    this.runners = infos.map((m) => {
+    const networks = infos.filter((m) => {
+      if (!m.speakerMap) return true;
+      // the speaker map has no network: its encoder stage feeds an online assignment (src/speakers)
+      const store = new StepBuffer(m.rawKeys.length);
+      this.probs.set(m.name, store);
+      const cap = Math.min(options.numSpeakers ?? Infinity, options.maxSpeakers ?? m.speakerMap.defaultMaxSpeakers);
+      const live = new LiveSpeakerMap(m.speakerMap, m.rawKeys.length, cap, (_start, probs) => {
+        store.append(probs);
+        this.emitReady();
+        this.events.onProgress?.();
+      }, () => this.steps);
+      this.speakers = { model: m.name, map: live };
+      this.stages.push(engine.speakerStage(m, (o) => live.pushWindow(o)));
+      return false;
+    });
+    this.runners = networks.map((m) => {
       const store = new StepBuffer(m.rawKeys.length);
       this.probs.set(m.name, store);
       // encoder views are fused step by step exactly as in file jobs (src/inference/view-fusion.ts)
@@ -298,7 +318,11 @@ export class StreamSession {
     if (this.options.includeSummary) this.decider.policies.forEach((policy, m) => {
       const fr = roundFractions(policy.summaryClasses.map((_, i) => this.summaryTime[m]![i]! / durationMs));
       const obj: Record<string, number> = {};
-      policy.summaryClasses.forEach((c, i) => (obj[`${c}_fraction`] = fr[i]!));
+      // the speaker map lists the speakers it found (speaker_1..speaker_K), then no_speech and silence
+      const hidden = this.speakers?.model === policy.name ? new Set(policy.rawKeys.slice(Math.max(1, this.speakers.map.count))) : undefined;
+      policy.summaryClasses.forEach((c, i) => {
+        if (!hidden?.has(c)) obj[`${c}_fraction`] = fr[i]!;
+      });
       models[policy.name] = obj;
     });
     const lastStart = Math.max(0, this.nextOut - 1) * this.options.outputPeriodMs;

@@ -5,7 +5,7 @@
  * spells it (`config.sample_rate` for gRPC, `sample_rate` for the WebSocket).
  */
 import { AurisError } from '../errors';
-import { parseModelList, parseOutputPeriod, parseVolumeThreshold } from '../analysis/options';
+import { checkSpeakerCounts, parseModelList, parseOutputPeriod, parseSpeakerCount, parseVolumeThreshold } from '../analysis/options';
 import type { StreamEncoding, StreamSessionOptions } from '../pipeline/analyze-stream';
 
 /** A stream's parameters, as either transport carries them (snake_case, like the file-job query). */
@@ -22,6 +22,9 @@ export interface StreamParams {
   channels?: number;
   channel?: number;
   stream_id?: string;
+  /** The speakers model: 1..20 (gRPC: 0 = not given). */
+  num_speakers?: number;
+  max_speakers?: number;
 }
 
 export interface StreamParamRules {
@@ -62,7 +65,14 @@ export function validateStreamParams(cfg: StreamParams, knownModels: readonly st
   const encoding = streamEncoding(cfg, rules, sampleRate);
   const { channels, channel } = streamChannel(cfg, prefix);
   const streamId = streamIdOf(cfg, prefix);
+  // proto3 has no absent integer: 0 means not given, as for channels
+  const count = (k: 'num_speakers' | 'max_speakers'): number | undefined => withPrefix(prefix, () => parseSpeakerCount(k, cfg[k] === 0 ? undefined : cfg[k]));
+  const numSpeakers = count('num_speakers');
+  const maxSpeakers = count('max_speakers');
+  withPrefix(prefix, () => checkSpeakerCounts(models, numSpeakers, maxSpeakers));
   return {
+    ...(numSpeakers !== undefined ? { numSpeakers } : {}),
+    ...(maxSpeakers !== undefined ? { maxSpeakers } : {}),
     models,
     outputPeriodMs,
     includeRaw: cfg.include_raw_values === true,

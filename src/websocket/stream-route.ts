@@ -37,7 +37,7 @@ export const SEND_HIGH_WATER_BYTES = 256 * 1024;
 
 const PARAMS = new Set([
   'token', 'models', 'output_period', 'volume_threshold', 'include_raw_values', 'include_summary', 'include_transitions',
-  'sample_rate', 'encoding', 'channels', 'channel', 'stream_id',
+  'sample_rate', 'encoding', 'channels', 'channel', 'stream_id', 'num_speakers', 'max_speakers',
 ]);
 
 export interface StreamRouteOptions {
@@ -93,6 +93,8 @@ export function queryParams(query: Record<string, unknown>): StreamParams {
   set('sample_rate', int('sample_rate'));
   set('channels', int('channels'));
   set('channel', int('channel'));
+  set('num_speakers', int('num_speakers'));
+  set('max_speakers', int('max_speakers'));
   set('encoding', q.encoding);
   set('stream_id', q.stream_id);
   if (q.volume_threshold !== undefined && q.volume_threshold !== '') {

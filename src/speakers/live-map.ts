@@ -1,0 +1,69 @@
+/**
+ * The speaker map of a live stream: each window's embedding joins the closest known speaker or
+ * starts the next one as soon as the encoder returns it (clustering.ts OnlineSpeakers), and the
+ * steps it decides are emitted at once. A step is decided when the last window that can cover it
+ * (the one starting at or before it) is known, so it waits at most one window (W - 1 steps) and its
+ * speaker never changes afterwards. Steps no window covers take the latest window's vector, or
+ * zeros (speaker_1 at confidence 0) before the first one.
+ */
+import type { WindowOutcome } from '../inference/encoder-stage';
+import { normalise, OnlineSpeakers } from './clustering';
+import type { SpeakerMapInfo } from './manifest';
+
+export class LiveSpeakerMap {
+  private readonly online: OnlineSpeakers;
+  /** Embedded windows that may still cover an undecided step, with their vectors ([width]). */
+  private recent: { window: number; probs: Float32Array }[] = [];
+  private latest: Float32Array | undefined;
+  private emitted = 0;
+
+  /**
+   * @param width    floats per emitted step (the model's raw keys: MAX_SPEAKERS)
+   * @param maxSpeakers the most speakers this stream is split into
+   * @param onOutput the probabilities of steps [startStep, startStep + steps), [steps][width]
+   * @param stepsReceived steps of audio received so far (the last windows reach past the end)
+   */
+  constructor(
+    private readonly map: SpeakerMapInfo,
+    private readonly width: number,
+    maxSpeakers: number,
+    private readonly onOutput: (startStep: number, probs: Float32Array, steps: number) => void,
+    private readonly stepsReceived: () => number,
+  ) {
+    this.online = new OnlineSpeakers(map.params, Math.min(maxSpeakers, width));
+  }
+
+  /** Speakers found so far. */
+  get count(): number {
+    return this.online.count;
+  }
+
+  /** The next window's outcome (in window order). */
+  pushWindow(o: WindowOutcome): void {
+    const { hopSteps: H, windowSteps: W } = this.map.params;
+    if (o.kind === 'embedded') {
+      const { probs } = this.online.add(normalise(o.embeddings[0]!));
+      const v = new Float32Array(this.width);
+      v.set(probs);
+      this.recent.push({ window: o.window, probs: v });
+    }
+    const end = Math.min((o.window + 1) * H, this.stepsReceived());
+    if (end <= this.emitted) return;
+    const from = this.emitted;
+    const out = new Float32Array((end - from) * this.width);
+    for (let s = from; s < end; s++) {
+      while (this.recent.length > 0 && this.recent[0]!.window * H + W <= s) this.latest = this.recent.shift()!.probs;
+      const row = out.subarray((s - from) * this.width, (s - from + 1) * this.width);
+      let covering = 0;
+      for (const w of this.recent) {
+        if (w.window * H > s) break;
+        for (let k = 0; k < this.width; k++) row[k]! += w.probs[k]!;
+        covering++;
+      }
+      if (covering > 0) for (let k = 0; k < this.width; k++) row[k]! /= covering;
+      else if (this.latest) row.set(this.latest);
+    }
+    this.emitted = end;
+    this.onOutput(from, out, end - from);
+  }
+}
