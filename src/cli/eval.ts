@@ -17,6 +17,7 @@ import { joinNegativeValues } from './util';
 export const summary = 'evaluate the models on a labelled data set';
 
 const HELP = `usage: auris eval --csv list.csv [--csv more.csv ...] [options]
+       auris eval --conversations DIR [--oracle-count] [--json out.json]
 
 Runs every file of the list(s) through the pipeline (output period 64 ms, channel 0) and
 prints per task: step-level accuracy, UAR, per-class F1, confusion matrix; utterance-level
@@ -32,6 +33,11 @@ options:
   --concurrency N         files analysed at once (default 2)
   --volume-threshold DB   silence gate in dBFS (default: the service's)
   --models-dir DIR        models directory (default: the service's)
+  --conversations DIR     score the speakers model instead: every DIR/<name>.wav with its
+                          <name>.json turns (training/diarization exports them), as a file
+                          job and as a live stream: diarization error rate (0.25 s collar)
+                          and whether the number of speakers is right, per condition
+  --oracle-count          with --conversations: give each file its true num_speakers
   -h, --help              this help
 `;
 
@@ -61,6 +67,32 @@ export function formatReport(r: EvalReport): string {
   return out.join('\n');
 }
 
+/** `--conversations DIR`: the speaker map's diarization error rate (src/eval/speakers.ts). */
+async function evalConversations(dir: string, oracleCount: boolean, json: string | undefined): Promise<number> {
+  const { readConversations, scoreConversation, groupScores, formatGroups } = await import('../eval/speakers');
+  const list = readConversations(dir);
+  if (list.length === 0) throw new Error(`--conversations: no <name>.wav + <name>.json pairs in ${dir}`);
+  const scores = [];
+  const t0 = Date.now();
+  for (const c of list) {
+    const s = await scoreConversation(c, oracleCount ? { numSpeakers: c.speakers } : {});
+    scores.push(s);
+    process.stderr.write(`[eval] ${c.name}: ${c.speakers} speakers, file DER ${(100 * s.file.der).toFixed(1)} % (${s.file.hypSpeakers} found), stream ${(100 * s.stream.der).toFixed(1)} % (${s.stream.hypSpeakers})\n`);
+  }
+  const size = (n: number): string => (n <= 4 ? '2-4 speakers' : '5+ speakers');
+  const out = [
+    `auris eval --conversations: ${scores.length} conversations, ${(scores.reduce((a, s) => a + s.durationS, 0) / 60).toFixed(1)} min in ${((Date.now() - t0) / 1000).toFixed(0)} s${oracleCount ? ' (num_speakers given)' : ''}`,
+    formatGroups('by condition and size', groupScores(scores, (s) => `${s.condition} ${size(s.speakers)}`)),
+    formatGroups('by corpus', groupScores(scores, (s) => s.corpus)),
+    formatGroups('all', groupScores(scores, () => 'all')),
+  ].join('\n\n');
+  process.stdout.write(out + '\n');
+  if (json) fs.writeFileSync(json, JSON.stringify({ oracleCount, scores }, null, 2) + '\n');
+  const inf = require('../inference') as { closeSharedEngines?: () => Promise<void> };
+  await inf.closeSharedEngines?.();
+  return 0;
+}
+
 export async function run(argv: string[]): Promise<number> {
   const { values } = parseArgs({
     args: joinNegativeValues(argv, ['--volume-threshold']),
@@ -73,6 +105,8 @@ export async function run(argv: string[]): Promise<number> {
       concurrency: { type: 'string' },
       'volume-threshold': { type: 'string' },
       'models-dir': { type: 'string' },
+      conversations: { type: 'string' },
+      'oracle-count': { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
     allowPositionals: false,
@@ -81,6 +115,7 @@ export async function run(argv: string[]): Promise<number> {
     process.stdout.write(HELP);
     return 0;
   }
+  if (values.conversations !== undefined) return evalConversations(values.conversations, values['oracle-count'] === true, values.json);
   if (!values.csv || values.csv.length === 0) {
     process.stderr.write(`auris eval: --csv is required\n\n${HELP}`);
     return 2;
