@@ -1,0 +1,138 @@
+/**
+ * The speaker map's arithmetic (src/speakers/clustering.ts) on made-up embeddings, and the encoder
+ * stage's overlapping windows: which steps each window holds, and that chunking does not matter.
+ */
+import { strict as assert } from 'node:assert';
+import { describe, it } from 'node:test';
+import { clusterWindows, normalise, OnlineSpeakers, stepProbabilities, type SpeakerMapParams } from '../../src/speakers/clustering';
+import { EncoderStage, type WindowOutcome } from '../../src/inference/encoder-stage';
+import { STEP_SAMPLES } from '../../src/inference/views';
+
+const params: SpeakerMapParams = {
+  hopSteps: 12,
+  windowSteps: 25,
+  segmentThreshold: 0.8,
+  mergeThreshold: 0.7,
+  refineIterations: 2,
+  minSpeakerS: 2,
+  temperature: 10,
+  onlineThreshold: 0.7,
+};
+
+/** A unit vector near axis `axis` of a 16-d space (noise `jitter` on the other axes, deterministic). */
+function voice(axis: number, seed: number, jitter = 0.15): Float64Array {
+  const v = new Float64Array(16);
+  let x = seed * 9301 + 49297;
+  for (let i = 0; i < 16; i++) {
+    x = (x * 9301 + 49297) % 233280;
+    v[i] = (x / 233280 - 0.5) * jitter;
+  }
+  v[axis] = 1;
+  return normalise(v);
+}
+
+describe('file clustering', () => {
+  // speaker A (axis 0) windows 0-9, B (axis 1) 10-19, A again 22-31, a 2-window blip of C (axis 2) at 40-41
+  const windows = [
+    ...Array.from({ length: 10 }, (_, i) => ({ window: i, embedding: voice(0, i) })),
+    ...Array.from({ length: 10 }, (_, i) => ({ window: 10 + i, embedding: voice(1, 100 + i) })),
+    ...Array.from({ length: 10 }, (_, i) => ({ window: 22 + i, embedding: voice(0, 200 + i) })),
+    { window: 40, embedding: voice(2, 300) },
+    { window: 41, embedding: voice(2, 301) },
+  ];
+
+  it('finds the two speakers, numbered by first appearance, and dissolves a blip shorter than min_speaker_s', () => {
+    const c = clusterWindows(windows, params, 10);
+    assert.equal(c.speakers, 2);
+    assert.deepEqual(c.assignment.slice(0, 30), [...Array(10).fill(0), ...Array(10).fill(1), ...Array(10).fill(0)]);
+  });
+
+  it('keeps the blip as a third speaker when min_speaker_s allows it', () => {
+    const c = clusterWindows(windows, { ...params, minSpeakerS: 0 }, 10);
+    assert.equal(c.speakers, 3);
+    assert.deepEqual(c.assignment.slice(30), [2, 2]);
+  });
+
+  it('num_speakers fixes the count; max_speakers caps it', () => {
+    assert.equal(clusterWindows(windows, params, 10, 1).speakers, 1);
+    assert.equal(clusterWindows(windows, { ...params, minSpeakerS: 0 }, 10, 3).speakers, 3);
+    assert.equal(clusterWindows(windows, { ...params, minSpeakerS: 0 }, 2).speakers, 2);
+  });
+
+  it('no windows: no speakers', () => {
+    assert.deepEqual(clusterWindows([], params, 10), { speakers: 0, assignment: [], centroids: [] });
+  });
+});
+
+describe('online speakers', () => {
+  it('numbers a new voice at once and never renumbers a known one', () => {
+    const o = new OnlineSpeakers(params, 10);
+    const seq = [voice(0, 1), voice(0, 2), voice(1, 3), voice(0, 4), voice(2, 5), voice(1, 6)];
+    assert.deepEqual(seq.map((e) => o.add(e).speaker), [0, 0, 1, 0, 2, 1]);
+    assert.equal(o.count, 3);
+  });
+
+  it('at max_speakers a new voice joins the closest speaker', () => {
+    const o = new OnlineSpeakers(params, 2);
+    assert.deepEqual([voice(0, 1), voice(1, 2), voice(2, 3)].map((e) => o.add(e).speaker).slice(0, 2), [0, 1]);
+    assert.equal(o.count, 2);
+  });
+});
+
+describe('step probabilities', () => {
+  const p = { hopSteps: 12, windowSteps: 25 };
+  const w = (window: number, probs: number[]) => ({ window, probs });
+
+  it('averages the windows covering a step; gaps take the latest window, files look ahead before the first', () => {
+    // windows 1 (steps 12-36) and 2 (24-48); nothing covers 0-11 or 49-59
+    const out = stepProbabilities([w(1, [1, 0]), w(2, [0, 1])], 60, 2, p, true);
+    const at = (s: number): number[] => [out[2 * s]!, out[2 * s + 1]!];
+    assert.deepEqual(at(0), [1, 0]); // look-ahead to window 1
+    assert.deepEqual(at(20), [1, 0]);
+    assert.deepEqual(at(30), [0.5, 0.5]);
+    assert.deepEqual(at(40), [0, 1]);
+    assert.deepEqual(at(55), [0, 1]); // the latest window
+    const live = stepProbabilities([w(1, [1, 0])], 12, 2, p, false);
+    assert.deepEqual([...live], new Array(24).fill(0)); // streams: nothing before the first window
+  });
+});
+
+describe('encoder stage with overlapping windows', () => {
+  const schedule = { windowSteps: 25, hopSteps: 12, every: 1, minVoicedSteps: 8, gateDb: -50 };
+
+  async function run(steps: number, chunk: number, voiced: (s: number) => boolean): Promise<{ outcomes: string[]; firstSample: number[] }> {
+    const levels = Float32Array.from({ length: steps }, (_, s) => (voiced(s) ? -20 : -90));
+    const pcm = new Float32Array(steps * STEP_SAMPLES);
+    for (let s = 0; s < steps; s++) pcm.fill(s + 1, s * STEP_SAMPLES, (s + 1) * STEP_SAMPLES);
+    const outcomes: WindowOutcome[] = [];
+    const firstSample: number[] = [];
+    const stage = new EncoderStage({
+      schedule,
+      embed: async (x) => {
+        assert.equal(x.length, 25 * STEP_SAMPLES);
+        firstSample.push(x[0]!);
+        return [Float32Array.of(x[0]!)];
+      },
+      onWindow: (o) => outcomes.push(o),
+    });
+    for (let s = 0; s < steps; s += chunk) {
+      const n = Math.min(chunk, steps - s);
+      void stage.push(levels.subarray(s, s + n), pcm.subarray(s * STEP_SAMPLES, (s + n) * STEP_SAMPLES), n);
+    }
+    await stage.end();
+    return { outcomes: outcomes.map((o) => `${o.window}:${o.kind}`), firstSample };
+  }
+
+  it('window k holds steps [12k, 12k + 25), the last ones padded, whatever the chunking', async () => {
+    // 70 steps: windows start at 0, 12, 24, 36, 48, 60; steps 30-44 are silent
+    const voiced = (s: number): boolean => s < 30 || s >= 45;
+    const a = await run(70, 1, voiced);
+    const b = await run(70, 33, voiced);
+    assert.deepEqual(a, b);
+    // window 1 (12-36): 18 voiced; window 2 (24-48): 6 + 4 = 10 voiced; window 3 (36-60): 15; window 5 (60-69): 10
+    assert.deepEqual(a.outcomes, ['0:embedded', '1:embedded', '2:embedded', '3:embedded', '4:embedded', '5:embedded']);
+    assert.deepEqual(a.firstSample, [1, 13, 25, 37, 49, 61]);
+    const quiet = await run(70, 5, (s) => s < 20);
+    assert.deepEqual(quiet.outcomes, ['0:embedded', '1:embedded', '2:none', '3:none', '4:none', '5:none']);
+  });
+});
