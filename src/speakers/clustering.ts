@@ -4,8 +4,10 @@
  * same algorithm in Python (the golden test holds the two together).
  *
  *  - clusterWindows: a whole file's windows, offline: segments of similar consecutive windows,
- *    centroid-linkage agglomeration down to a similarity threshold (or the caller's count), a few
- *    re-assignment passes, and dissolving clusters too short to be a speaker.
+ *    centroid-linkage agglomeration down to a similarity threshold; the clusters long enough to be a
+ *    speaker are the speakers (merged further to the caller's count or under the cap), the short
+ *    ones (a cough, a laugh, a window across a turn) join the closest speaker; then a few
+ *    re-assignment passes.
  *  - OnlineSpeakers: a live stream's windows one at a time, each either joining the closest known
  *    speaker or starting the next one (a speaker once numbered keeps its number).
  *  - stepProbabilities: per 64 ms step, the mean of the probability vectors of the windows covering it.
@@ -120,50 +122,59 @@ export function clusterWindows(windows: readonly EmbeddedWindow[], p: SpeakerMap
   }
   segments.push(cur);
 
-  // b. centroid-linkage agglomeration
+  // b. centroid-linkage agglomeration: down to the threshold, or (the caller's count) until the next
+  // merge would leave fewer clusters long enough to be a speaker than that count
+  const hopS = p.hopSteps * STEP_S;
+  const isLong = (c: Cluster): boolean => c.members.length * hopS >= p.minSpeakerS;
   let clusters: Cluster[] = segments.map((m) => clusterOf(m, emb));
-  for (;;) {
-    const count = clusters.length;
-    if (count <= 1) break;
-    let best = -Infinity;
-    let ba = -1;
-    let bb = -1;
-    for (let a = 0; a < count; a++) {
-      for (let b = a + 1; b < count; b++) {
-        const s = dot(clusters[a]!.centroid, clusters[b]!.centroid);
-        if (s > best) {
-          best = s;
-          ba = a;
-          bb = b;
+  const mergeClosest = (list: Cluster[], go: (best: number, a: Cluster, b: Cluster) => boolean): void => {
+    for (;;) {
+      const count = list.length;
+      if (count <= 1) return;
+      let best = -Infinity;
+      let ba = -1;
+      let bb = -1;
+      for (let a = 0; a < count; a++) {
+        for (let b = a + 1; b < count; b++) {
+          const s = dot(list[a]!.centroid, list[b]!.centroid);
+          if (s > best) {
+            best = s;
+            ba = a;
+            bb = b;
+          }
         }
       }
+      if (!go(best, list[ba]!, list[bb]!)) return;
+      list[ba] = clusterOf([...list[ba]!.members, ...list[bb]!.members].sort((x, y) => x - y), emb);
+      list.splice(bb, 1);
     }
-    const merge = numSpeakers !== undefined ? count > numSpeakers : best >= p.mergeThreshold || count > maxSpeakers;
-    if (!merge) break;
-    clusters[ba] = clusterOf([...clusters[ba]!.members, ...clusters[bb]!.members], emb);
-    clusters.splice(bb, 1);
-  }
+  };
+  if (numSpeakers === undefined) mergeClosest(clusters, (best) => best >= p.mergeThreshold);
+  else mergeClosest(clusters, (_best, a, b) => !(isLong(a) && isLong(b)) || clusters.filter(isLong).length > numSpeakers);
 
-  // c. re-assignment passes
+  // c. speakers are the clusters long enough to be one (the longest, if none is); the count is then
+  // brought to the caller's (merging speakers, or promoting the longest short clusters) or under the cap
+  const byLength = clusters.map((c, k) => ({ c, k })).sort((x, y) => y.c.members.length - x.c.members.length || x.k - y.k);
+  const wanted = numSpeakers ?? 0;
+  const keep = new Set(byLength.filter(({ c }, i) => i === 0 || isLong(c) || i < wanted).map(({ k }) => k));
+  let speakers = clusters.filter((_, k) => keep.has(k));
+  const short = clusters.filter((_, k) => !keep.has(k));
+  mergeClosest(speakers, () => speakers.length > (numSpeakers ?? maxSpeakers));
+  // short clusters' windows join the closest speaker
   const nearest = (i: number, cs: readonly Cluster[]): number => argmax(cs.map((c) => dot(emb[i]!, c.centroid)));
-  for (let r = 0; r < p.refineIterations; r++) {
-    const members: number[][] = clusters.map(() => []);
-    for (let i = 0; i < n; i++) members[nearest(i, clusters)]!.push(i);
-    clusters = members.filter((m) => m.length > 0).map((m) => clusterOf(m, emb));
+  if (short.length > 0) {
+    const members = speakers.map((c) => [...c.members]);
+    for (const c of short) for (const i of c.members) members[nearest(i, speakers)]!.push(i);
+    speakers = members.map((m) => clusterOf(m.sort((a, b) => a - b), emb));
   }
 
-  // d. dissolve clusters too short to be a speaker
-  const hopS = p.hopSteps * STEP_S;
-  while (clusters.length > 1 && (numSpeakers === undefined || clusters.length > numSpeakers)) {
-    let small = 0;
-    for (let k = 1; k < clusters.length; k++) if (clusters[k]!.members.length < clusters[small]!.members.length) small = k;
-    if (clusters[small]!.members.length * hopS >= p.minSpeakerS) break;
-    const moved = clusters[small]!.members;
-    clusters.splice(small, 1);
-    const members = clusters.map((c) => [...c.members]);
-    for (const i of moved) members[nearest(i, clusters)]!.push(i);
-    clusters = members.map((m) => clusterOf(m.sort((a, b) => a - b), emb));
+  // d. re-assignment passes
+  for (let r = 0; r < p.refineIterations; r++) {
+    const members: number[][] = speakers.map(() => []);
+    for (let i = 0; i < n; i++) members[nearest(i, speakers)]!.push(i);
+    speakers = members.filter((m) => m.length > 0).map((m) => clusterOf(m, emb));
   }
+  clusters = speakers;
 
   // e. speakers numbered by first appearance
   const first = clusters.map((c) => Math.min(...c.members));
