@@ -85,8 +85,11 @@ export interface PostProcessOptions {
   genderUnknownThreshold?: number;
   /** false: gender decided step by step, without the segment mean (segment.ts). Default true. */
   segmentSmoothing?: boolean;
-  /** Raw values show only the first n raw keys of a model when this gives n (a live speaker map: the speakers found so far). */
-  shownRawKeys?: (model: string) => number | undefined;
+  /**
+   * Raw values show only the first n raw keys of a model when this gives n for the step's averaged
+   * probabilities (a live speaker map: the speakers its windows knew).
+   */
+  shownRawKeys?: (model: string, probs: ArrayLike<number>) => number | undefined;
 }
 
 /** Rounds to DECIMALS places (half away from zero, robust to binary representation of x.xxxx5). */
@@ -185,7 +188,7 @@ export class StepDecider {
       for (const policy of this.policies) {
         const a = avgProbs[policy.name]!;
         const r: Record<string, number> = {};
-        const shown = this.options.shownRawKeys?.(policy.name) ?? policy.rawKeys.length;
+        const shown = this.options.shownRawKeys?.(policy.name, a) ?? policy.rawKeys.length;
         policy.rawKeys.forEach((key, j) => {
           if (j < Math.max(1, shown)) r[key] = round(a[j]!);
         });

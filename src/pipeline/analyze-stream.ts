@@ -116,8 +116,8 @@ export class StreamSession {
       outputPeriodMs: options.outputPeriodMs,
       volumeThreshold: volumeThresholdOf(options),
       includeRaw: options.includeRaw,
-      // raw values of the speaker map: the speakers found so far only
-      shownRawKeys: (model) => (this.speakers?.model === model ? this.speakers.map.count : undefined),
+      // raw values of the speaker map: the speakers known to the windows of the step (the later ones are exactly 0)
+      shownRawKeys: (model, probs) => (this.speakers?.model === model ? lastNonZero(probs) + 1 : undefined),
     });
     this.summaryTime = this.decider.policies.map((p) => new Float64Array(p.summaryClasses.length));
     if (options.includeTransitions) this.segments = this.decider.policies.map(() => new SegmentBuilder(options.outputPeriodMs));
@@ -335,6 +335,12 @@ export class StreamSession {
     }
     return out;
   }
+}
+
+/** Index of the last non-zero value (-1: none). */
+function lastNonZero(v: ArrayLike<number>): number {
+  for (let i = v.length - 1; i >= 0; i--) if (v[i] !== 0) return i;
+  return -1;
 }
 
 /** StreamFrontends alive in this process (native state not yet freed). */

@@ -150,7 +150,7 @@ export function clusterWindows(windows: readonly EmbeddedWindow[], p: SpeakerMap
     }
   };
   if (numSpeakers === undefined) mergeClosest(clusters, (best) => best >= p.mergeThreshold);
-  else mergeClosest(clusters, (_best, a, b) => !(isLong(a) && isLong(b)) || clusters.filter(isLong).length > numSpeakers);
+  else mergeClosest(clusters, (_best, a, b) => clusters.length > numSpeakers && (!(isLong(a) && isLong(b)) || clusters.filter(isLong).length > numSpeakers));
 
   // c. speakers are the clusters long enough to be one (the longest, if none is); the count is then
   // brought to the caller's (merging speakers, or promoting the longest short clusters) or under the cap
