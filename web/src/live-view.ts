@@ -95,7 +95,7 @@ export class LiveView {
     if (this.lastSpeakerStep.get(r.result) !== t - periodMs && pxAt(periodMs) >= MIN_NUMBER_PX) block.append(speakerNumberChip(n));
     this.lastSpeakerStep.set(r.result, t);
     this.speakerLaneOf(r.result).append(block);
-    this.names.querySelector<HTMLElement>(`.live-name[data-speaker="${r.result}"] .live-now`)!.textContent = `talking ${r.confidence.toFixed(2)}`;
+    this.names.querySelector<HTMLElement>(`.live-name[data-speaker="${r.result}"] .live-now`)!.textContent = `now ${r.confidence.toFixed(2)}`;
   }
 
   /** The lane of one speaker, created on its first block after the other speakers' lanes (or last). */
