@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { AurisError } from '../errors';
-import { type AnalysisRequest, DEFAULT_VOLUME_THRESHOLD_DB, parseAnalysisRequest } from '../analysis/options';
+import { type AnalysisRequest, checkSpeakerCounts, DEFAULT_VOLUME_THRESHOLD_DB, parseAnalysisRequest, SPEAKER_COUNT_LIMIT } from '../analysis/options';
 import { buildEnvelope } from '../analysis/postprocess';
 import { InferenceEngine } from '../inference/engine';
 import { analyzeFile } from '../pipeline/analyze-file';
@@ -24,13 +24,16 @@ results envelope JSON on stdout. Warnings (e.g. TRUNCATED_AUDIO: the file is sho
 header says) are printed on stderr; the exit status stays 0.
 
 options:
-  --models <list>           comma-separated model names (default: every installed model), e.g. speech,arousal,gender
+  --models <list>           comma-separated model names (default: every installed model): speech, arousal,
+                            gender, emotions, speakers (who speaks when: speaker_1, speaker_2, ...)
   --output-period <ms>      time-step length, a positive multiple of 64 (default 1024)
   --channel <n>             analyse only channel n (0-based; default: every channel)
   --summary                 add per-model summaries (include_summary)
   --transitions             add per-model transitions (include_transitions)
   --raw                     add raw class probabilities (include_raw_values)
   --volume-threshold <dB>   silence gate in dBFS, -120..0 (default ${DEFAULT_VOLUME_THRESHOLD_DB})
+  --num-speakers <n>        speakers model: the number of speakers per channel when known, 1..${SPEAKER_COUNT_LIMIT} (num_speakers)
+  --max-speakers <n>        speakers model: at most this many speakers per channel, 1..${SPEAKER_COUNT_LIMIT} (max_speakers)
   --out <file>              write the JSON there instead of stdout
   --pretty                  indent the JSON
   --job-id <id>             job_id of the envelope (default cli-<uuid>)
@@ -46,6 +49,8 @@ const VALUE_OPTIONS = [
   '--output-period',
   '--channel',
   '--volume-threshold',
+  '--num-speakers',
+  '--max-speakers',
   '--out',
   '--job-id',
   '--models-dir',
@@ -69,6 +74,8 @@ const OPTIONS = {
   transitions: { type: 'boolean', default: false },
   raw: { type: 'boolean', default: false },
   'volume-threshold': { type: 'string' },
+  'num-speakers': { type: 'string' },
+  'max-speakers': { type: 'string' },
   out: { type: 'string' },
   pretty: { type: 'boolean', default: false },
   'job-id': { type: 'string' },
@@ -93,10 +100,12 @@ export async function run(argv: string[]): Promise<number> {
   try {
     // Parameter errors first, before any model or file is opened; without --models, every
     // installed model (known once the engine has loaded them), as `stream` and `jobs submit` do.
-    const { request: given, engineOptions, maxDurationSec } = parseOptions(values, values.models ?? 'speech');
+    const counted = values['num-speakers'] !== undefined || values['max-speakers'] !== undefined;
+    const { request: given, engineOptions, maxDurationSec } = parseOptions(values, values.models ?? (counted ? 'speakers' : 'speech'));
     const source = await audioSourceOf(positionals[0]!);
     engine = await InferenceEngine.create(engineOptions);
     const request = values.models === undefined ? { ...given, models: speechFirst(engine.models()) } : given;
+    checkSpeakerCounts(request.models, request.numSpeakers, request.maxSpeakers); // every installed model: is speakers one?
     const result = await analyzeFile(source, request, {
       engine,
       onProgress: (f) => bar.update(f),
@@ -133,6 +142,8 @@ function parseOptions(values: Values, models: string): { request: AnalysisReques
     includeTransitions: values.transitions === true,
     includeRaw: values.raw === true,
     volumeThreshold: values['volume-threshold'],
+    numSpeakers: values['num-speakers'],
+    maxSpeakers: values['max-speakers'],
   });
   const threads = values.threads !== undefined ? positiveInt('--threads', values.threads) : undefined;
   const maxDurationSec = values['max-duration'] !== undefined ? Number(values['max-duration']) : undefined;

@@ -2,7 +2,9 @@
  * `auris jobs`: the REST service from the command line, through the package's typed client
  * (src/client): submit a file or URL and wait for the results, list, get, results, delete.
  */
+import { checkSpeakerCounts, parseSpeakerCount, SPEAKER_COUNT_LIMIT } from '../analysis/options';
 import { AurisApiError, AurisClient, type JobParams } from '../client';
+import { AurisError } from '../errors';
 import { DEFAULT_URL, parseCommand, type Parsed, ProgressBar, renamedOption, restUrl, speechFirst } from './util';
 
 export const summary = 'submit files or URLs to a running service and fetch results (REST client)';
@@ -14,9 +16,12 @@ const HELP = `usage: auris jobs submit <file|url> [options]     create a job, wa
 options:
   --url <http://host:port>  the service's REST base URL (default $AURIS_URL or ${DEFAULT_URL})
   --api-key <key>           API key (default $AURIS_API_KEY)
-  --models <a,b>            submit: models (default: every model the server has)
+  --models <a,b>            submit: models (default: every model the server has): speech, arousal, gender,
+                            emotions, speakers (who speaks when: speaker_1, speaker_2, ...)
   --output-period <ms>      submit: output period, a multiple of 64 (default 1024)
   --summary, --transitions, --raw   submit: include summary / transitions / raw values
+  --num-speakers <n>        submit: speakers model, the number of speakers per channel when known, 1..${SPEAKER_COUNT_LIMIT}
+  --max-speakers <n>        submit: speakers model, at most this many speakers per channel, 1..${SPEAKER_COUNT_LIMIT}
   --metadata <k=v>          submit: metadata entry (repeatable)
   --idempotency-key <key>   submit: Idempotency-Key (default: a random one, so a retry cannot create two jobs)
   --no-wait                 submit: print the created job record and exit
@@ -24,7 +29,7 @@ options:
 
 exit status: 0 ok, 1 the service answered an error or the job failed (code on stderr), 2 usage error.`;
 
-const VALUE_OPTIONS = ['--url', '--api-key', '--models', '--output-period', '--metadata', '--idempotency-key', '--status', '--limit'];
+const VALUE_OPTIONS = ['--url', '--api-key', '--models', '--output-period', '--num-speakers', '--max-speakers', '--metadata', '--idempotency-key', '--status', '--limit'];
 
 const OPTIONS = {
   url: { type: 'string' },
@@ -34,6 +39,8 @@ const OPTIONS = {
   summary: { type: 'boolean', default: false },
   transitions: { type: 'boolean', default: false },
   raw: { type: 'boolean', default: false },
+  'num-speakers': { type: 'string' },
+  'max-speakers': { type: 'string' },
   metadata: { type: 'string', multiple: true },
   'idempotency-key': { type: 'string' },
   'no-wait': { type: 'boolean', default: false },
@@ -84,18 +91,29 @@ export async function run(argv: string[]): Promise<number> {
       process.stderr.write(`auris jobs: error [${err.code}]: ${err.problem.detail}\n`);
       return 1;
     }
+    if (err instanceof AurisError) {
+      process.stderr.write(`auris jobs: error [${err.code}]: ${err.message}\n`);
+      return 1;
+    }
     throw err;
   }
 }
 
 /** `jobs submit`: creates the job, waits for it (unless --no-wait) and prints its results. */
 async function submit(client: AurisClient, target: string, values: Values): Promise<number> {
+  // The speaker counts are checked here by the server's rules (before anything is sent).
+  const numSpeakers = parseSpeakerCount('num_speakers', values['num-speakers']);
+  const maxSpeakers = parseSpeakerCount('max_speakers', values['max-speakers']);
+  const models = values.models !== undefined ? values.models.split(',') : await serverModels(client);
+  checkSpeakerCounts(models, numSpeakers, maxSpeakers);
   const params: JobParams = {
-    models: values.models !== undefined ? values.models.split(',') : await serverModels(client),
+    models,
     output_period: Number(values['output-period']),
     include_summary: values.summary,
     include_transitions: values.transitions,
     include_raw_values: values.raw,
+    ...(numSpeakers !== undefined ? { num_speakers: numSpeakers } : {}),
+    ...(maxSpeakers !== undefined ? { max_speakers: maxSpeakers } : {}),
   };
   const metadata = values.metadata ? Object.fromEntries(values.metadata.map((e) => [e.split('=')[0]!, e.split('=').slice(1).join('=')])) : undefined;
   const input = /^https?:\/\//i.test(target) ? { url: target } : { file: target };

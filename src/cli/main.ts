@@ -42,7 +42,18 @@ function loadCommand(name: string): CommandModule | undefined {
 
 function usage(): string {
   const lines = Object.entries(COMMANDS).map(([n, c]) => `  ${n.padEnd(9)} ${c.summary}`);
-  return ['usage: auris <command> [options]', '       auris --version', '', 'commands:', ...lines, '', "run 'auris <command> --help' for a command's options"].join('\n');
+  return [
+    'usage: auris <command> [options]',
+    '       auris --version',
+    '',
+    'commands:',
+    ...lines,
+    '',
+    'the shipped models (--models): speech, arousal, gender, emotions, speakers (who speaks when;',
+    '  --num-speakers / --max-speakers on analyze, jobs submit and stream)',
+    '',
+    "run 'auris <command> --help' for a command's options",
+  ].join('\n');
 }
 
 /** The package version (package.json next to dist/). */

@@ -4,7 +4,16 @@
  * src/client/stream.ts) and prints each time step as one JSON line as it arrives.
  */
 import { AurisError } from '../errors';
-import { DEFAULT_VOLUME_THRESHOLD_DB, parseChannel, parseModelList, parseOutputPeriod, parseVolumeThreshold } from '../analysis/options';
+import {
+  checkSpeakerCounts,
+  DEFAULT_VOLUME_THRESHOLD_DB,
+  parseChannel,
+  parseModelList,
+  parseOutputPeriod,
+  parseSpeakerCount,
+  parseVolumeThreshold,
+  SPEAKER_COUNT_LIMIT,
+} from '../analysis/options';
 import { streamFile, type FileStreamOptions } from '../client/file';
 import { StreamClientError, type StreamTarget } from '../client/stream';
 import { createClient, listModels } from '../grpc/client';
@@ -27,13 +36,16 @@ options:
   --url <http://host:port>  the service's REST (and WebSocket) base URL (default $AURIS_URL or ${DEFAULT_URL})
   --grpc <host:port>        gRPC address (default $AURIS_GRPC_ADDRESS, else --url's host on port ${DEFAULT_GRPC_PORT})
   --api-key <key>           API key, sent as x-api-key (default $AURIS_API_KEY)
-  --models <list>           comma-separated model names (default: every model the server has)
+  --models <list>           comma-separated model names (default: every model the server has): speech, arousal,
+                            gender, emotions, speakers (who speaks when: speaker_1, speaker_2, ...)
   --output-period <ms>      time-step length, a positive multiple of 64 (default 1024)
   --channel <n>             channel to analyse (0-based, default 0)
   --raw                     add raw class probabilities (include_raw_values)
   --summary                 end with the per-model summary (include_summary)
   --transitions             end with the per-model transitions (include_transitions)
   --volume-threshold <dB>   silence gate in dBFS, -120..0 (default ${DEFAULT_VOLUME_THRESHOLD_DB})
+  --num-speakers <n>        speakers model: the number of speakers when known, 1..${SPEAKER_COUNT_LIMIT} (never more in the stream)
+  --max-speakers <n>        speakers model: at most this many speakers, 1..${SPEAKER_COUNT_LIMIT}
   --realtime                send the audio at its real pace, like a live source
   --chunk-ms <ms>           audio per message, ms (default 100)
   --encoding <e>            s16le or f32le (default f32le: the decoded samples, lossless)
@@ -42,7 +54,10 @@ options:
 
 exit status: 0 ok, 1 stream error (message and code on stderr), 2 usage error.`;
 
-const VALUE_OPTIONS = ['--transport', '--url', '--grpc', '--api-key', '--models', '--output-period', '--channel', '--volume-threshold', '--chunk-ms', '--encoding', '--stream-id'];
+const VALUE_OPTIONS = [
+  '--transport', '--url', '--grpc', '--api-key', '--models', '--output-period', '--channel', '--volume-threshold',
+  '--num-speakers', '--max-speakers', '--chunk-ms', '--encoding', '--stream-id',
+];
 
 const OPTIONS = {
   transport: { type: 'string', default: 'grpc' },
@@ -56,6 +71,8 @@ const OPTIONS = {
   summary: { type: 'boolean', default: false },
   transitions: { type: 'boolean', default: false },
   'volume-threshold': { type: 'string' },
+  'num-speakers': { type: 'string' },
+  'max-speakers': { type: 'string' },
   realtime: { type: 'boolean', default: false },
   'chunk-ms': { type: 'string', default: '100' },
   encoding: { type: 'string', default: 'f32le' },
@@ -91,6 +108,7 @@ export async function run(argv: string[]): Promise<number> {
     if (apiKey === undefined) throw new AurisError('INVALID_ARGUMENT', 'an API key is required: --api-key or $AURIS_API_KEY');
     const source = await audioSourceOf(positionals[0]!);
     const models = values.models !== undefined ? parseModelList(values.models) : await defaultModels(transport, url, address, apiKey);
+    checkSpeakerCounts(models, options.numSpeakers, options.maxSpeakers);
     const target: StreamTarget = transport === 'ws' ? { transport, url, apiKey } : { transport, address, apiKey };
     const stream = await streamFile(target, source, { ...options, models });
     for await (const m of stream) {
@@ -119,6 +137,8 @@ function streamOptions(values: Values): Omit<FileStreamOptions, 'models'> {
   const outputPeriodMs = parseOutputPeriod(values['output-period']!);
   const channel = parseChannel(values.channel) ?? 0;
   const volumeThreshold = values['volume-threshold'] !== undefined ? parseVolumeThreshold(values['volume-threshold']) : undefined;
+  const numSpeakers = parseSpeakerCount('num_speakers', values['num-speakers']);
+  const maxSpeakers = parseSpeakerCount('max_speakers', values['max-speakers']);
   return {
     outputPeriodMs,
     encoding: values.encoding as 's16le' | 'f32le',
@@ -129,6 +149,8 @@ function streamOptions(values: Values): Omit<FileStreamOptions, 'models'> {
     includeSummary: values.summary === true,
     includeTransitions: values.transitions === true,
     ...(volumeThreshold !== undefined ? { volumeThreshold } : {}),
+    ...(numSpeakers !== undefined ? { numSpeakers } : {}),
+    ...(maxSpeakers !== undefined ? { maxSpeakers } : {}),
     ...(values['stream-id'] !== undefined ? { streamId: values['stream-id'] } : {}),
   };
 }

@@ -3,6 +3,7 @@
  *
  *   const auris = new AurisClient({ baseUrl: 'http://127.0.0.1:8080', apiKey: 'my-key' });
  *   const job = await auris.createJob({ file: 'talk.wav' }, { models: ['speech', 'gender'], output_period: 1024 });
+ *   // the speaker map: { models: ['speakers'], output_period: 1024, num_speakers: 2 } (or max_speakers)
  *   const done = await auris.waitForJob(job.job_id, { onProgress: (j) => console.log(j.progress) });
  *   const results = await auris.getResults(done.job_id);
  *
@@ -119,7 +120,7 @@ export class AurisClient {
 
   async createJob(input: JobInput, params: JobParams, options: CreateOptions = {}): Promise<JobRecord> {
     const query = new URLSearchParams({ models: params.models.join(','), output_period: String(params.output_period) });
-    for (const k of ['channel', 'include_summary', 'include_transitions', 'include_raw_values', 'volume_threshold', 'callback'] as const) {
+    for (const k of ['channel', 'include_summary', 'include_transitions', 'include_raw_values', 'volume_threshold', 'num_speakers', 'max_speakers', 'callback'] as const) {
       if (params[k] !== undefined) query.set(k, String(params[k]));
     }
     const headers: Record<string, string> = {};

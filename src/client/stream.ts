@@ -33,6 +33,10 @@ export interface StreamClientOptions {
   includeTransitions?: boolean;
   includeRaw?: boolean;
   volumeThreshold?: number;
+  /** The speakers model: the number of speakers when known (num_speakers, 1..20). */
+  numSpeakers?: number;
+  /** The speakers model: at most this many speakers (max_speakers, 1..20). */
+  maxSpeakers?: number;
   streamId?: string;
 }
 
@@ -122,6 +126,8 @@ export function streamQuery(o: StreamClientOptions): URLSearchParams {
   if (o.includeTransitions) q.set('include_transitions', 'true');
   if (o.includeRaw) q.set('include_raw_values', 'true');
   if (o.volumeThreshold !== undefined) q.set('volume_threshold', String(o.volumeThreshold));
+  if (o.numSpeakers !== undefined) q.set('num_speakers', String(o.numSpeakers));
+  if (o.maxSpeakers !== undefined) q.set('max_speakers', String(o.maxSpeakers));
   if (o.streamId !== undefined) q.set('stream_id', o.streamId);
   return q;
 }
@@ -187,6 +193,8 @@ export function grpcConfig(o: StreamClientOptions): StreamConfigMsg {
   if (o.channels !== undefined) cfg.channels = o.channels;
   if (o.channel !== undefined) cfg.channel = o.channel;
   if (o.volumeThreshold !== undefined) cfg.volume_threshold = o.volumeThreshold;
+  if (o.numSpeakers !== undefined) cfg.num_speakers = o.numSpeakers;
+  if (o.maxSpeakers !== undefined) cfg.max_speakers = o.maxSpeakers;
   if (o.streamId !== undefined) cfg.stream_id = o.streamId;
   return cfg;
 }

@@ -138,7 +138,8 @@ for (const mode of ['embedded', 'nats'] as const) describe(`web console (Chromiu
     const env = JSON.parse(resultsText) as Envelope;
     const ch = env.result.channels['0']!;
 
-    // Lanes: one per model, segments equal to the transitions of the results endpoint.
+    // Lanes: one per model, segments equal to the transitions of the results endpoint; the
+    // speakers model: one lane per speaker, without no_speech and silence (test/console/speakers.test.ts).
     await page.locator('.lane[data-model="speech"] .seg').first().waitFor();
     for (const model of MODELS) {
       const shown = await page.locator(`.channel[data-channel="0"] .lane[data-model="${model}"] .seg`).evaluateAll((els) =>
@@ -147,7 +148,8 @@ for (const mode of ['embedded', 'nats'] as const) describe(`web console (Chromiu
           return { timestamp_start: Number(d.start), timestamp_end: Number(d.end), result: d.label!, confidence: Number(d.confidence) };
         }),
       );
-      assert.deepEqual(shown, ch.transitions![model], `lane ${model}`);
+      const expected = model === 'speakers' ? ch.transitions![model]!.filter((s) => /^speaker_\d+$/.test(s.result)) : ch.transitions![model];
+      assert.deepEqual(shown, expected, `lane ${model}`);
     }
     // Speech-like then silent: the speech lane says speech first and ends with silence.
     const speechLabels = ch.transitions!.speech!.map((s) => s.result);
@@ -297,7 +299,8 @@ for (const mode of ['embedded', 'nats'] as const) describe(`web console (Chromiu
       assert.deepEqual(Object.keys(ch.transitions!), withoutArousal);
       await page.locator('.wave-track.no-wave', { hasText: 'No waveform or playback for URL jobs: the audio is not kept' }).waitFor();
       assert.equal(await page.locator('canvas.waveform').count(), 0);
-      assert.deepEqual(await page.locator('.lane').evaluateAll((els) => els.map((e) => (e as unknown as HTMLElement).dataset.model)), withoutArousal);
+      const laneModels = await page.locator('.lane').evaluateAll((els) => els.map((e) => (e as unknown as HTMLElement).dataset.model!));
+      assert.deepEqual([...new Set(laneModels)], withoutArousal, 'one lane per model (per speaker for speakers, one after the other)');
       const labels = await page.locator('.lane[data-model="gender"] .seg').evaluateAll((els) => els.map((e) => (e as unknown as HTMLElement).dataset.label));
       assert.deepEqual(labels, ch.transitions!.gender!.map((x) => x.result));
       assert.match((await page.locator('#job-source').textContent())!, new RegExp(`URL ${file.url.replace(/[.]/g, '\\.')}`));

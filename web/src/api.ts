@@ -59,6 +59,8 @@ export function createQuery(p: JobRequestParams): string {
   q.set('include_transitions', String(p.include_transitions));
   q.set('include_raw_values', String(p.include_raw_values));
   if (p.volume_threshold !== null) q.set('volume_threshold', String(p.volume_threshold));
+  if (p.num_speakers !== undefined) q.set('num_speakers', String(p.num_speakers));
+  if (p.max_speakers !== undefined) q.set('max_speakers', String(p.max_speakers));
   if (p.callback) q.set('callback', p.callback);
   if (p.metadata) q.set('metadata', JSON.stringify(p.metadata));
   return q.toString();

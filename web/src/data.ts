@@ -121,6 +121,8 @@ const CLASS_COLOURS: Record<string, string> = {
 };
 
 export function classColour(label: string): string {
+  const n = speakerNumber(label);
+  if (n !== null) return speakerStyle(n).colour;
   const known = CLASS_COLOURS[label];
   if (known) return known;
   let h = 0;
@@ -130,3 +132,75 @@ export function classColour(label: string): string {
 
 /** The label of a summary key: "speech_fraction" -> "speech". */
 export const fractionLabel = (key: string): string => key.replace(/_fraction$/, '');
+
+// ---------- speakers (the speaker map: speaker_1, speaker_2, ... per channel) ----------
+
+/** The model whose labels are speakers, drawn as one lane per speaker. */
+export const SPEAKERS_MODEL = 'speakers';
+
+/** 3 for "speaker_3", null for any other label (no_speech, silence, ...). */
+export function speakerNumber(label: string): number | null {
+  const m = /^speaker_([1-9]\d*)$/.exec(label);
+  return m ? Number(m[1]) : null;
+}
+
+/**
+ * The Okabe-Ito palette (distinguishable with the common colour-vision deficiencies), each with
+ * the text colour that keeps a contrast of at least 4.5:1 on it.
+ */
+const SPEAKER_PALETTE: ReadonlyArray<{ colour: string; text: string }> = [
+  { colour: '#e69f00', text: '#111111' }, // orange
+  { colour: '#56b4e9', text: '#111111' }, // sky blue
+  { colour: '#009e73', text: '#111111' }, // bluish green
+  { colour: '#f0e442', text: '#111111' }, // yellow
+  { colour: '#0072b2', text: '#ffffff' }, // blue
+  { colour: '#d55e00', text: '#111111' }, // vermillion
+  { colour: '#cc79a7', text: '#111111' }, // reddish purple
+  { colour: '#3d3d3d', text: '#ffffff' }, // dark grey
+];
+
+/** Patterns laid over the colour: none, diagonal stripes, the other diagonal. */
+const SPEAKER_PATTERNS: readonly string[] = [
+  'none',
+  'repeating-linear-gradient(45deg, rgba(255,255,255,0.38) 0 3px, transparent 3px 8px)',
+  'repeating-linear-gradient(-45deg, rgba(0,0,0,0.22) 0 2px, transparent 2px 7px)',
+];
+
+export interface SpeakerStyle {
+  /** The speaker's colour (bars, swatches, curves, summary). */
+  colour: string;
+  /** The colour of text on it (the speaker's number). */
+  text: string;
+  /** A CSS background-image over the colour ('none' for the first of each colour). */
+  pattern: string;
+}
+
+/**
+ * The stable look of speaker n (1-based): colour by n in an 8-colour cycle, pattern by n in a
+ * 3-pattern cycle, so speakers 1..24 all differ in colour or pattern; the number is written in
+ * bars wide enough for it.
+ */
+export function speakerStyle(n: number): SpeakerStyle {
+  const i = Math.max(0, Math.floor(n) - 1);
+  const c = SPEAKER_PALETTE[i % SPEAKER_PALETTE.length]!;
+  return { colour: c.colour, text: c.text, pattern: SPEAKER_PATTERNS[i % SPEAKER_PATTERNS.length]! };
+}
+
+/** Paints an element (bar, swatch) in a label's look: a speaker's colour and pattern, else the class colour. */
+export function paintLabel(e: HTMLElement, label: string): void {
+  const n = speakerNumber(label);
+  if (n === null) {
+    e.style.background = classColour(label);
+    return;
+  }
+  const st = speakerStyle(n);
+  e.style.backgroundColor = st.colour;
+  e.style.backgroundImage = st.pattern;
+  e.style.color = st.text;
+}
+
+/** The speaker labels in a list of labels, in speaker order (speaker_2 before speaker_10). */
+export function speakerLabels(labels: Iterable<string>): string[] {
+  const out = [...new Set([...labels].filter((l) => speakerNumber(l) !== null))];
+  return out.sort((a, b) => speakerNumber(a)! - speakerNumber(b)!);
+}

@@ -2,11 +2,16 @@
  * What the Live view shows while a stream runs, in the results column: one lane per model whose
  * blocks sit at their time on a shared, scrolling time axis (the newest steps stay in view), the
  * latest label per model, a legend of the labels seen, the microphone's level, and the summary
- * so far (each label's share of the steps received). Pure DOM; web/src/live.ts feeds it.
+ * so far (each label's share of the steps received). The speakers model gets one lane per
+ * speaker instead, added when a new speaker appears (a step shown never changes), and a legend
+ * of the speakers with their talk time so far. Pure DOM; web/src/live.ts feeds it.
  */
-import type { TimeStep } from './api.js';
-import { classColour, formatPercent } from './data.js';
-import { GENDER_NO_SPEECH_NOTE } from './timeline.js';
+import type { ModelResult, TimeStep } from './api.js';
+import { classColour, formatPercent, formatTime, paintLabel, SPEAKERS_MODEL, speakerLabels, speakerNumber } from './data.js';
+import { GENDER_NO_SPEECH_NOTE, speakerNumberChip } from './timeline.js';
+
+/** Narrowest block (px) with the speaker's number written in it. */
+const MIN_NUMBER_PX = 16;
 
 /** Horizontal scale of the lanes: pixels per second of audio. */
 const PX_PER_SECOND = 40;
@@ -24,10 +29,14 @@ export class LiveView {
   private readonly scroll: HTMLElement;
   private readonly axis: HTMLElement;
   private readonly legend: HTMLElement;
+  private readonly speakerLegend: HTMLElement;
   private readonly summary: HTMLElement;
   private readonly level: HTMLMeterElement;
   private readonly levelText: HTMLElement;
   private readonly counts = new Map<string, Map<string, number>>();
+  /** Per speaker label, the timestamp of its last block (a block right after it continues the run). */
+  private readonly lastSpeakerStep = new Map<string, number>();
+  private periodMs = 0;
   private nextTickS = 0;
 
   constructor(private readonly root: HTMLElement) {
@@ -35,6 +44,7 @@ export class LiveView {
     this.scroll = root.querySelector<HTMLElement>('.live-scroll')!;
     this.axis = root.querySelector<HTMLElement>('.live-axis')!;
     this.legend = root.querySelector<HTMLElement>('.live-legend')!;
+    this.speakerLegend = root.querySelector<HTMLElement>('.live-speaker-legend')!;
     this.summary = root.querySelector<HTMLElement>('.live-summary')!;
     this.level = root.querySelector<HTMLMeterElement>('meter')!;
     this.levelText = root.querySelector<HTMLElement>('.live-level-text')!;
@@ -47,7 +57,13 @@ export class LiveView {
 
   /** One step result: a block per model at its time, the axis up to its end, legend and summary. */
   addStep(step: TimeStep, periodMs: number): void {
+    this.periodMs = periodMs;
     for (const [model, r] of Object.entries(step.results)) {
+      if (model === SPEAKERS_MODEL) {
+        this.addSpeakerStep(step.timestamp, r, periodMs);
+        this.count(model, r.result);
+        continue;
+      }
       const block = el('span', { class: 'live-step', 'data-label': r.result, 'data-t': String(step.timestamp) });
       block.title = `${(step.timestamp / 1000).toFixed(2)} s: ${r.result} (${r.confidence.toFixed(2)})${model === 'gender' && r.result === 'no_speech' ? `. ${GENDER_NO_SPEECH_NOTE}` : ''}`;
       block.style.left = `${pxAt(step.timestamp)}px`;
@@ -60,7 +76,62 @@ export class LiveView {
     this.extendAxis(step.timestamp + periodMs);
     this.scroll.scrollLeft = this.scroll.scrollWidth;
     this.renderLegend();
+    this.renderSpeakerLegend();
     this.renderSummary();
+  }
+
+  /** A speakers step: a block in the lane of its speaker (created when the speaker first appears); no_speech and silence are not drawn. */
+  private addSpeakerStep(t: number, r: ModelResult, periodMs: number): void {
+    const n = speakerNumber(r.result);
+    // Beside the speaker lanes: who talks in the latest step.
+    for (const now of this.names.querySelectorAll<HTMLElement>(`.live-name[data-model="${SPEAKERS_MODEL}"] .live-now`)) now.textContent = '';
+    if (n === null) return;
+    const block = el('span', { class: 'live-step', 'data-label': r.result, 'data-t': String(t) });
+    block.title = `${(t / 1000).toFixed(2)} s: ${r.result} (${r.confidence.toFixed(2)})`;
+    block.style.left = `${pxAt(t)}px`;
+    block.style.width = `${pxAt(periodMs)}px`;
+    paintLabel(block, r.result);
+    // The number at the start of each run of the speaker's blocks, where it fits.
+    if (this.lastSpeakerStep.get(r.result) !== t - periodMs && pxAt(periodMs) >= MIN_NUMBER_PX) block.append(speakerNumberChip(n));
+    this.lastSpeakerStep.set(r.result, t);
+    this.speakerLaneOf(r.result).append(block);
+    this.names.querySelector<HTMLElement>(`.live-name[data-speaker="${r.result}"] .live-now`)!.textContent = `now ${r.confidence.toFixed(2)}`;
+  }
+
+  /** The lane of one speaker, created on its first block after the other speakers' lanes (or last). */
+  private speakerLaneOf(label: string): HTMLElement {
+    const sel = `[data-model="${SPEAKERS_MODEL}"][data-speaker="${label}"]`;
+    let lane = this.scroll.querySelector<HTMLElement>(`.live-lane${sel}`);
+    if (lane) return lane;
+    const name = el('div', { class: 'live-name live-speaker', 'data-model': SPEAKERS_MODEL, 'data-speaker': label });
+    const sw = el('span', { class: 'swatch', 'aria-hidden': 'true' });
+    paintLabel(sw, label);
+    name.append(sw, el('span', { class: 'live-model' }, label), el('span', { class: 'live-now' }));
+    lane = el('div', { class: 'live-lane live-steps', 'data-model': SPEAKERS_MODEL, 'data-speaker': label, role: 'img', 'aria-label': `${label} (speakers) over time` });
+    const prevNames = this.names.querySelectorAll(`.live-name[data-model="${SPEAKERS_MODEL}"]`);
+    const prevLanes = this.scroll.querySelectorAll(`.live-lane[data-model="${SPEAKERS_MODEL}"]`);
+    if (prevNames.length) prevNames[prevNames.length - 1]!.after(name);
+    else this.names.append(name);
+    if (prevLanes.length) prevLanes[prevLanes.length - 1]!.after(lane);
+    else this.scroll.insertBefore(lane, this.axis);
+    return lane;
+  }
+
+  /** The speakers seen so far with their talk time (steps x output period) and share of the steps. */
+  private renderSpeakerLegend(): void {
+    const counts = this.counts.get(SPEAKERS_MODEL);
+    if (!counts) return void this.speakerLegend.replaceChildren();
+    const total = [...counts.values()].reduce((a, b) => a + b, 0);
+    this.speakerLegend.replaceChildren(
+      ...speakerLabels(counts.keys()).map((label) => {
+        const steps = counts.get(label)!;
+        const li = el('li', { 'data-speaker': label, 'data-steps': String(steps) });
+        const sw = el('span', { class: 'swatch', 'aria-hidden': 'true' });
+        paintLabel(sw, label);
+        li.append(sw, el('span', { class: 'speaker-name' }, label), el('span', { class: 'talk' }, `${formatTime(steps * this.periodMs)} · ${formatPercent(steps / total)}`));
+        return li;
+      }),
+    );
   }
 
   /** The microphone's level of the last block, dBFS. */
@@ -78,7 +149,9 @@ export class LiveView {
     this.axis.replaceChildren();
     this.nextTickS = 0;
     this.counts.clear();
+    this.lastSpeakerStep.clear();
     this.legend.replaceChildren();
+    this.speakerLegend.replaceChildren();
     this.summary.replaceChildren();
     this.level.value = -60;
     this.levelText.textContent = '';
@@ -116,7 +189,8 @@ export class LiveView {
 
   private renderLegend(): void {
     const labels = new Set<string>();
-    for (const m of this.counts.values()) for (const l of m.keys()) labels.add(l);
+    // The speakers model's labels are in its own lanes and legend.
+    for (const [model, m] of this.counts) if (model !== SPEAKERS_MODEL) for (const l of m.keys()) labels.add(l);
     const items = [...labels].map((label) => {
       const li = el('li', { 'data-label': label });
       const sw = el('span', { class: 'swatch', 'aria-hidden': 'true' });

@@ -14,6 +14,8 @@ export interface LiveDeps {
   models(): string[];
   /** ms per result (the New job form's output period). */
   outputPeriodMs(): number;
+  /** The form's num_speakers / max_speakers (with the speakers model), or why they are wrong. */
+  speakerCounts(): { num_speakers?: number; max_speakers?: number } | string;
 }
 
 interface Session {
@@ -80,6 +82,8 @@ export function initLive(deps: LiveDeps): void {
     ui.clearError();
     const models = deps.models();
     if (models.length === 0) return ui.fail('Choose at least one model in the New job form.');
+    const counts = deps.speakerCounts();
+    if (typeof counts === 'string') return ui.fail(counts);
     if (!navigator.mediaDevices?.getUserMedia) return ui.fail('This page cannot use the microphone: it needs HTTPS (or localhost).');
     ui.setRunning(true);
     ui.say('Opening the microphone…');
@@ -87,7 +91,7 @@ export function initLive(deps: LiveDeps): void {
     if (!inputs) return;
     ui.view.clear();
     ui.view.start();
-    const s = streamMicrophone(inputs, models, deps.outputPeriodMs(), ui, (ended) => {
+    const s = streamMicrophone(inputs, models, deps.outputPeriodMs(), counts, ui, (ended) => {
       if (session === ended) session = null;
     });
     session = s;
@@ -142,8 +146,16 @@ async function openInputs(deps: LiveDeps, ui: LiveUi): Promise<Inputs | null> {
 }
 
 /** Opens GET /stream and sends the microphone's samples to it; each step result extends the lanes. */
-function streamMicrophone({ mic, ctx, token }: Inputs, models: string[], outputPeriodMs: number, ui: LiveUi, onClosed: (s: Session) => void): Session {
+function streamMicrophone(
+  { mic, ctx, token }: Inputs,
+  models: string[],
+  outputPeriodMs: number,
+  counts: { num_speakers?: number; max_speakers?: number },
+  ui: LiveUi,
+  onClosed: (s: Session) => void,
+): Session {
   const query = new URLSearchParams({ token, models: models.join(','), output_period: String(outputPeriodMs), sample_rate: String(ctx.sampleRate), encoding: 'f32le' });
+  for (const [k, v] of Object.entries(counts)) if (v !== undefined) query.set(k, String(v));
   const url = new URL(`/stream?${query}`, location.href);
   url.protocol = location.protocol === 'https:' ? 'wss:' : 'ws:';
   const ws = new WebSocket(url);

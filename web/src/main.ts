@@ -5,7 +5,7 @@
  * job backend the server runs (embedded or NATS).
  */
 import { ApiProblem, AurisApi, type JobRecord, type JobRequestParams, type ResultsEnvelope, uploadContentType } from './api.js';
-import { formatBytes, formatPercent, formatTime, segmentsCsv } from './data.js';
+import { formatBytes, formatPercent, formatTime, segmentsCsv, SPEAKERS_MODEL } from './data.js';
 import { initLive } from './live.js';
 import { channelView, hideTooltip } from './timeline.js';
 
@@ -143,6 +143,9 @@ function initForm(): void {
     }
   });
 
+  // num_speakers / max_speakers: offered while the speakers model is selected.
+  $('models').addEventListener('change', syncSpeakerOptions);
+
   $('job-form').addEventListener('submit', (ev) => {
     ev.preventDefault();
     void submit();
@@ -162,6 +165,30 @@ async function loadModels(): Promise<void> {
       return label;
     }),
   );
+  syncSpeakerOptions();
+}
+
+const selectedModels = (): string[] => [...document.querySelectorAll<HTMLInputElement>('input[name="models"]:checked')].map((c) => c.value);
+
+function syncSpeakerOptions(): void {
+  $('speaker-options').hidden = !selectedModels().includes(SPEAKERS_MODEL);
+}
+
+/** The speakers model's count parameters the form sets, or why they are wrong (the server's rules: 1..20, num <= max). */
+function readSpeakerCounts(models: readonly string[]): { num_speakers?: number; max_speakers?: number } | string {
+  if (!models.includes(SPEAKERS_MODEL)) return {};
+  const out: { num_speakers?: number; max_speakers?: number } = {};
+  for (const [id, key, name] of [['num-speakers', 'num_speakers', 'Number of speakers'], ['max-speakers', 'max_speakers', 'Maximum speakers']] as const) {
+    const raw = $<HTMLInputElement>(id).value.trim();
+    if (raw === '') continue;
+    const n = Number(raw);
+    if (!Number.isInteger(n) || n < 1 || n > 20) return `${name} (${key}) must be a whole number from 1 to 20.`;
+    out[key] = n;
+  }
+  if (out.num_speakers !== undefined && out.max_speakers !== undefined && out.num_speakers > out.max_speakers) {
+    return `Number of speakers (${out.num_speakers}) must not exceed the maximum (${out.max_speakers}).`;
+  }
+  return out;
 }
 
 function formError(text: string): void {
@@ -169,7 +196,7 @@ function formError(text: string): void {
 }
 
 function readParams(): JobRequestParams | string {
-  const models = [...document.querySelectorAll<HTMLInputElement>('input[name="models"]:checked')].map((c) => c.value);
+  const models = selectedModels();
   if (!models.length) return 'Pick at least one model.';
   const period = Number($<HTMLInputElement>('output-period').value);
   if (!Number.isInteger(period) || period < 64 || period % 64 !== 0) return 'Output period must be a positive multiple of 64 ms.';
@@ -179,7 +206,10 @@ function readParams(): JobRequestParams | string {
   const vtRaw = $<HTMLInputElement>('volume-threshold').value.trim();
   const vt = vtRaw === '' ? null : Number(vtRaw);
   if (vt !== null && (!Number.isFinite(vt) || vt < -120 || vt > 0)) return 'Volume threshold must be between -120 and 0 dBFS.';
+  const speakers = readSpeakerCounts(models);
+  if (typeof speakers === 'string') return speakers;
   return {
+    ...speakers,
     models,
     output_period: period,
     channel,
@@ -426,6 +456,8 @@ function renderResults(rec: JobRecord, env: ResultsEnvelope, text: string, audio
   }
   const parts = [`${Object.keys(env.result.channels).length} channel(s)`, `output period ${rec.request.output_period} ms`];
   if (!rec.request.include_transitions) parts.push('lanes collapsed from the time series (transitions not requested)');
+  if (rec.request.num_speakers !== undefined) parts.push(`num_speakers ${rec.request.num_speakers}`);
+  if (rec.request.max_speakers !== undefined) parts.push(`max_speakers ${rec.request.max_speakers}`);
   $('results-note').textContent = parts.join(' · ');
   $('results-panel').hidden = false;
   redraw = () => redraws.forEach((r) => r());
@@ -587,7 +619,8 @@ function init(): void {
   initForm();
   initLive({
     api,
-    models: () => [...document.querySelectorAll<HTMLInputElement>('input[name="models"]:checked')].map((c) => c.value),
+    models: selectedModels,
+    speakerCounts: () => readSpeakerCounts(selectedModels()),
     outputPeriodMs: () => {
       const p = Number($<HTMLInputElement>('output-period').value);
       return Number.isInteger(p) && p >= 64 && p % 64 === 0 ? p : 1024;

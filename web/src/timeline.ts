@@ -1,11 +1,12 @@
 /**
  * The result view of one channel: waveform (decoded in the browser), one colour-coded lane
- * per model from the segments, raw-probability curves when present, a time axis, and the
- * summary fractions as bars. Lanes are DOM elements positioned in percent, so they follow
+ * per model from the segments (the speakers model: one lane per speaker found, with a legend of
+ * their talk time), raw-probability curves when present, a time axis, and the summary
+ * fractions as bars. Lanes are DOM elements positioned in percent, so they follow
  * the width; the canvases are redrawn on resize.
  */
 import type { ChannelResult, Segment } from './api.js';
-import { channelEndMs, classColour, formatPercent, formatTime, fractionLabel, modelsOf, segmentsOf } from './data.js';
+import { channelEndMs, classColour, formatPercent, formatTime, fractionLabel, modelsOf, paintLabel, segmentsOf, SPEAKERS_MODEL, speakerLabels, speakerNumber, speakerStyle } from './data.js';
 import { createPlayer } from './playback.js';
 
 export interface ChannelViewInput {
@@ -181,9 +182,14 @@ export function channelView(input: ChannelViewInput): { root: HTMLElement; redra
   grid.append(el('div', { class: 'track-label' }, 'Playback'));
   const playRow = el('div', { class: 'play-row' });
   grid.append(playRow);
-  // One lane per model, with its raw curves under it when present.
+  // One lane per model (per speaker for the speakers model), with its raw curves under it when present.
+  let speakerSegs: Segment[] | null = null;
   for (const model of models) {
-    addModelLane(grid, ch, model, segmentsOf(ch, model, input.durationSec === null ? null : input.durationSec * 1000), endMs);
+    const segs = segmentsOf(ch, model, input.durationSec === null ? null : input.durationSec * 1000);
+    if (model === SPEAKERS_MODEL && speakerLabels(segs.map((s) => s.result)).length) {
+      speakerSegs = segs;
+      addSpeakerLanes(grid, ch, segs, endMs, redraws);
+    } else addModelLane(grid, ch, model, segs, endMs);
     const rawClasses = rawClassesOf(ch, model);
     if (rawClasses.length) addCurveTrack(grid, ch, model, rawClasses, endMs, redraws);
   }
@@ -192,7 +198,8 @@ export function channelView(input: ChannelViewInput): { root: HTMLElement; redra
   root.append(host);
   addPlayback(playRow, grid, host, input, endMs);
 
-  const legend = labelLegend(ch, models);
+  if (speakerSegs) root.append(speakerLegend(ch, speakerSegs, endMs));
+  const legend = labelLegend(ch, speakerSegs ? models.filter((m) => m !== SPEAKERS_MODEL) : models);
   if (legend) root.append(legend);
   if (ch.summary && Object.keys(ch.summary).length) root.append(summaryBox(ch.summary));
 
@@ -224,7 +231,7 @@ function addPlayback(row: HTMLElement, grid: HTMLElement, host: HTMLElement, inp
 /** A colour swatch (decorative: the label beside it carries the meaning). */
 function swatch(label: string): HTMLElement {
   const sw = el('span', { class: 'swatch', 'aria-hidden': 'true' });
-  sw.style.background = classColour(label);
+  paintLabel(sw, label);
   return sw;
 }
 
@@ -261,6 +268,61 @@ function addModelLane(grid: HTMLElement, ch: ChannelResult, model: string, segs:
   grid.append(lane);
 }
 
+/**
+ * The speakers model: one lane per speaker found (speaker_1, speaker_2, ... in number order),
+ * each with the segments where that speaker talks, in its colour and pattern with its number
+ * written in bars wide enough; no_speech and silence are not drawn.
+ */
+function addSpeakerLanes(grid: HTMLElement, ch: ChannelResult, segs: Segment[], endMs: number, redraws: Array<() => void>): void {
+  const lanes: HTMLElement[] = [];
+  for (const label of speakerLabels(segs.map((s) => s.result))) {
+    const own = segs.filter((s) => s.result === label);
+    const labelId = nextId('lane');
+    const name = el('div', { class: 'track-label speaker-label', id: labelId });
+    name.append(swatch(label), el('span', {}, label));
+    grid.append(name);
+    const lane = el('div', {
+      class: 'track lane speaker-lane',
+      role: 'list',
+      'aria-labelledby': labelId,
+      'aria-describedby': laneHintId(),
+      'data-model': SPEAKERS_MODEL,
+      'data-speaker': label,
+    });
+    own.forEach((s, i) => lane.append(segmentElement(SPEAKERS_MODEL, s, i === 0, endMs)));
+    addLaneKeys(lane);
+    addLaneTooltips(lane, ch, SPEAKERS_MODEL, own, endMs, true);
+    grid.append(lane);
+    lanes.push(lane);
+  }
+  // The number only where it fits (the bars' widths follow the page's).
+  redraws.push(() => {
+    for (const lane of lanes) for (const seg of segmentsIn(lane)) seg.classList.toggle('narrow', seg.offsetWidth < 16);
+  });
+}
+
+/** The speakers found, with their talk time: from the summary when the job has one, else from the segments. */
+function speakerLegend(ch: ChannelResult, segs: Segment[], endMs: number): HTMLElement {
+  const fractions = ch.summary?.[SPEAKERS_MODEL];
+  let rows: Array<{ label: string; fraction: number }>;
+  if (fractions) {
+    const labels = speakerLabels(Object.keys(fractions).map(fractionLabel));
+    rows = labels.map((label) => ({ label, fraction: fractions[`${label}_fraction`] ?? 0 }));
+  } else {
+    rows = speakerLabels(segs.map((s) => s.result)).map((label) => ({
+      label,
+      fraction: segs.filter((s) => s.result === label).reduce((t, s) => t + (s.timestamp_end - s.timestamp_start), 0) / endMs,
+    }));
+  }
+  const legend = el('ul', { class: 'legend speaker-legend', 'aria-label': `Speakers: talk time ${fractions ? 'from the summary' : 'from the segments'}`, 'data-source': fractions ? 'summary' : 'segments' });
+  for (const { label, fraction } of rows) {
+    const li = el('li', { 'data-speaker': label, 'data-fraction': String(fraction) });
+    li.append(swatch(label), el('span', { class: 'speaker-name' }, label), el('span', { class: 'talk' }, `${formatTime(fraction * endMs)} · ${formatPercent(fraction)}`));
+    legend.append(li);
+  }
+  return legend;
+}
+
 function segmentElement(model: string, s: Segment, first: boolean, endMs: number): HTMLElement {
   const seg = el('div', {
     class: 'seg',
@@ -274,9 +336,20 @@ function segmentElement(model: string, s: Segment, first: boolean, endMs: number
   });
   seg.style.left = `${(s.timestamp_start / endMs) * 100}%`;
   seg.style.width = `${(Math.max(0, s.timestamp_end - s.timestamp_start) / endMs) * 100}%`;
-  seg.style.background = classColour(s.result);
-  seg.append(el('span', { class: 'seg-text', 'aria-hidden': 'true' }, s.result));
+  paintLabel(seg, s.result);
+  const n = speakerNumber(s.result);
+  if (n === null) seg.append(el('span', { class: 'seg-text', 'aria-hidden': 'true' }, s.result));
+  else seg.append(speakerNumberChip(n));
   return seg;
+}
+
+/** A speaker's number on a solid chip of its colour (readable over the pattern). */
+export function speakerNumberChip(n: number): HTMLElement {
+  const chip = el('span', { class: 'seg-text speaker-num', 'aria-hidden': 'true' }, String(n));
+  const st = speakerStyle(n);
+  chip.style.backgroundColor = st.colour;
+  chip.style.color = st.text;
+  return chip;
 }
 
 const segmentsIn = (lane: HTMLElement): HTMLElement[] => [...lane.querySelectorAll<HTMLElement>('.seg')];
@@ -305,8 +378,8 @@ function addLaneKeys(lane: HTMLElement): void {
   });
 }
 
-/** The tooltip of the focused segment, or of the segment and step under the pointer. */
-function addLaneTooltips(lane: HTMLElement, ch: ChannelResult, model: string, segs: Segment[], endMs: number): void {
+/** The tooltip of the focused segment, or of the segment and step under the pointer (`sparse`: a lane with gaps, no tooltip in them). */
+function addLaneTooltips(lane: HTMLElement, ch: ChannelResult, model: string, segs: Segment[], endMs: number, sparse = false): void {
   lane.addEventListener('focusin', (ev) => {
     const seg = ev.target as HTMLElement;
     if (!seg.classList.contains('seg')) return;
@@ -318,8 +391,9 @@ function addLaneTooltips(lane: HTMLElement, ch: ChannelResult, model: string, se
   lane.addEventListener('mousemove', (ev) => {
     const r = lane.getBoundingClientRect();
     const t = ((ev.clientX - r.left) / r.width) * endMs;
-    const s = segs.find((x) => t >= x.timestamp_start && t < x.timestamp_end) ?? segs[segs.length - 1];
-    if (s) showTooltip(tooltipLines(model, s, t, stepConfidence(ch, model, t)), ev.clientX, r.top);
+    const s = segs.find((x) => t >= x.timestamp_start && t < x.timestamp_end) ?? (sparse ? undefined : segs[segs.length - 1]);
+    if (!s) hideTooltip();
+    else showTooltip(tooltipLines(model, s, t, stepConfidence(ch, model, t)), ev.clientX, r.top);
   });
   lane.addEventListener('mouseleave', hideTooltip);
 }
@@ -414,7 +488,7 @@ function summaryBox(summary: NonNullable<ChannelResult['summary']>): HTMLElement
       if (value > 0) {
         const part = el('span', { class: 'part', title: `${label} ${formatPercent(value)}` });
         part.style.width = `${value * 100}%`;
-        part.style.background = classColour(label);
+        paintLabel(part, label);
         bar.append(part);
       }
       list.append(fractionItem(key, label, value));
@@ -430,7 +504,7 @@ function fractionItem(key: string, label: string, value: number): HTMLElement {
   const meter = el('span', { class: 'meter', 'aria-hidden': 'true' });
   const fill = el('span', { class: 'fill' });
   fill.style.width = `${value * 100}%`;
-  fill.style.background = classColour(label);
+  paintLabel(fill, label);
   meter.append(fill);
   li.append(swatch(label), el('span', { class: 'name' }, label), meter, el('span', { class: 'value' }, formatPercent(value)));
   return li;
