@@ -102,81 +102,115 @@ export interface FileClustering {
  * count (exact, unless fewer windows); else the count follows from the thresholds, at most `maxSpeakers`.
  */
 export function clusterWindows(windows: readonly EmbeddedWindow[], p: SpeakerMapParams, maxSpeakers: number, numSpeakers?: number): FileClustering {
-  const n = windows.length;
-  if (n === 0) return { speakers: 0, assignment: [], centroids: [] };
-  const emb = windows.map((w) => w.embedding);
+  if (windows.length === 0) return { speakers: 0, assignment: [], centroids: [] };
+  const c = new Clusterer(windows.map((w) => w.embedding), p);
+  const clusters = c.agglomerate(c.segments(windows), numSpeakers);
+  const speakers = c.refine(c.chooseSpeakers(clusters, maxSpeakers, numSpeakers));
+  return numberByFirstAppearance(speakers, windows.length);
+}
 
-  // a. segments of consecutive, similar windows
-  const segments: number[][] = [];
-  let cur: number[] = [];
-  let sum: Float64Array | undefined;
-  for (let i = 0; i < n; i++) {
-    const joins = cur.length > 0 && windows[i]!.window === windows[i - 1]!.window + 1 && dot(emb[i]!, normalise(sum!)) >= p.segmentThreshold;
-    if (!joins) {
-      if (cur.length > 0) segments.push(cur);
-      cur = [];
-      sum = new Float64Array(emb[i]!.length);
-    }
-    cur.push(i);
-    for (let d = 0; d < sum!.length; d++) sum![d]! += emb[i]![d]!;
+/** The steps of clusterWindows over one channel's embeddings (indexes into `emb`). */
+class Clusterer {
+  private readonly hopS: number;
+
+  constructor(
+    private readonly emb: readonly Float64Array[],
+    private readonly p: SpeakerMapParams,
+  ) {
+    this.hopS = p.hopSteps * STEP_S;
   }
-  segments.push(cur);
 
-  // b. centroid-linkage agglomeration: down to the threshold, or (the caller's count) until the next
-  // merge would leave fewer clusters long enough to be a speaker than that count
-  const hopS = p.hopSteps * STEP_S;
-  const isLong = (c: Cluster): boolean => c.members.length * hopS >= p.minSpeakerS;
-  let clusters: Cluster[] = segments.map((m) => clusterOf(m, emb));
-  const mergeClosest = (list: Cluster[], go: (best: number, a: Cluster, b: Cluster) => boolean): void => {
-    for (;;) {
-      const count = list.length;
-      if (count <= 1) return;
+  /** Long enough to be a speaker (min_speaker_s of window hops). */
+  isLong(c: Cluster): boolean {
+    return c.members.length * this.hopS >= this.p.minSpeakerS;
+  }
+
+  /** a. Runs of consecutive windows each similar enough to the run so far. */
+  segments(windows: readonly EmbeddedWindow[]): Cluster[] {
+    const out: number[][] = [];
+    let cur: number[] = [];
+    let sum = new Float64Array(0);
+    windows.forEach((w, i) => {
+      const e = this.emb[i]!;
+      const joins = cur.length > 0 && w.window === windows[i - 1]!.window + 1 && dot(e, normalise(sum)) >= this.p.segmentThreshold;
+      if (!joins) {
+        if (cur.length > 0) out.push(cur);
+        cur = [];
+        sum = new Float64Array(e.length);
+      }
+      cur.push(i);
+      for (let d = 0; d < sum.length; d++) sum[d]! += e[d]!;
+    });
+    out.push(cur);
+    return out.map((m) => clusterOf(m, this.emb));
+  }
+
+  /**
+   * b. Centroid-linkage agglomeration: down to the merge threshold, or (the caller's count) until the
+   * next merge would leave fewer clusters long enough to be a speaker than that count.
+   */
+  agglomerate(clusters: Cluster[], numSpeakers: number | undefined): Cluster[] {
+    if (numSpeakers === undefined) this.mergeClosest(clusters, (best) => best >= this.p.mergeThreshold);
+    else {
+      const enoughLong = (): boolean => clusters.filter((c) => this.isLong(c)).length > numSpeakers;
+      this.mergeClosest(clusters, (_best, a, b) => clusters.length > numSpeakers && (!(this.isLong(a) && this.isLong(b)) || enoughLong()));
+    }
+    return clusters;
+  }
+
+  /**
+   * c. The speakers are the clusters long enough to be one (the longest, if none is; the longest few
+   * up to the caller's count), merged to that count or under the cap; the short clusters' windows
+   * (a cough, a window across a turn) join the closest speaker.
+   */
+  chooseSpeakers(clusters: Cluster[], maxSpeakers: number, numSpeakers: number | undefined): Cluster[] {
+    const byLength = clusters.map((c, k) => ({ c, k })).sort((x, y) => y.c.members.length - x.c.members.length || x.k - y.k);
+    const wanted = numSpeakers ?? 0;
+    const keep = new Set(byLength.filter(({ c }, i) => i === 0 || this.isLong(c) || i < wanted).map(({ k }) => k));
+    const speakers = clusters.filter((_, k) => keep.has(k));
+    const short = clusters.filter((_, k) => !keep.has(k));
+    this.mergeClosest(speakers, () => speakers.length > (numSpeakers ?? maxSpeakers));
+    if (short.length === 0) return speakers;
+    const members = speakers.map((c) => [...c.members]);
+    for (const c of short) for (const i of c.members) members[this.nearest(i, speakers)]!.push(i);
+    return members.map((m) => clusterOf(m.sort((a, b) => a - b), this.emb));
+  }
+
+  /** d. Re-assignment passes: every window to its closest centroid (clusters left empty are dropped). */
+  refine(speakers: Cluster[]): Cluster[] {
+    for (let r = 0; r < this.p.refineIterations; r++) {
+      const members: number[][] = speakers.map(() => []);
+      for (let i = 0; i < this.emb.length; i++) members[this.nearest(i, speakers)]!.push(i);
+      speakers = members.filter((m) => m.length > 0).map((m) => clusterOf(m, this.emb));
+    }
+    return speakers;
+  }
+
+  private nearest(i: number, cs: readonly Cluster[]): number {
+    return argmax(cs.map((c) => dot(this.emb[i]!, c.centroid)));
+  }
+
+  /** Merges the most similar pair (ties: lowest indexes; the merged cluster takes the first one's place) while `go` says so. */
+  private mergeClosest(list: Cluster[], go: (best: number, a: Cluster, b: Cluster) => boolean): void {
+    while (list.length > 1) {
       let best = -Infinity;
       let ba = -1;
       let bb = -1;
-      for (let a = 0; a < count; a++) {
-        for (let b = a + 1; b < count; b++) {
+      for (let a = 0; a < list.length; a++) {
+        for (let b = a + 1; b < list.length; b++) {
           const s = dot(list[a]!.centroid, list[b]!.centroid);
-          if (s > best) {
-            best = s;
-            ba = a;
-            bb = b;
-          }
+          if (s > best) [best, ba, bb] = [s, a, b];
         }
       }
       if (!go(best, list[ba]!, list[bb]!)) return;
-      list[ba] = clusterOf([...list[ba]!.members, ...list[bb]!.members].sort((x, y) => x - y), emb);
+      list[ba] = clusterOf([...list[ba]!.members, ...list[bb]!.members].sort((x, y) => x - y), this.emb);
       list.splice(bb, 1);
     }
-  };
-  if (numSpeakers === undefined) mergeClosest(clusters, (best) => best >= p.mergeThreshold);
-  else mergeClosest(clusters, (_best, a, b) => clusters.length > numSpeakers && (!(isLong(a) && isLong(b)) || clusters.filter(isLong).length > numSpeakers));
-
-  // c. speakers are the clusters long enough to be one (the longest, if none is); the count is then
-  // brought to the caller's (merging speakers, or promoting the longest short clusters) or under the cap
-  const byLength = clusters.map((c, k) => ({ c, k })).sort((x, y) => y.c.members.length - x.c.members.length || x.k - y.k);
-  const wanted = numSpeakers ?? 0;
-  const keep = new Set(byLength.filter(({ c }, i) => i === 0 || isLong(c) || i < wanted).map(({ k }) => k));
-  let speakers = clusters.filter((_, k) => keep.has(k));
-  const short = clusters.filter((_, k) => !keep.has(k));
-  mergeClosest(speakers, () => speakers.length > (numSpeakers ?? maxSpeakers));
-  // short clusters' windows join the closest speaker
-  const nearest = (i: number, cs: readonly Cluster[]): number => argmax(cs.map((c) => dot(emb[i]!, c.centroid)));
-  if (short.length > 0) {
-    const members = speakers.map((c) => [...c.members]);
-    for (const c of short) for (const i of c.members) members[nearest(i, speakers)]!.push(i);
-    speakers = members.map((m) => clusterOf(m.sort((a, b) => a - b), emb));
   }
+}
 
-  // d. re-assignment passes
-  for (let r = 0; r < p.refineIterations; r++) {
-    const members: number[][] = speakers.map(() => []);
-    for (let i = 0; i < n; i++) members[nearest(i, speakers)]!.push(i);
-    speakers = members.filter((m) => m.length > 0).map((m) => clusterOf(m, emb));
-  }
-  clusters = speakers;
-
-  // e. speakers numbered by first appearance
+/** e. Speakers numbered by their earliest window. */
+function numberByFirstAppearance(clusters: readonly Cluster[], n: number): FileClustering {
   const first = clusters.map((c) => Math.min(...c.members));
   const order = clusters.map((_, k) => k).sort((a, b) => first[a]! - first[b]!);
   const assignment = new Array<number>(n);
