@@ -7,7 +7,7 @@
 import type { AudioInfo, AudioSource, FeatureChunk, OpenOptions } from '../audio/types';
 import { AurisError } from '../errors';
 import { type AnalysisRequest, type AnalysisRequestInput, parseAnalysisRequest, selectChannels, STEP_MS, volumeThresholdOf } from '../analysis/options';
-import { modelsToRun } from '../analysis/policies';
+import { modelsToRun, SPEECH_LABEL, SPEECH_MODEL } from '../analysis/policies';
 import { buildChannelResult, type ChannelResult, type PostProcessOptions } from '../analysis/postprocess';
 import { InferenceEngine, sharedEngine } from '../inference/engine';
 import { StepBuffer } from '../inference/step-buffer';
@@ -255,6 +255,22 @@ function pushChunk(states: Map<number, ChannelState>, chunk: FeatureChunk, pushe
   return chunk.steps;
 }
 
+/** 1 where a 64 ms step is speech as post-processing decides it: the speech model's argmax, and loud enough. */
+function speechSteps(plan: AnalysisPlan, probs: Record<string, Float32Array>, levels: Float32Array, steps: number, volumeThreshold: number): Uint8Array {
+  const keys = plan.engine.registry.rawKeys()[SPEECH_MODEL]!;
+  const C = keys.length;
+  const k = keys.indexOf(SPEECH_LABEL);
+  const p = probs[SPEECH_MODEL]!;
+  const out = new Uint8Array(steps);
+  for (let s = 0; s < steps; s++) {
+    if (levels[s]! < volumeThreshold) continue;
+    let best = 0;
+    for (let j = 1; j < C; j++) if (p[s * C + j]! > p[s * C + best]!) best = j;
+    out[s] = best === k ? 1 : 0;
+  }
+  return out;
+}
+
 /** Each channel's steps through post-processing (src/analysis) into its SPEC channel result. */
 function postProcess(plan: AnalysisPlan, states: Map<number, ChannelState>, headerMs: number): { channels: Record<string, ChannelResult>; steps: Record<string, number> } {
   const { request } = plan;
@@ -279,7 +295,7 @@ function postProcess(plan: AnalysisPlan, states: Map<number, ChannelState>, head
       const counts: { numSpeakers?: number; maxSpeakers?: number } = {};
       if (request.numSpeakers !== undefined) counts.numSpeakers = request.numSpeakers;
       if (request.maxSpeakers !== undefined) counts.maxSpeakers = request.maxSpeakers;
-      const found = st.speakers.map.finish(st.steps, counts);
+      const found = st.speakers.map.finish(st.steps, speechSteps(plan, probs, st.levels.view(), st.steps, options.volumeThreshold), counts);
       probs[st.speakers.model] = found.probs;
       channelOptions = { ...options, rawKeys: { ...options.rawKeys, [st.speakers.model]: found.keys } };
     }

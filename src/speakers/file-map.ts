@@ -3,6 +3,10 @@
  * windows while the file is decoded, then clusters them all at once (clustering.ts) into the
  * per-step probabilities post-processing decides labels from. Memory: one 256-float embedding per
  * embedded window (~4,700 per hour of speech at the shipped hop), nothing per step until the end.
+ *
+ * A file job knows where the speech model heard speech: only windows that are mostly speech are
+ * clustered (music or noise loud enough to be embedded does not make a speaker), and a cluster that
+ * wins no speech step is no speaker. Speakers are numbered by their first speech step.
  */
 import type { WindowOutcome } from '../inference/encoder-stage';
 import { clusterWindows, normalise, stepProbabilities, windowProbabilities, type EmbeddedWindow } from './clustering';
@@ -15,6 +19,9 @@ export interface ChannelSpeakers {
   probs: Float32Array;
 }
 
+/** A window is clustered when at least this share of its steps is speech. */
+const MIN_SPEECH_SHARE = 0.5;
+
 export class FileSpeakerMap {
   private readonly windows: EmbeddedWindow[] = [];
 
@@ -25,12 +32,42 @@ export class FileSpeakerMap {
     if (o.kind === 'embedded') this.windows.push({ window: o.window, embedding: normalise(o.embeddings[0]!) });
   }
 
-  /** Clusters the channel's windows; `maxSpeakers` defaults to the model's. */
-  finish(steps: number, counts: { numSpeakers?: number; maxSpeakers?: number } = {}): ChannelSpeakers {
+  /**
+   * Clusters the channel's windows; `maxSpeakers` defaults to the model's. `speech[s]` is 1 where
+   * step s is speech (the speech model's decision, as post-processing takes it).
+   */
+  finish(steps: number, speech: Uint8Array, counts: { numSpeakers?: number; maxSpeakers?: number } = {}): ChannelSpeakers {
     const { params } = this.map;
-    const c = clusterWindows(this.windows, params, counts.maxSpeakers ?? this.map.defaultMaxSpeakers, counts.numSpeakers);
-    const K = Math.max(1, c.speakers);
-    const vectors = this.windows.map((w) => ({ window: w.window, probs: windowProbabilities(w.embedding, c.centroids, params.temperature) }));
-    return { keys: speakerKeys(K), probs: stepProbabilities(vectors, steps, K, params, true) };
+    const W = params.windowSteps;
+    const speechShare = (w: EmbeddedWindow): number => {
+      const from = w.window * params.hopSteps;
+      let n = 0;
+      for (let s = from; s < Math.min(steps, from + W); s++) n += speech[s]!;
+      return n / W;
+    };
+    const speechy = this.windows.filter((w) => speechShare(w) >= MIN_SPEECH_SHARE);
+    const clustered = speechy.length > 0 ? speechy : this.windows;
+    const c = clusterWindows(clustered, params, counts.maxSpeakers ?? this.map.defaultMaxSpeakers, counts.numSpeakers);
+    // keep the speakers that win a speech step, numbered by the first one
+    let centroids = c.centroids;
+    const probsWith = (cs: readonly Float64Array[]): Float32Array => {
+      const vectors = this.windows.map((w) => ({ window: w.window, probs: windowProbabilities(w.embedding, cs, params.temperature) }));
+      return stepProbabilities(vectors, steps, Math.max(1, cs.length), params, true);
+    };
+    if (centroids.length > 1) {
+      const probs = probsWith(centroids);
+      const K = centroids.length;
+      const first = new Array<number>(K).fill(Infinity);
+      for (let s = 0; s < steps; s++) {
+        if (!speech[s]) continue;
+        let k = 0;
+        for (let j = 1; j < K; j++) if (probs[s * K + j]! > probs[s * K + k]!) k = j;
+        if (first[k] === Infinity) first[k] = s;
+      }
+      const order = centroids.map((_, k) => k).filter((k) => first[k]! < Infinity).sort((a, b) => first[a]! - first[b]!);
+      if (order.length > 0) centroids = order.map((k) => centroids[k]!);
+    }
+    const K = Math.max(1, centroids.length);
+    return { keys: speakerKeys(K), probs: probsWith(centroids) };
   }
 }

@@ -136,3 +136,46 @@ describe('encoder stage with overlapping windows', () => {
     assert.deepEqual(quiet.outcomes, ['0:embedded', '1:embedded', '2:none', '3:none', '4:none', '5:none']);
   });
 });
+
+describe('agglomeration with cached closest clusters', () => {
+  /** The plain all-pairs agglomeration the cache must reproduce (merge while the best cosine >= tau). */
+  function naive(emb: Float64Array[], tau: number): number[][] {
+    const list = emb.map((_, i) => [i]);
+    const centroid = (m: number[]): Float64Array => {
+      const s = new Float64Array(emb[0]!.length);
+      for (const i of m) for (let d = 0; d < s.length; d++) s[d]! += emb[i]![d]!;
+      return normalise(s);
+    };
+    for (;;) {
+      let best = -Infinity;
+      let ba = -1;
+      let bb = -1;
+      for (let a = 0; a < list.length; a++) {
+        for (let b = a + 1; b < list.length; b++) {
+          let s = 0;
+          const ca = centroid(list[a]!);
+          const cb = centroid(list[b]!);
+          for (let d = 0; d < ca.length; d++) s += ca[d]! * cb[d]!;
+          if (s > best) [best, ba, bb] = [s, a, b];
+        }
+      }
+      if (list.length < 2 || best < tau) return list;
+      list[ba] = [...list[ba]!, ...list[bb]!].sort((x, y) => x - y);
+      list.splice(bb, 1);
+    }
+  }
+
+  it('merges exactly as the all-pairs search does', () => {
+    for (const seed of [1, 2, 3]) {
+      // 40 windows of 5 voices, every window its own segment (not consecutive), no refinement or dissolving
+      const emb = Array.from({ length: 40 }, (_, i) => voice((i * 7 + seed) % 5, seed * 1000 + i, 0.9));
+      const windows = emb.map((embedding, i) => ({ window: 2 * i, embedding }));
+      for (const tau of [0.3, 0.6, 0.8]) {
+        const got = clusterWindows(windows, { ...params, mergeThreshold: tau, refineIterations: 0, minSpeakerS: 0 }, 40);
+        const want = naive(emb, tau);
+        const groups = Array.from({ length: got.speakers }, (_, k) => got.assignment.flatMap((a, i) => (a === k ? [i] : [])));
+        assert.deepEqual(groups.map((g) => g.join(',')).sort(), want.map((g) => g.join(',')).sort(), `seed ${seed}, tau ${tau}`);
+      }
+    }
+  });
+});
