@@ -182,6 +182,7 @@ const tasks: Record<string, (args: Args) => Promise<Record<string, unknown>>> = 
         // the pretrained encoders' share (gender 2.0's speaker encoder, docs/features.md)
         encoderWindows: engine.pool.stats.encoderWindows,
         encoderSec: engine.pool.stats.encoderBusyMs / 1000,
+        speakersFound: Object.keys(res.channels['0']?.summary?.['speakers'] ?? {}).filter((k) => k.startsWith('speaker_')).length,
       };
     } finally {
       await closeSharedEngines();

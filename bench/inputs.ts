@@ -152,6 +152,45 @@ function probe(file: string): { durationSec: number; sampleRate: number; channel
   return { durationSec: Number(j.format.duration), sampleRate: Number(j.streams[0].sample_rate), channels: j.streams[0].channels };
 }
 
+/** Ten espeak-ng voices (voice, pitch, speed) for the speaker map's conversation. */
+const TEN_VOICES: [string, number, number][] = [
+  ['en-us+m3', 40, 165], ['en-us+f3', 70, 155], ['en-gb+m1', 30, 150], ['en+f4', 80, 170], ['de+m2', 45, 160],
+  ['fr+f2', 65, 150], ['es+m4', 35, 175], ['it+f1', 75, 160], ['nl+m5', 50, 145], ['pl+f5', 60, 165],
+];
+
+/**
+ * A conversation of ten voices for the speaker map (`speakers`): a 5-minute round of turns of 2-8 s,
+ * every voice several times, with pauses of 0.3-1 s, repeated to `minutes` (16 kHz mono WAV).
+ */
+export function ensureTenVoices(outDir: string, minutes: number, log: (msg: string) => void = () => {}): string {
+  const out = path.join(outDir, `bench-v${GEN_VERSION}-${minutes}min-10-voices.wav`);
+  if (fs.existsSync(out)) return out;
+  log(`generating ${path.basename(out)}`);
+  const work = fs.mkdtempSync(path.join(outDir, 'gen-'));
+  try {
+    let seed = 7;
+    const rand = (): number => ((seed = (seed * 16807) % 2147483647) / 2147483647);
+    const files: string[] = [];
+    let t = 0;
+    for (let i = 0; t < 300; i++) {
+      const [voice, pitch, speed] = TEN_VOICES[i % 10 === 0 ? Math.floor(rand() * 10) : (i * 3) % 10]!;
+      const sec = 2 + Math.round(rand() * 6);
+      files.push(speech(work, `t${i}`, i % 2 ? TEXT_A : TEXT_B, voice, pitch, speed, sec));
+      const pause = 0.3 + Math.round(rand() * 7) / 10;
+      files.push(silence(work, `p${i}`, pause));
+      t += sec + pause;
+    }
+    const round = path.join(work, 'round.wav');
+    run('sox', ['-V1', ...files, round]);
+    const tmp = `${out}.tmp.wav`;
+    run('sox', ['-V1', round, '-e', 'signed-integer', '-b', '16', tmp, 'repeat', String(Math.ceil((minutes * 60) / t) - 1), 'trim', '0', String(minutes * 60)]);
+    fs.renameSync(tmp, out);
+  } finally {
+    fs.rmSync(work, { recursive: true, force: true });
+  }
+  return out;
+}
+
 /** Generates (or reuses) the benchmark inputs in `outDir`. */
 export function ensureInputs(outDir: string, quick: boolean, log: (msg: string) => void = () => {}): BenchInput[] {
   fs.mkdirSync(outDir, { recursive: true });

@@ -16,7 +16,7 @@ import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { ensureInputs, type BenchInput } from './inputs';
+import { ensureInputs, ensureTenVoices, type BenchInput } from './inputs';
 import { runNodeTask, runTimed, type ChildResult, type ProcessStats } from './measure';
 
 const ROOT = path.resolve(__dirname, '..', '..');
@@ -144,6 +144,11 @@ function modelNames(): string[] {
   return wanted.filter((m) => fs.existsSync(path.join(dir, m, 'manifest.json')));
 }
 
+/** The speaker map (no network of its own: not among modelNames(), measured in its own pipeline sections). */
+function hasModel(name: string): boolean {
+  return fs.existsSync(path.join(process.env['AURIS_MODELS_DIR'] ?? path.join(ROOT, 'models'), name, 'manifest.json'));
+}
+
 async function main(): Promise<void> {
   const argv = process.argv.slice(2);
   const quick = argv.includes('--quick');
@@ -254,6 +259,17 @@ async function main(): Promise<void> {
           };
           return [m, enc];
         });
+      }
+      if (hasModel('speakers') && input.id === 'wav') {
+        // the speaker map: its encoder on every voiced window, clustering at the end; on this file and on ten voices
+        const tenVoices = ensureTenVoices(OUT, Math.round(input.durationSec / 60), log);
+        for (const [file, label] of [[input.path, ''], [tenVoices, ', ten voices']] as const) {
+          const name = `pipeline speech+speakers${label} (1 thread)`;
+          await attempt(input, name, async () => {
+            const r = await bestNode('pipeline', { file, models: ['speech', 'speakers'] }, { env: { AURIS_INFERENCE_THREADS: '1' } });
+            return fromSection(input, name, `analyzeFile(speech,speakers) on ${path.basename(file)}, AURIS_INFERENCE_THREADS=1: ${String(r.data.encoderWindows)} windows embedded, ${String(r.data.speakersFound)} speakers found`, r);
+          });
+        }
       }
     } else {
       skipped.push({ input: input.id, name: 'models / pipeline', reason: 'no models/<name>/manifest.json yet' });
