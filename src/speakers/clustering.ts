@@ -25,8 +25,10 @@ export interface SpeakerMapParams {
   mergeThreshold: number;
   /** Re-assignment passes after merging. */
   refineIterations: number;
-  /** Clusters covering less than this (seconds of window hops) are dissolved (files). */
+  /** Clusters covering less than this (seconds of window hops) are no speaker (files)... */
   minSpeakerS: number;
+  /** ...nor less than this share of the clustered windows, if that is shorter (a short call). */
+  minSpeakerShare: number;
   /** Softmax scale on cosine similarities. */
   temperature: number;
   /** A stream's window joins a known speaker at this similarity or more. */
@@ -112,17 +114,19 @@ export function clusterWindows(windows: readonly EmbeddedWindow[], p: SpeakerMap
 /** The steps of clusterWindows over one channel's embeddings (indexes into `emb`). */
 class Clusterer {
   private readonly hopS: number;
+  private readonly minSpeakerS: number;
 
   constructor(
     private readonly emb: readonly Float64Array[],
     private readonly p: SpeakerMapParams,
   ) {
     this.hopS = p.hopSteps * STEP_S;
+    this.minSpeakerS = Math.min(p.minSpeakerS, p.minSpeakerShare * emb.length * this.hopS);
   }
 
-  /** Long enough to be a speaker (min_speaker_s of window hops). */
+  /** Long enough to be a speaker (min_speaker_s of window hops, or min_speaker_share of them all). */
   isLong(c: Cluster): boolean {
-    return c.members.length * this.hopS >= this.p.minSpeakerS;
+    return c.members.length * this.hopS >= this.minSpeakerS;
   }
 
   /** a. Runs of consecutive windows each similar enough to the run so far. */

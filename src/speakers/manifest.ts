@@ -24,6 +24,8 @@ export interface SpeakerMapInfo {
   params: SpeakerMapParams;
   /** max_speakers when a request sets neither it nor num_speakers. */
   defaultMaxSpeakers: number;
+  /** Files: take the recording's mean embedding away before clustering (file-map.ts). */
+  centre: boolean;
 }
 
 function fail(file: string, problem: string): AurisError {
@@ -50,6 +52,10 @@ export function parseSpeakerMap(m: Record<string, unknown>, modelsDir: string, f
     if (!isNum(v) || v < lo || v > hi) throw fail(file, `"speaker_map.${k}" must be a number in [${lo}, ${hi}]`);
     return v;
   };
+  const bool = (k: string): boolean => {
+    if (typeof b[k] !== 'boolean') throw fail(file, `"speaker_map.${k}" must be true or false`);
+    return b[k] as boolean;
+  };
   const hopSteps = int('hop_steps', W);
   const minVoicedSteps = int('min_voiced_steps', W);
   const gateDb = num('gate_db', -120, 0);
@@ -67,9 +73,11 @@ export function parseSpeakerMap(m: Record<string, unknown>, modelsDir: string, f
       mergeThreshold: num('merge_threshold', -1, 1),
       refineIterations: refine,
       minSpeakerS: num('min_speaker_s', 0, 3600),
+      minSpeakerShare: num('min_speaker_share', 0, 1),
       temperature: num('temperature', 0, 1000),
       onlineThreshold: num('online_threshold', -1, 1),
     },
     defaultMaxSpeakers: int('max_speakers', MAX_SPEAKERS),
+    centre: bool('center'),
   };
 }

@@ -15,6 +15,7 @@ const params: SpeakerMapParams = {
   mergeThreshold: 0.7,
   refineIterations: 2,
   minSpeakerS: 2,
+  minSpeakerShare: 1,
   temperature: 10,
   onlineThreshold: 0.7,
 };
