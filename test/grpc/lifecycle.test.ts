@@ -135,9 +135,10 @@ describe('flow control', () => {
     assert.equal(st.code, grpc.status.RESOURCE_EXHAUSTED, st.details);
     assert.equal(errorCodeOf(st), 'RESOURCE_EXHAUSTED');
     assert.match(st.details, new RegExp(`the client is not reading its results: more than ${QUEUE_BOUND} results waiting`));
-    // The results grpc-js had taken before the error are delivered; how many it had passed to
-    // HTTP/2 by then depends on its buffering (17 objects) and the event loop, not on the bound.
-    assert.ok(received > 1, `results before the error were delivered (${received})`);
+    // The results grpc-js had taken before the error are delivered, then the status; how many it had
+    // passed to HTTP/2 by then depends on its buffering (17 objects) and the event loop, not on the
+    // bound: on a loaded machine it can be just the first one (seen in CI runs), so only that is certain.
+    assert.ok(received >= 1, `results before the error were delivered (${received})`);
   });
 
   describe('clients sending faster than real time (throttled by their own reading)', () => {
