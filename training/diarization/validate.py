@@ -30,12 +30,12 @@ STEP_S = 0.064
 DEFAULT = C.Params(hop_steps=12, gate_db=-50.0, min_voiced_steps=8, segment_threshold=0.7, merge_threshold=0.7,
                    refine_iterations=2, min_speaker_s=2.0, temperature=10.0, online_threshold=0.7, max_speakers=10)
 GRID = {
-    "segment_threshold": [0.6, 0.65, 0.7, 0.75, 0.8, 0.85],
-    "merge_threshold": [0.7, 0.75, 0.8, 0.85, 0.88, 0.91],  # centroid cosines: below 0.7 everything merges
+    "segment_threshold": [0.5, 0.55, 0.6, 0.65, 0.7, 0.8],
+    "merge_threshold": [0.75, 0.8, 0.85, 0.88, 0.91, 0.94],  # centroid cosines: below 0.7 everything merges
     "refine_iterations": [0, 2],
-    "min_speaker_s": [0.0, 1.0, 2.0, 3.0, 5.0, 8.0],
+    "min_speaker_s": [0.0, 1.0, 2.0, 3.0, 5.0, 8.0, 12.0],
     "temperature": [3.0, 10.0, 30.0],
-    "min_voiced_steps": [4, 8, 12, 16],
+    "min_voiced_steps": [4, 8, 12, 16, 20, 24],
 }
 AVERAGE_MERGE = [0.5, 0.55, 0.58, 0.6, 0.62, 0.65, 0.7]  # --linkage average: mean pairwise window cosines
 ONLINE_GRID = [0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9]
@@ -61,6 +61,7 @@ def windows(rec: dict, p: C.Params) -> tuple[np.ndarray, np.ndarray]:
 
 
 LINKAGE = "centroid"  # the spec; "average" = the proposed change (--linkage average)
+CONFIRM = 1  # the spec; > 1 = the proposed change for streams (--confirm N)
 
 
 def score(rec: dict, p: C.Params, oracle_count: bool = False, online: bool = True) -> dict:
@@ -70,7 +71,7 @@ def score(rec: dict, p: C.Params, oracle_count: bool = False, online: bool = Tru
            "seconds": rec["seconds"], "windows": len(win)}
     modes = [("file", C.file_map(rec["levels"], win, E, p, n if oracle_count else None, LINKAGE))]
     if online:
-        modes.append(("online", C.stream_map(rec["levels"], win, E, p)))
+        modes.append(("online", C.stream_map(rec["levels"], win, E, p, CONFIRM)))
     for name, r in modes:
         lab, sp = r["labels"], rec["speech"]
         d = der(rec["turns"], steps_to_turns(lab, sp, STEP_S))
@@ -108,7 +109,7 @@ def tune(recs, hops=(6, 12, 25), rounds=2, log=print) -> dict:
     if LINKAGE == "average":
         GRID["merge_threshold"] = AVERAGE_MERGE
     for hop in hops:
-        p = replace(DEFAULT, hop_steps=hop, min_speaker_s=3.0)
+        p = replace(DEFAULT, hop_steps=hop, min_speaker_s=5.0, min_voiced_steps=16)
         cur, best = None, p
         for seg, mt, R in itertools.product(GRID["segment_threshold"], GRID["merge_threshold"], GRID["refine_iterations"]):
             q = replace(p, segment_threshold=seg, merge_threshold=mt, refine_iterations=R)
@@ -188,10 +189,11 @@ def main() -> None:
     ap.add_argument("--linkage", default="centroid", choices=["centroid", "average"],
                     help="average: the proposed change to step 2b (not the spec)")
     ap.add_argument("--params", default=str(RUNS / "chosen.json"), help="report: the parameters to score")
+    ap.add_argument("--confirm", type=int, default=1, help="> 1: the proposed change for streams (not the spec)")
     a = ap.parse_args()
-    global LINKAGE
-    LINKAGE = a.linkage
-    sfx = "" if a.linkage == "centroid" else "-" + a.linkage
+    global LINKAGE, CONFIRM
+    LINKAGE, CONFIRM = a.linkage, a.confirm
+    sfx = ("" if a.linkage == "centroid" else "-" + a.linkage) + ("" if a.confirm == 1 else f"-confirm{a.confirm}")
     if a.cmd == "tune":
         recs = load(S.DEV)[:: a.subsample]
         t0 = time.time()
@@ -201,7 +203,7 @@ def main() -> None:
     else:
         chosen = json.load(open(a.params))
         p = C.Params(**chosen["params"])
-        out = {"params": p.as_dict(), "linkage": LINKAGE}
+        out = {"params": p.as_dict(), "linkage": LINKAGE, "confirm": CONFIRM}
         md = []
         for name, corp in (("DEV (tuned on)", S.DEV), ("TEST (held out)", S.TEST)):
             rows = full_rows(load(corp), p)
