@@ -61,6 +61,7 @@ def windows(rec: dict, p: C.Params) -> tuple[np.ndarray, np.ndarray]:
 
 
 LINKAGE = "centroid"  # the spec; "average" = the proposed change (--linkage average)
+COUNT_MODE = "merge"  # the spec; "dissolve" = the proposed change for a given count (--count-mode dissolve)
 CONFIRM = 1  # the spec; > 1 = the proposed change for streams (--confirm N)
 
 
@@ -69,7 +70,7 @@ def score(rec: dict, p: C.Params, oracle_count: bool = False, online: bool = Tru
     n = rec["meta"]["speakers"]
     out = {"key": rec["meta"]["key"], "corpus": rec["meta"]["corpus"], "condition": rec["meta"]["condition"], "n": n,
            "seconds": rec["seconds"], "windows": len(win)}
-    modes = [("file", C.file_map(rec["levels"], win, E, p, n if oracle_count else None, LINKAGE))]
+    modes = [("file", C.file_map(rec["levels"], win, E, p, n if oracle_count else None, LINKAGE, COUNT_MODE))]
     if online:
         modes.append(("online", C.stream_map(rec["levels"], win, E, p, CONFIRM)))
     for name, r in modes:
@@ -189,11 +190,12 @@ def main() -> None:
     ap.add_argument("--linkage", default="centroid", choices=["centroid", "average"],
                     help="average: the proposed change to step 2b (not the spec)")
     ap.add_argument("--params", default=str(RUNS / "chosen.json"), help="report: the parameters to score")
+    ap.add_argument("--count-mode", default="merge", choices=["merge", "dissolve"], help="dissolve: proposed change (not the spec)")
     ap.add_argument("--confirm", type=int, default=1, help="> 1: the proposed change for streams (not the spec)")
     a = ap.parse_args()
-    global LINKAGE, CONFIRM
-    LINKAGE, CONFIRM = a.linkage, a.confirm
-    sfx = ("" if a.linkage == "centroid" else "-" + a.linkage) + ("" if a.confirm == 1 else f"-confirm{a.confirm}")
+    global LINKAGE, CONFIRM, COUNT_MODE
+    LINKAGE, CONFIRM, COUNT_MODE = a.linkage, a.confirm, a.count_mode
+    sfx = ("" if a.linkage == "centroid" else "-" + a.linkage) + ("" if a.confirm == 1 else f"-confirm{a.confirm}") + ("" if a.count_mode == "merge" else "-dissolve")
     if a.cmd == "tune":
         recs = load(S.DEV)[:: a.subsample]
         t0 = time.time()
@@ -203,7 +205,7 @@ def main() -> None:
     else:
         chosen = json.load(open(a.params))
         p = C.Params(**chosen["params"])
-        out = {"params": p.as_dict(), "linkage": LINKAGE, "confirm": CONFIRM}
+        out = {"params": p.as_dict(), "linkage": LINKAGE, "confirm": CONFIRM, "count_mode": COUNT_MODE}
         md = []
         for name, corp in (("DEV (tuned on)", S.DEV), ("TEST (held out)", S.TEST)):
             rows = full_rows(load(corp), p)
