@@ -94,6 +94,21 @@ def test_target_count_and_dissolve():
     assert Cn.shape[0] == 1
 
 
+def test_proposed_variants_off_by_default():
+    rng = np.random.default_rng(3)
+    E = np.concatenate([_two_speakers(rng, 20, 20), _two_speakers(rng, 4, 0)])
+    p = C.Params(hop_steps=6, segment_threshold=0.9, merge_threshold=0.6, refine_iterations=2, min_speaker_s=1.0)
+    win = np.arange(len(E))
+    a, _ = C.cluster_file(win, E, p, num_speakers=2)
+    b, _ = C.cluster_file(win, E, p, num_speakers=2, count_mode="dissolve")
+    assert a.shape[0] == 2 and b.shape[0] == 2
+    k1, P1 = C.online_assign(E, p)
+    k2, P2 = C.online_assign(E, p, confirm=1)
+    assert (k1 == k2).all() and np.array_equal(P1, P2)
+    k3, _ = C.online_assign(E, p, confirm=3)
+    assert k3.max() <= k1.max()
+
+
 def test_segments_need_adjacent_windows():
     E = C.normalise(np.ones((3, 4)))
     assert C.segments(np.array([0, 1, 3]), E, 0.5) == [[0, 1], [2]]
