@@ -1,4 +1,4 @@
-"""python -m training {recipes, rebuild TASK [--quick], sources [TASK ...]}: see training/README.md."""
+"""python -m training {recipes, rebuild TASK [--quick], sources [TASK ...], diarization STEP ...}: see training/README.md."""
 import argparse
 import json
 import os
@@ -19,8 +19,16 @@ def main(argv=None):
     so = sub.add_parser("sources", help="what each shipped model was made from")
     so.add_argument("tasks", nargs="*")
     so.add_argument("--json", action="store_true")
+    di = sub.add_parser("diarization", help="speaker map validation: embed | tune | report | golden (training/diarization/README.md)")
+    di.add_argument("step", choices=["embed", "tune", "report", "golden"])
+    di.add_argument("rest", nargs=argparse.REMAINDER)
     a = ap.parse_args(argv)
-    if a.cmd == "recipes":
+    if a.cmd == "diarization":
+        import importlib
+        mod = importlib.import_module(f"training.diarization.{'validate' if a.step in ('tune', 'report') else a.step}")
+        sys.argv = [f"python -m training diarization {a.step}", *([a.step] if a.step in ("tune", "report") else []), *a.rest]
+        mod.main()
+    elif a.cmd == "recipes":
         for task, m in R.shipped().items():
             r = json.load(open(os.path.join(R.ROOT, m["training"]["recipe"])))
             print(f"{task} {m['version']}: {m['training']['recipe']}\n  {r['rebuild']}  (full run: {r.get('full_run', '?')})"

@@ -1,0 +1,220 @@
+"""Scores the speaker map (cluster.py) on the cached simulated conversations (embed.py) and chooses its parameters.
+
+Speech activity is the reference's ("oracle speech": a step is speech when reference speech covers half of it), so
+the DER here is the clustering's alone; the service decides speech with its own model (end-to-end figures: run the
+exported conversations through the service). Tuning uses the DEV corpora only; TEST corpora are scored once.
+
+  python -m training.diarization.validate tune      # coordinate search on DEV -> training/runs/diarization/chosen.json
+  python -m training.diarization.validate report    # tables of chosen.json on DEV and TEST -> .../report.json
+"""
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import pickle
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+from training.diarization import cluster as C
+from training.diarization import simulate as S
+from training.diarization.der import der, steps_to_turns
+
+ROOT = Path(__file__).resolve().parents[2]
+RUNS = ROOT / "training/runs/diarization"
+STEP_S = 0.064
+# the starting point of the search
+DEFAULT = C.Params(hop_steps=12, gate_db=-50.0, min_voiced_steps=8, segment_threshold=0.7, merge_threshold=0.7,
+                   refine_iterations=2, min_speaker_s=2.0, temperature=10.0, online_threshold=0.7, max_speakers=10)
+GRID = {
+    "segment_threshold": [0.5, 0.55, 0.6, 0.65, 0.7, 0.8],
+    "merge_threshold": [0.75, 0.8, 0.85, 0.88, 0.91, 0.94],  # centroid cosines: below 0.7 everything merges
+    "refine_iterations": [0, 2],
+    "min_speaker_s": [0.0, 1.0, 2.0, 3.0, 5.0, 8.0, 12.0],
+    "temperature": [3.0, 10.0, 30.0],
+    "min_voiced_steps": [4, 8, 12, 16, 20, 24],
+}
+AVERAGE_MERGE = [0.5, 0.55, 0.58, 0.6, 0.62, 0.65, 0.7]  # --linkage average: mean pairwise window cosines
+ONLINE_GRID = [0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9]
+
+
+def load(corpora, conditions=S.CONDITIONS) -> list[dict]:
+    recs = []
+    for c in corpora:
+        for cond in conditions:
+            p = RUNS / "cache" / f"{c}-{cond}.pkl"
+            if p.exists():
+                for r in pickle.load(open(p, "rb")):
+                    r["row"] = {int(s): i for i, s in enumerate(r["starts"])}
+                    r["speech"] = S.speech_steps(r["turns"], len(r["levels"]))
+                    recs.append(r)
+    return recs
+
+
+def windows(rec: dict, p: C.Params) -> tuple[np.ndarray, np.ndarray]:
+    win = C.embedded_windows(rec["levels"], p)
+    rows = [rec["row"][int(j) * p.hop_steps] for j in win]  # every window with a voiced step is cached
+    return win, rec["emb"][rows].astype(np.float64)
+
+
+LINKAGE = "centroid"  # the spec; "average" = the proposed change (--linkage average)
+COUNT_MODE = "merge"  # the spec; "dissolve" = the proposed change for a given count (--count-mode dissolve)
+CONFIRM = 1  # the spec; > 1 = the proposed change for streams (--confirm N)
+
+
+def score(rec: dict, p: C.Params, oracle_count: bool = False, online: bool = True) -> dict:
+    win, E = windows(rec, p)
+    n = rec["meta"]["speakers"]
+    out = {"key": rec["meta"]["key"], "corpus": rec["meta"]["corpus"], "condition": rec["meta"]["condition"], "n": n,
+           "seconds": rec["seconds"], "windows": len(win)}
+    modes = [("file", C.file_map(rec["levels"], win, E, p, n if oracle_count else None, LINKAGE, COUNT_MODE))]
+    if online:
+        modes.append(("online", C.stream_map(rec["levels"], win, E, p, CONFIRM)))
+    for name, r in modes:
+        lab, sp = r["labels"], rec["speech"]
+        d = der(rec["turns"], steps_to_turns(lab, sp, STEP_S))
+        out[name] = {"err": d["miss"] + d["fa"] + d["conf"], "total": d["total"], "der": d["der"],
+                     "count": int(len(set(lab[sp].tolist()))), "K": int(r["K"])}
+    return out
+
+
+def evaluate(recs, p, oracle_count=False, online=True) -> list[dict]:
+    return [score(r, p, oracle_count, online) for r in recs]
+
+
+def pooled(rows, mode="file") -> dict:
+    err = sum(r[mode]["err"] for r in rows)
+    tot = sum(r[mode]["total"] for r in rows)
+    return {"der": err / tot if tot else float("nan"), "count_acc": float(np.mean([r[mode]["count"] == r["n"] for r in rows])),
+            "n": len(rows)}
+
+
+def objective(rows, mode="file") -> float:
+    """Pooled DER + 0.1 x share of conversations with the wrong number of speakers, averaged over conditions."""
+    vals = []
+    for cond in S.CONDITIONS:
+        g = [r for r in rows if r["condition"] == cond]
+        if g:
+            q = pooled(g, mode)
+            vals.append(q["der"] + 0.1 * (1 - q["count_acc"]))
+    return float(np.mean(vals))
+
+
+def tune(recs, hops=(6, 12, 25), rounds=2, log=print) -> dict:
+    """Per hop: a grid over (segment_threshold, merge_threshold, refine_iterations), then a coordinate search over
+    every file parameter (GRID), then online_threshold for streams (same temperature); returns every hop's best."""
+    best_by_hop = {}
+    if LINKAGE == "average":
+        GRID["merge_threshold"] = AVERAGE_MERGE
+    for hop in hops:
+        p = replace(DEFAULT, hop_steps=hop, min_speaker_s=5.0, min_voiced_steps=16)
+        cur, best = None, p
+        for seg, mt, R in itertools.product(GRID["segment_threshold"], GRID["merge_threshold"], GRID["refine_iterations"]):
+            q = replace(p, segment_threshold=seg, merge_threshold=mt, refine_iterations=R)
+            o = objective(evaluate(recs, q, online=False))
+            if cur is None or o < cur - 1e-4:
+                cur, best = o, q
+        p = best
+        log(f"hop {hop} grid: {cur:.4f} {p}")
+        for _ in range(rounds):
+            changed = False
+            for name, values in GRID.items():
+                for v in values:
+                    if getattr(p, name) == v:
+                        continue
+                    q = replace(p, **{name: v})
+                    o = objective(evaluate(recs, q, online=False))
+                    if o < cur - 1e-4:
+                        cur, p, changed = o, q, True
+                        log(f"  hop {hop} {name}={v}: {o:.4f}")
+            if not changed:
+                break
+        best_on = None
+        for t in ONLINE_GRID:
+            q = replace(p, online_threshold=t)
+            o = objective(evaluate(recs, q), "online")
+            log(f"  hop {hop} online_threshold={t}: {o:.4f}")
+            if best_on is None or o < best_on[0]:
+                best_on = (o, q)
+        p = best_on[1]
+        rows = evaluate(recs, p)
+        best_by_hop[hop] = {"params": p.as_dict(), "objective_file": objective(rows), "objective_online": objective(rows, "online"),
+                            "file": pooled(rows), "online": pooled(rows, "online")}
+        log(f"hop {hop} best {json.dumps(best_by_hop[hop])}")
+    return best_by_hop
+
+
+def table(rows, title) -> str:
+    """Markdown: per condition x speakers group, files / online / files with the count given."""
+    lines = [f"### {title}", "", "| condition | speakers | conv. | DER files | DER online | DER files, count given | count right files | count right online |",
+             "|---|---|---|---|---|---|---|---|"]
+    groups = [("2-4", (2, 3, 4)), ("5-6", (5, 6)), ("all", (2, 3, 4, 5, 6))]
+    for cond in list(S.CONDITIONS) + ["all"]:
+        for gname, ns in groups:
+            g = [r for r in rows if (cond == "all" or r["condition"] == cond) and r["n"] in ns]
+            if not g:
+                continue
+            f, o, k = pooled(g), pooled(g, "online"), pooled(g, "file_k")
+            lines.append(f"| {cond} | {gname} | {len(g)} | {100 * f['der']:.1f} % | {100 * o['der']:.1f} % | {100 * k['der']:.1f} % | "
+                         f"{100 * f['count_acc']:.0f} % | {100 * o['count_acc']:.0f} % |")
+    return "\n".join(lines)
+
+
+def corpus_table(rows, title) -> str:
+    lines = [f"### {title}", "", "| corpus | conv. | DER files clean / telephone / noise | DER online clean / telephone / noise | count right files | count right online |",
+             "|---|---|---|---|---|---|"]
+    for c in sorted({r["corpus"] for r in rows}):
+        g = [r for r in rows if r["corpus"] == c]
+        fd = " / ".join(f"{100 * pooled([r for r in g if r['condition'] == k])['der']:.1f}" for k in S.CONDITIONS)
+        od = " / ".join(f"{100 * pooled([r for r in g if r['condition'] == k], 'online')['der']:.1f}" for k in S.CONDITIONS)
+        lines.append(f"| {c} | {len(g)} | {fd} % | {od} % | {100 * pooled(g)['count_acc']:.0f} % | {100 * pooled(g, 'online')['count_acc']:.0f} % |")
+    return "\n".join(lines)
+
+
+def full_rows(recs, p) -> list[dict]:
+    rows = evaluate(recs, p)
+    for r, k in zip(rows, evaluate(recs, p, oracle_count=True, online=False)):
+        r["file_k"] = k["file"]
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("cmd", choices=["tune", "report"])
+    ap.add_argument("--hops", default="6,12,25")
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--subsample", type=int, default=1, help="tune on every k-th DEV conversation")
+    ap.add_argument("--linkage", default="centroid", choices=["centroid", "average"],
+                    help="average: the proposed change to step 2b (not the spec)")
+    ap.add_argument("--params", default=str(RUNS / "chosen.json"), help="report: the parameters to score")
+    ap.add_argument("--count-mode", default="merge", choices=["merge", "dissolve"], help="dissolve: proposed change (not the spec)")
+    ap.add_argument("--confirm", type=int, default=1, help="> 1: the proposed change for streams (not the spec)")
+    a = ap.parse_args()
+    global LINKAGE, CONFIRM, COUNT_MODE
+    LINKAGE, CONFIRM, COUNT_MODE = a.linkage, a.confirm, a.count_mode
+    sfx = ("" if a.linkage == "centroid" else "-" + a.linkage) + ("" if a.confirm == 1 else f"-confirm{a.confirm}") + ("" if a.count_mode == "merge" else "-dissolve")
+    if a.cmd == "tune":
+        recs = load(S.DEV)[:: a.subsample]
+        t0 = time.time()
+        res = tune(recs, tuple(int(h) for h in a.hops.split(",")), a.rounds)
+        (RUNS / f"tuning{sfx}.json").write_text(json.dumps(res, indent=1))
+        print(f"tuned in {time.time() - t0:.0f} s")
+    else:
+        chosen = json.load(open(a.params))
+        p = C.Params(**chosen["params"])
+        out = {"params": p.as_dict(), "linkage": LINKAGE, "confirm": CONFIRM, "count_mode": COUNT_MODE}
+        md = []
+        for name, corp in (("DEV (tuned on)", S.DEV), ("TEST (held out)", S.TEST)):
+            rows = full_rows(load(corp), p)
+            out[name] = rows
+            md += [table(rows, f"{name}: hop_steps {p.hop_steps}"), "", corpus_table(rows, f"{name}: per corpus"), ""]
+        (RUNS / f"report{sfx}.json").write_text(json.dumps(out, indent=1, default=float))
+        (RUNS / f"report{sfx}.md").write_text("\n".join(md))
+        print("\n".join(md))
+
+
+if __name__ == "__main__":
+    main()
