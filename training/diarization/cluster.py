@@ -1,50 +1,103 @@
-"""Speaker map v1 (/work/speakers-spec.md, models/speakers/manifest.json "speaker_map"): the reference the
-TypeScript service follows. Files: segments -> agglomerative centroid linkage -> refine -> dissolve -> number by
-first appearance. Streams: one pass, a new speaker when no centroid is close enough. Both: per-window softmax over
-cosines, averaged over the windows covering each 64 ms step.
+"""Speaker map v1.1 (/work/speakers-spec.md section 2; the TypeScript service is the truth where they differ): the
+same arithmetic as src/speakers/clustering.ts and src/speakers/file-map.ts, in numpy.
 
-Everything is float64; embeddings are L2-normalised again on the way in (the service reads float32/rounded ones).
+Files (`file_map`, FileSpeakerMap.finish): the windows mostly speech are clustered, optionally centred (the mean
+embedding of the clustered windows taken away from all windows, `center`), by `cluster_windows` (clusterWindows):
+segments -> centroid-linkage agglomeration (down to merge_threshold, or the caller's count with the long/short rule)
+-> choose speakers (the long clusters; merged while over the cap; the short ones' windows join the nearest speaker)
+-> refine -> numbered by first window. Speakers that win no speech step are dropped, the rest renumbered by their
+first speech step. Streams (`stream_map`, OnlineSpeakers): one pass, a new speaker when no centroid is close enough.
+Both: per-window softmax over cosines, averaged over the windows covering each 64 ms step (stepProbabilities).
+
+Bit for bit with the TypeScript where it can be: float64 throughout, every dot product and sum in the TypeScript's
+order (np.cumsum is a sequential sum), the same tie rules, the step probabilities accumulated in float32 like its
+Float32Array. Only exp may differ by an ulp (math.exp vs V8's Math.exp), which the float32 step values absorb.
+The older v1 (dissolve after refine, forced merges for a count, the average-linkage and count-by-dissolving
+variants) is gone: README.md says what it scored.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+import json
+import math
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
 
 import numpy as np
 
 WINDOW_STEPS = 25
 STEP_S = 0.064
+MIN_SPEECH_SHARE = 0.5  # file-map.ts: a window is clustered when at least this share of its steps is speech
+MANIFEST = Path(__file__).resolve().parents[2] / "models/speakers/manifest.json"
 
 
 @dataclass
 class Params:
+    """models/speakers/manifest.json "speaker_map", same names (defaults: the manifest of speakers 1.0.0)."""
     hop_steps: int = 12
     gate_db: float = -50.0
-    min_voiced_steps: int = 8
-    segment_threshold: float = 0.8
-    merge_threshold: float = 0.7
+    min_voiced_steps: int = 16
+    segment_threshold: float = 0.6
+    merge_threshold: float = 0.15
     refine_iterations: int = 2
-    min_speaker_s: float = 2.0
-    temperature: float = 10.0
+    min_speaker_s: float = 8.0
+    min_speaker_share: float = 0.2
+    temperature: float = 3.0
     online_threshold: float = 0.7
     max_speakers: int = 10
+    center: bool = True
 
     def as_dict(self) -> dict:
         return asdict(self)
 
+    @classmethod
+    def from_dict(cls, d: dict, base: "Params | None" = None) -> "Params":
+        """`d`'s known keys over `base` (default: the manifest's), so an older parameter file still loads."""
+        base = base or cls.from_manifest()
+        names = {f.name for f in fields(cls)}
+        return cls(**{**base.as_dict(), **{k: v for k, v in d.items() if k in names}})
+
+    @classmethod
+    def from_manifest(cls, path: Path | str = MANIFEST) -> "Params":
+        block = json.load(open(path))["speaker_map"]
+        missing = [f.name for f in fields(cls) if f.name not in block]
+        if missing:
+            raise KeyError(f"{path}: speaker_map lacks {missing}")
+        return cls(**{f.name: block[f.name] for f in fields(cls)})
+
+
+# ------------------------------------------------------------------ arithmetic in the TypeScript's order
+def dots(A: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """dot(a, b) of each row a of A, summed left to right like clustering.ts dot()."""
+    A = np.asarray(A, dtype=np.float64)
+    if A.shape[-1] == 0:
+        return np.zeros(A.shape[:-1])
+    return np.cumsum(A * b, axis=-1)[..., -1]
+
+
+def dot(a: np.ndarray, b: np.ndarray) -> float:
+    return float(dots(a, b))
+
 
 def normalise(v: np.ndarray) -> np.ndarray:
+    """clustering.ts normalise(): v * (1 / sqrt(sum of squares)), zeros stay zeros (rows of a matrix each)."""
     v = np.asarray(v, dtype=np.float64)
-    if v.ndim == 1:
-        n = float(np.sqrt(v @ v))
-        return v / n if n > 0 else v
-    n = np.linalg.norm(v, axis=-1, keepdims=True)
-    return v / np.where(n > 0, n, 1.0)
+    n = dots(v, v)[..., None]
+    s = np.where(n > 0, 1.0 / np.sqrt(np.where(n > 0, n, 1.0)), 0.0)
+    return v * s
 
 
-def softmax(z: np.ndarray) -> np.ndarray:
-    z = np.asarray(z, dtype=np.float64)
-    e = np.exp(z - z.max())
-    return e / e.sum()
+def softmax(z) -> np.ndarray:
+    """clustering.ts softmax(): exp(x - max), summed left to right."""
+    z = [float(x) for x in z]
+    if not z:
+        return np.zeros(0)
+    m = max(z)
+    e = np.array([math.exp(x - m) for x in z])
+    return e / float(np.cumsum(e)[-1])
+
+
+def _sum_rows(E: np.ndarray, members) -> np.ndarray:
+    return np.cumsum(E[list(members)], axis=0)[-1]
 
 
 # ------------------------------------------------------------------ 1. windows
@@ -68,136 +121,149 @@ def embedded_windows(levels: np.ndarray, p: Params) -> np.ndarray:
     return np.nonzero(voiced_counts(levels, p.hop_steps, p.gate_db) >= p.min_voiced_steps)[0]
 
 
-# ------------------------------------------------------------------ 2. files
-def _centroid(E: np.ndarray, members: list[int]) -> np.ndarray:
-    s = np.zeros(E.shape[1])
-    for m in members:  # summed in member order (the TypeScript loop does the same)
-        s = s + E[m]
-    return normalise(s)
+# ------------------------------------------------------------------ 2. file clustering (clusterWindows)
+class _Cluster:
+    __slots__ = ("members", "centroid")
+
+    def __init__(self, members: list[int], E: np.ndarray):
+        self.members = members
+        self.centroid = normalise(_sum_rows(E, members))
 
 
-def segments(win: np.ndarray, E: np.ndarray, tau_seg: float) -> list[list[int]]:
-    """2a. Rows of E (embedded windows in time order, window indexes `win`) grouped into segments."""
-    segs: list[list[int]] = []
-    acc = None
-    for i in range(len(win)):
-        if segs and win[i] - 1 == win[i - 1] and float(E[i] @ normalise(acc)) >= tau_seg:
-            segs[-1].append(i)
-            acc = acc + E[i]
+class Clusterer:
+    """clustering.ts Clusterer over one channel's unit embeddings E (rows, window order); each step returns lists of
+    member-index lists, so a caller can look between the steps (golden.py's trace)."""
+
+    def __init__(self, E: np.ndarray, p: Params):
+        self.E, self.p = E, p
+        self.hop_s = p.hop_steps * STEP_S
+        self.min_speaker_s = min(p.min_speaker_s, p.min_speaker_share * len(E) * self.hop_s)
+
+    def is_long(self, members) -> bool:
+        return len(members) * self.hop_s >= self.min_speaker_s
+
+    def segments(self, win) -> list[list[int]]:
+        """a. Runs of consecutive windows each similar enough to the run so far."""
+        out: list[list[int]] = []
+        cur: list[int] = []
+        acc = np.zeros(0)
+        for i in range(len(win)):
+            e = self.E[i]
+            joins = bool(cur) and int(win[i]) == int(win[i - 1]) + 1 and dot(e, normalise(acc)) >= self.p.segment_threshold
+            if not joins:
+                if cur:
+                    out.append(cur)
+                cur, acc = [], np.zeros(e.shape[0])
+            cur.append(i)
+            acc = acc + e
+        out.append(cur)
+        return out
+
+    def _merge_closest(self, lst: list[_Cluster], go) -> None:
+        """Merges the most similar pair (ties: lowest a, then lowest b; merged keeps a's place, members sorted)
+        while go(best, a, b) says so."""
+        n = len(lst)
+        S = np.full((n, n), -np.inf)
+        for a in range(n - 1):
+            S[a, a + 1:] = dots(np.stack([c.centroid for c in lst[a + 1:]]), lst[a].centroid)
+        while len(lst) > 1:
+            a, b = divmod(int(np.argmax(S)), len(lst))  # first maximum in row-major order
+            if not go(S[a, b], lst[a], lst[b]):
+                return
+            lst[a] = _Cluster(sorted(lst[a].members + lst[b].members), self.E)
+            del lst[b]
+            S = np.delete(np.delete(S, b, axis=0), b, axis=1)
+            c = lst[a].centroid
+            if a + 1 < len(lst):
+                S[a, a + 1:] = dots(np.stack([x.centroid for x in lst[a + 1:]]), c)
+            if a > 0:
+                S[:a, a] = dots(np.stack([x.centroid for x in lst[:a]]), c)
+
+    def agglomerate(self, segs: list[list[int]], num_speakers: int | None) -> list[list[int]]:
+        """b. Down to merge_threshold, or (a count) until a merge of two long clusters would leave fewer than it."""
+        lst = [_Cluster(list(m), self.E) for m in segs]
+        if num_speakers is None:
+            self._merge_closest(lst, lambda best, a, b: best >= self.p.merge_threshold)
         else:
-            segs.append([i])
-            acc = E[i].copy()
-    return segs
+            enough_long = lambda: sum(self.is_long(c.members) for c in lst) > num_speakers
+            self._merge_closest(lst, lambda best, a, b: len(lst) > num_speakers
+                                and (not (self.is_long(a.members) and self.is_long(b.members)) or enough_long()))
+        return [c.members for c in lst]
+
+    def choose_speakers(self, clusters: list[list[int]], max_speakers: int, num_speakers: int | None) -> list[list[int]]:
+        """c. The long clusters (the longest, if none; the longest few up to the count) are the speakers, merged to the
+        count or under the cap; the short clusters' windows join the nearest speaker (centroids before the joins)."""
+        by_length = sorted(range(len(clusters)), key=lambda k: (-len(clusters[k]), k))
+        wanted = num_speakers if num_speakers is not None else 0
+        keep = {k for i, k in enumerate(by_length) if i == 0 or self.is_long(clusters[k]) or i < wanted}
+        speakers = [_Cluster(list(m), self.E) for k, m in enumerate(clusters) if k in keep]
+        short = [m for k, m in enumerate(clusters) if k not in keep]
+        cap = num_speakers if num_speakers is not None else max_speakers
+        self._merge_closest(speakers, lambda *_: len(speakers) > cap)
+        if not short:
+            return [c.members for c in speakers]
+        C = np.stack([c.centroid for c in speakers])
+        members = [list(c.members) for c in speakers]
+        for m in short:
+            for i in m:
+                members[int(np.argmax(dots(C, self.E[i])))].append(i)
+        return [sorted(m) for m in members]
+
+    def refine(self, speakers: list[list[int]]) -> list[list[int]]:
+        """d. Every window to its nearest centroid (ties: lowest), refine_iterations times; empty ones dropped."""
+        for _ in range(self.p.refine_iterations):
+            C = [_Cluster(m, self.E).centroid for m in speakers]
+            k = np.argmax(np.stack([dots(self.E, c) for c in C], axis=1), axis=1)
+            speakers = [m for m in ([int(i) for i in np.nonzero(k == j)[0]] for j in range(len(C))) if m]
+        return speakers
 
 
-def agglomerate(E: np.ndarray, clusters: list[list[int]], tau: float, max_speakers: int,
-                target: int | None, linkage: str = "centroid") -> list[list[int]]:
-    """2b. Centroid linkage; merged cluster keeps the lower index.
-
-    linkage="average" is NOT the spec: a proposed change (see README), the mean of the pairwise window cosines
-    (sum_a . sum_b) / (n_a n_b), which does not grow with the clusters' sizes as the centroids' cosine does."""
-    clusters = [list(c) for c in clusters]
-    if linkage == "average":
-        C = np.stack([sum(E[m] for m in c) / len(c) for c in clusters]) if clusters else np.zeros((0, E.shape[1]))
-    else:
-        C = np.stack([_centroid(E, c) for c in clusters]) if clusters else np.zeros((0, E.shape[1]))
-    S = C @ C.T  # cos(c_a, c_b) for a < b; the rest -inf
-    S[np.tril_indices(len(clusters))] = -np.inf
-    while len(clusters) > 1:
-        n = len(clusters)
-        flat = int(np.argmax(S))  # first maximum in row-major order: smallest a, then smallest b
-        a, b = divmod(flat, n)
-        best = S[a, b]
-        if target is not None:
-            go = n > target
-        else:
-            go = best >= tau or n > max_speakers
-        if not go:
-            break
-        clusters[a] = clusters[a] + clusters[b]
-        del clusters[b]
-        C = np.delete(C, b, axis=0)
-        S = np.delete(np.delete(S, b, axis=0), b, axis=1)
-        C[a] = sum(E[m] for m in clusters[a]) / len(clusters[a]) if linkage == "average" else _centroid(E, clusters[a])
-        s = C @ C[a]
-        S[a, a + 1:] = s[a + 1:]
-        S[:a, a] = s[:a]
-    return clusters
-
-
-def refine(E: np.ndarray, clusters: list[list[int]], iterations: int) -> list[list[int]]:
-    """2c. Reassign every window to its nearest centroid, R times; empty clusters dropped (order kept)."""
-    for _ in range(iterations):
-        C = np.stack([_centroid(E, c) for c in clusters])
-        k = np.argmax(E @ C.T, axis=1)  # first maximum: lowest k
-        clusters = [[i for i in range(len(E)) if k[i] == c] for c in range(len(clusters))]
-        clusters = [c for c in clusters if c]
-    return clusters
-
-
-def dissolve(E: np.ndarray, clusters: list[list[int]], hop: int, min_speaker_s: float,
-             target: int | None) -> list[list[int]]:
-    """2d. Remove the smallest cluster while it is shorter than min_speaker_s."""
-    clusters = [list(c) for c in clusters]
-    C = [_centroid(E, c) for c in clusters]
-    while len(clusters) > 1 and (target is None or len(clusters) > target):
-        sizes = [len(c) for c in clusters]
-        k = int(np.argmin(sizes))  # ties: lowest index
-        if sizes[k] * hop * STEP_S >= min_speaker_s:
-            break
-        moved = clusters.pop(k)
-        del C[k]
-        Cm = np.stack(C)
-        for i in moved:
-            clusters[int(np.argmax(Cm @ E[i]))].append(i)
-        C = [_centroid(E, c) for c in clusters]
-    return clusters
-
-
-def cluster_file(win: np.ndarray, E: np.ndarray, p: Params, num_speakers: int | None = None,
-                 linkage: str = "centroid", count_mode: str = "merge") -> tuple[np.ndarray, np.ndarray]:
-    """2a-e for a whole channel. Returns (centroids [K, 256] in speaker order, v [n_embedded, K] cosines)."""
-    E = normalise(E)
+def cluster_windows(win, E: np.ndarray, p: Params, max_speakers: int,
+                    num_speakers: int | None = None) -> tuple[int, np.ndarray, np.ndarray]:
+    """clusterWindows: unit embeddings E of the windows `win` (window order) -> (speakers, assignment [n] numbered by
+    first window, centroids [K, d] in that order)."""
+    E = np.asarray(E, dtype=np.float64)
     if len(win) == 0:
-        return np.zeros((0, E.shape[1] if E.ndim == 2 else 256)), np.zeros((0, 0))
-    cl = segments(win, E, p.segment_threshold)
-    if count_mode == "dissolve" and num_speakers is not None:
-        # NOT the spec (a proposed change): a given count is reached by dissolving the smallest clusters of the
-        # unconstrained clustering (then merging, if still too many), not by forced centroid merges
-        cl = agglomerate(E, cl, p.merge_threshold, p.max_speakers, None, linkage)
-        cl = refine(E, cl, p.refine_iterations)
-        cl = dissolve(E, cl, p.hop_steps, p.min_speaker_s, None)
-        cl = dissolve(E, cl, p.hop_steps, float("inf"), num_speakers)
-    else:
-        cl = agglomerate(E, cl, p.merge_threshold, p.max_speakers, num_speakers, linkage)
-        cl = refine(E, cl, p.refine_iterations)
-        cl = dissolve(E, cl, p.hop_steps, p.min_speaker_s, num_speakers)
-    cl.sort(key=lambda c: min(c))  # 2e: order of each cluster's earliest member window
-    C = np.stack([_centroid(E, c) for c in cl])
-    return C, E @ C.T
+        return 0, np.zeros(0, dtype=int), np.zeros((0, E.shape[1] if E.ndim == 2 else 256))
+    c = Clusterer(E, p)
+    speakers = c.refine(c.choose_speakers(c.agglomerate(c.segments(win), num_speakers), max_speakers, num_speakers))
+    order = sorted(range(len(speakers)), key=lambda k: min(speakers[k]))  # e. by earliest window
+    assignment = np.zeros(len(win), dtype=int)
+    for rank, k in enumerate(order):
+        assignment[speakers[k]] = rank
+    return len(speakers), assignment, np.stack([_Cluster(speakers[k], E).centroid for k in order])
 
 
 # ------------------------------------------------------------------ 3. step probabilities
-def step_probs(num_steps: int, win: np.ndarray, P: np.ndarray, hop: int, stream: bool) -> np.ndarray:
-    """Rule 3: probs [num_steps, K] from the embedded windows' probability rows P (window indexes `win`)."""
+def window_probs(E: np.ndarray, centroids: np.ndarray, temperature: float) -> np.ndarray:
+    """windowProbabilities for each row of E: softmax(T * cos(e, c_k)) -> [n, K]."""
+    K = len(centroids)
+    if K == 0:
+        return np.zeros((len(E), 0))
+    return np.stack([softmax([temperature * dot(e, c) for c in centroids]) for e in E]) if len(E) else np.zeros((0, K))
+
+
+def step_probs(num_steps: int, win, P: np.ndarray, hop: int, width: int, look_ahead: bool) -> np.ndarray:
+    """stepProbabilities: [num_steps, width] float32 (as its Float32Array: every sum and mean rounded to float32)."""
+    out = np.zeros((num_steps, width), dtype=np.float32)
     if len(win) == 0:
-        return np.zeros((num_steps, 1))
+        return out
+    P = np.asarray(P, dtype=np.float64)
     K = P.shape[1]
-    starts = np.asarray(win) * hop
-    acc = np.zeros((num_steps, K))
-    cnt = np.zeros(num_steps)
-    for j, st in enumerate(starts):  # each embedded window adds its row to the steps it covers, in window order
-        acc[st:st + WINDOW_STEPS] += P[j]
-        cnt[st:st + WINDOW_STEPS] += 1
-    out = np.zeros((num_steps, K))
+    starts = np.asarray(win, dtype=int) * hop
+    cnt = np.zeros(num_steps, dtype=int)
+    for j, st in enumerate(starts):  # window order, as each step's sum runs
+        sl = slice(st, min(st + WINDOW_STEPS, num_steps))
+        out[sl, :K] = (out[sl, :K].astype(np.float64) + P[j]).astype(np.float32)
+        cnt[sl] += 1
     cov = cnt > 0
-    out[cov] = acc[cov] / cnt[cov, None]
-    latest = np.searchsorted(starts, np.arange(num_steps), side="right") - 1  # latest embedded window with jH <= s
+    out[cov] = (out[cov].astype(np.float64) / cnt[cov, None]).astype(np.float32)
+    latest = np.searchsorted(starts, np.arange(num_steps), side="right") - 1  # latest window with jH <= s
     for s in np.nonzero(~cov)[0]:
         if latest[s] >= 0:
-            out[s] = P[latest[s]]
-        elif not stream:
-            out[s] = P[0]  # the first embedded window after s
+            out[s, :K] = P[latest[s]].astype(np.float32)
+        elif look_ahead:
+            out[s, :K] = P[0].astype(np.float32)  # the first embedded window after s (files)
         # streams: zeros
     return out
 
@@ -206,36 +272,72 @@ def labels_of(probs: np.ndarray) -> np.ndarray:
     return np.argmax(probs, axis=1)  # ties: lowest
 
 
-def file_map(levels: np.ndarray, win: np.ndarray, E: np.ndarray, p: Params,
-             num_speakers: int | None = None, linkage: str = "centroid", count_mode: str = "merge") -> dict:
-    """The whole file rule: {labels [S] 0-based, probs [S, K], K}. `win`: the embedded windows, E their embeddings."""
-    S = len(levels)
-    if len(win) == 0:
-        probs = np.zeros((S, 1))
-        return {"labels": labels_of(probs), "probs": probs, "K": 1}
-    C, V = cluster_file(win, E, p, num_speakers, linkage, count_mode)
-    P = np.stack([softmax(p.temperature * v) for v in V])
-    probs = step_probs(S, win, P, p.hop_steps, stream=False)
-    return {"labels": labels_of(probs), "probs": probs, "K": C.shape[0]}
+# ------------------------------------------------------------------ 2 + 3: a file's channel (FileSpeakerMap.finish)
+def centred(E: np.ndarray, clustered) -> np.ndarray:
+    """file-map.ts centred(): every row minus the mean of the `clustered` rows (summed as e / n), unit length again."""
+    if len(clustered) == 0:
+        return E
+    mean = np.cumsum(E[list(clustered)] / len(clustered), axis=0)[-1]
+    return normalise(E - mean)
 
 
-# ------------------------------------------------------------------ 4. streams
-def online_assign(E: np.ndarray, p: Params, confirm: int = 1) -> tuple[np.ndarray, np.ndarray]:
-    """One pass over the embedded windows. Returns (assigned speaker per window, P [n, max_speakers]).
+def file_map(num_steps: int, win, E: np.ndarray, p: Params, num_speakers: int | None = None,
+             max_speakers: int | None = None, speech=None) -> dict:
+    """A file's channel: {labels [S] 0-based, probs [S, K] float32, K, clustered (indexes into win)}.
 
-    confirm > 1 is NOT the spec (a proposed change): a window below tau_on opens a new speaker only when it is the
-    `confirm`-th such window in a row (the new centroid is their sum); until then it joins the closest speaker
-    without moving its centroid."""
-    E = normalise(E)
+    E: the windows' embeddings as the encoder gives them (normalised here, like pushWindow). `speech` (per step,
+    truthy = speech; oracle speech in validate.py): FileSpeakerMap.finish exactly (windows mostly speech clustered,
+    speakers winning no speech step dropped, renumbered by first speech step); None: every window is clustered and
+    nothing is dropped (clusterWindows + windowProbabilities + stepProbabilities alone)."""
+    win = np.asarray(win, dtype=int)
+    E = normalise(np.asarray(E, dtype=np.float64)) if len(win) else np.zeros((0, 256))
+    max_speakers = p.max_speakers if max_speakers is None else max_speakers
+    W = WINDOW_STEPS
+    idx = np.arange(len(win))
+    if speech is not None:
+        sp = np.asarray(speech).astype(bool)
+        share = np.array([int(sp[j * p.hop_steps:min(num_steps, j * p.hop_steps + W)].sum()) / W for j in win])
+        speechy = idx[share >= MIN_SPEECH_SHARE] if len(win) else idx
+        chosen = speechy if len(speechy) > 0 else idx
+    else:
+        chosen = idx
+    Ea = centred(E, chosen) if p.center else E
+    _, _, cents = cluster_windows(win[chosen], Ea[chosen], p, max_speakers, num_speakers)
+
+    def probs_with(cs):
+        return step_probs(num_steps, win, window_probs(Ea, cs, p.temperature), p.hop_steps, max(1, len(cs)), True)
+
+    if speech is not None and len(cents) > 1:
+        lab = labels_of(probs_with(cents))
+        first = {}
+        for s in np.nonzero(sp[:num_steps])[0]:
+            first.setdefault(int(lab[s]), int(s))
+        order = sorted(first, key=lambda k: first[k])
+        if order:
+            cents = cents[order]
+    probs = probs_with(cents)
+    return {"labels": labels_of(probs), "probs": probs, "K": max(1, len(cents)), "clustered": chosen}
+
+
+# ------------------------------------------------------------------ 4. streams (OnlineSpeakers)
+def online_assign(E: np.ndarray, p: Params, max_speakers: int | None = None,
+                  confirm: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """One pass over the embedded windows (unit rows). Returns (speaker of each window, P [n, max_speakers]).
+
+    confirm > 1 is NOT the service (a variant tried, worse): a window below online_threshold opens a new speaker
+    only when it is the `confirm`-th such window in a row (the new centroid is their sum); until then it joins the
+    closest speaker without moving its centroid."""
+    maxk = p.max_speakers if max_speakers is None else max_speakers
+    E = np.asarray(E, dtype=np.float64)
     sums: list[np.ndarray] = []
     C: list[np.ndarray] = []
-    P = np.zeros((len(E), p.max_speakers))
+    P = np.zeros((len(E), maxk))
     assigned = np.zeros(len(E), dtype=int)
     pending: list[np.ndarray] = []
     for i, e in enumerate(E):
         K = len(C)
-        v = np.array([float(c @ e) for c in C])
-        if K > 0 and (v.max() >= p.online_threshold or K == p.max_speakers):
+        v = dots(np.stack(C), e) if K else np.zeros(0)
+        if K > 0 and (v.max() >= p.online_threshold or K >= maxk):
             pending = []
             k = int(np.argmax(v))
             sums[k] = sums[k] + e
@@ -251,27 +353,28 @@ def online_assign(E: np.ndarray, p: Params, confirm: int = 1) -> tuple[np.ndarra
         else:
             k = K
             sums.append(e.copy())
-            C.append(e.copy())
+            C.append(normalise(e))
         assigned[i] = k
-        v2 = np.array([float(c @ e) for c in C])
-        P[i, :len(C)] = softmax(p.temperature * v2)
+        P[i, :len(C)] = softmax([p.temperature * dot(e, c) for c in C])
     return assigned, P
 
 
-def stream_map(levels: np.ndarray, win: np.ndarray, E: np.ndarray, p: Params, confirm: int = 1) -> dict:
-    """Streams: {labels [S], probs [S, max_speakers], K}. Step s uses only windows starting at or before s."""
-    S = len(levels)
+def stream_map(num_steps: int, win, E: np.ndarray, p: Params, max_speakers: int | None = None,
+               confirm: int = 1) -> dict:
+    """Streams: {labels [S], probs [S, max_speakers] float32, K}. Step s uses only windows starting at or before s."""
+    maxk = p.max_speakers if max_speakers is None else max_speakers
     if len(win) == 0:
-        probs = np.zeros((S, 1))
+        probs = np.zeros((num_steps, maxk), dtype=np.float32)
         return {"labels": labels_of(probs), "probs": probs, "K": 1}
-    assigned, P = online_assign(E, p, confirm)
-    probs = step_probs(S, win, P, p.hop_steps, stream=True)
+    assigned, P = online_assign(normalise(np.asarray(E, dtype=np.float64)), p, maxk, confirm)
+    probs = step_probs(num_steps, win, P, p.hop_steps, maxk, False)
     return {"labels": labels_of(probs), "probs": probs, "K": int(assigned.max()) + 1}
 
 
-def run(levels: np.ndarray, embed, p: Params, num_speakers: int | None = None) -> tuple[dict, dict]:
+def run(levels: np.ndarray, embed, p: Params, num_speakers: int | None = None, speech=None) -> tuple[dict, dict]:
     """Files and streams from step levels and embed(window index) -> 256-d (or a dict window -> vector)."""
     win = embedded_windows(levels, p)
     get = embed.__getitem__ if isinstance(embed, dict) else embed
     E = np.stack([np.asarray(get(int(j)), dtype=np.float64) for j in win]) if len(win) else np.zeros((0, 256))
-    return file_map(levels, win, E, p, num_speakers), stream_map(levels, win, E, p)
+    S = len(levels)
+    return file_map(S, win, E, p, num_speakers, speech=speech), stream_map(S, win, E, p)

@@ -1,15 +1,22 @@
-"""test/fixtures/speakers_golden.json: cases the TypeScript speaker map must reproduce exactly.
+"""test/fixtures/speakers_golden.json: cases the TypeScript speaker map must reproduce exactly (test/speakers/golden.test.ts).
 
-Each case is a slice of a cached simulated conversation (real speaker-encoder embeddings of two or three voices):
-its step levels rounded to 0.1 dB, the embedded windows (from those rounded levels) and their embeddings rounded
-to 5 decimals; the expected labels are computed by cluster.py from exactly those rounded numbers. The slices are
-searched so that the cases between them exercise agglomerative merges, refine moving windows, dissolve removing a
-cluster, a given speaker count, and a stream opening a new speaker.
+Each case is a slice of a cached simulated conversation (real speaker-encoder embeddings of several voices): the
+embedded windows (from the slice's step levels) with their embeddings as integers (value = int / embedding_scale,
+then float32 as the encoder gives them), the slice's reference speech per step ("0"/"1"), the parameters
+(models/speakers/manifest.json names, the manifest's values unless the note says otherwise) and the speaker count.
+Expected, per step, the label (argmax of the step probabilities, ties lowest):
+  file:   FileSpeakerMap.finish (cluster.file_map with speech): windows mostly speech clustered, centred when
+          `center`, clusterWindows, windowProbabilities, stepProbabilities with lookAhead, speakers that win no
+          speech step dropped and the rest renumbered by their first speech step;
+  stream: OnlineSpeakers + stepProbabilities without lookAhead, width max_speakers (cluster.stream_map).
+The slices are searched so that the cases between them exercise merges, short clusters joining a speaker, the
+long/short rule of a given count, refine moving windows, a stream opening new speakers, unembedded windows.
 
-  python -m training.diarization.golden           # needs training/runs/diarization/cache and chosen.json
+  python -m training diarization golden [--runs DIR]   # DIR: training/runs/diarization (needs its cache/)
 """
 from __future__ import annotations
 
+import argparse
 import json
 from dataclasses import replace
 from pathlib import Path
@@ -20,115 +27,140 @@ from training.diarization import cluster as C
 
 ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "test/fixtures/speakers_golden.json"
-PARAM_KEYS = list(C.Params().as_dict())
+SCALE = 10000  # embeddings stored as round(x * SCALE)
+
+
+def case_inputs(case: dict) -> tuple[C.Params, np.ndarray, np.ndarray, np.ndarray]:
+    """(params, window indexes, embeddings as the encoder gives them (float32 values), speech per step)."""
+    p = C.Params(**case["params"])
+    win = np.asarray(case["windows"], dtype=int)
+    E = (np.asarray(case["embeddings"], dtype=np.float64).reshape(len(win), -1 if len(win) else 256) / case["embedding_scale"])
+    E = E.astype(np.float32).astype(np.float64)
+    speech = np.array([c == "1" for c in case["speech"]], dtype=bool)
+    return p, win, E, speech
 
 
 def expected(case: dict) -> tuple[dict, dict]:
-    p = C.Params(**{k: case[k] for k in PARAM_KEYS})
-    levels = np.asarray(case["levels"], dtype=np.float64)
-    win = np.asarray(case["embedded"], dtype=int)
-    E = np.asarray(case["embeddings"], dtype=np.float64).reshape(len(win), 256)
-    f = C.file_map(levels, win, E, p, case.get("num_speakers"))
-    o = C.stream_map(levels, win, E, p)
+    p, win, E, speech = case_inputs(case)
+    f = C.file_map(case["steps"], win, E, p, case.get("num_speakers"), speech=speech)
+    o = C.stream_map(case["steps"], win, E, p)
     return f, o
 
 
 def trace(case: dict) -> dict:
-    """What the case exercises (stage by stage cluster counts, windows moved by refine, dissolved clusters)."""
-    p = C.Params(**{k: case[k] for k in PARAM_KEYS})
-    win = np.asarray(case["embedded"], dtype=int)
-    E = C.normalise(np.asarray(case["embeddings"], dtype=np.float64))
-    target = case.get("num_speakers")
-    seg = C.segments(win, E, p.segment_threshold)
-    ag = C.agglomerate(E, seg, p.merge_threshold, p.max_speakers, target)
-    rf = C.refine(E, ag, p.refine_iterations)
-    ds = C.dissolve(E, rf, p.hop_steps, p.min_speaker_s, target)
-    before = {i: k for k, c in enumerate(ag) for i in c}
-    after = {i: k for k, c in enumerate(rf) for i in c}
-    moved = sum(before[i] != after[i] for i in before) if len(rf) == len(ag) else -1
-    k, _ = C.online_assign(E, p)
-    return {"segments": len(seg), "after_merge": len(ag), "after_refine": len(rf), "refine_moved": moved,
-            "after_dissolve": len(ds), "online_speakers": int(k.max()) + 1 if len(k) else 0}
+    """What the case exercises: cluster counts stage by stage, windows moved by refine, speakers dropped."""
+    p, win, E, speech = case_inputs(case)
+    n = case.get("num_speakers")
+    f, o = expected(case)
+    if len(win) == 0:
+        return {"windows": 0}
+    En = C.normalise(E)
+    chosen = f["clustered"]
+    Ea = C.centred(En, chosen) if p.center else En
+    c = C.Clusterer(Ea[chosen], p)
+    seg = c.segments(win[chosen])
+    ag = c.agglomerate(seg, n)
+    by_length = sorted(range(len(ag)), key=lambda k: (-len(ag[k]), k))
+    kept = [k for i, k in enumerate(by_length) if i == 0 or c.is_long(ag[k]) or i < (n or 0)]
+    ch = c.choose_speakers(ag, p.max_speakers, n)
+    rf = c.refine(ch)
+    before = {i: k for k, m in enumerate(ch) for i in m}
+    after = {i: k for k, m in enumerate(rf) for i in m}
+    moved = sum(before[i] != after[i] for i in before) if len(rf) == len(ch) else -1
+    return {"windows": len(win), "clustered": len(chosen), "segments": len(seg), "after_agglomerate": len(ag),
+            "long": sum(c.is_long(m) for m in ag), "kept": len(kept), "short_joined": len(ag) - len(kept),
+            "speakers": len(ch), "refine_moved": moved, "after_refine": len(rf), "file_K": int(f["K"]),
+            "dropped": len(rf) - int(f["K"]),
+            "online_speakers": int(o["K"])}
 
 
 def make_case(rec: dict, offset: int, steps: int, p: C.Params, num_speakers: int | None = None, note: str = "") -> dict:
-    assert offset % p.hop_steps == 0 or p.hop_steps == 25 and offset % 25 == 0
-    levels = np.round(np.asarray(rec["levels"][offset:offset + steps], dtype=np.float64), 1)
+    from training.diarization import simulate as S
+    assert offset % 6 == 0 and (p.hop_steps in (6, 12))
+    levels = np.asarray(rec["levels"][offset:offset + steps], dtype=np.float64)
     win = C.embedded_windows(levels, p)
     row = {int(s): i for i, s in enumerate(rec["starts"])}
-    E = C.normalise(np.stack([rec["emb"][row[offset + int(j) * p.hop_steps]] for j in win]).astype(np.float64))
-    case = {"note": note, "source": f"{rec['meta']['key']} steps {offset}..{offset + steps}", **p.as_dict(), "steps": steps,
-            "levels": [float(x) for x in levels], "embedded": [int(j) for j in win],
-            "embeddings": [[round(float(x), 5) for x in e] for e in E]}
+    E = np.stack([rec["emb"][row[offset + int(j) * p.hop_steps]] for j in win]) if len(win) else np.zeros((0, 256))
+    speech = S.speech_steps(rec["turns"], len(rec["levels"]))[offset:offset + steps]
+    case = {"note": note, "source": f"{rec['meta']['key']} steps {offset}..{offset + steps}", "params": p.as_dict(),
+            "steps": steps, "windows": [int(j) for j in win], "embedding_scale": SCALE,
+            "embeddings": [[int(round(float(x) * SCALE)) for x in e] for e in E],
+            "speech": "".join("1" if s else "0" for s in speech)}
     if num_speakers is not None:
         case["num_speakers"] = num_speakers
+    return finish_case(case)
+
+
+def finish_case(case: dict) -> dict:
     f, o = expected(case)
-    case["expected_file"] = {"labels": [int(x) for x in f["labels"]], "K": int(f["K"]),
-                             "probs_first_10_steps": [[round(float(x), 6) for x in r] for r in f["probs"][:10]]}
-    case["expected_online"] = {"labels": [int(x) for x in o["labels"]]}
+    case["expected"] = {"file": {"K": int(f["K"]), "labels": [int(x) for x in f["labels"]]},
+                        "stream": {"K": int(o["K"]), "labels": [int(x) for x in o["labels"]]}}
     case["exercises"] = trace(case)
     return case
 
 
 def check(case: dict) -> None:
     f, o = expected(case)
-    assert [int(x) for x in f["labels"]] == case["expected_file"]["labels"]
-    assert int(f["K"]) == case["expected_file"]["K"]
-    assert np.allclose(f["probs"][:10], case["expected_file"]["probs_first_10_steps"], atol=2e-6)
-    assert [int(x) for x in o["labels"]] == case["expected_online"]["labels"]
+    assert int(f["K"]) == case["expected"]["file"]["K"], case["note"]
+    assert [int(x) for x in f["labels"]] == case["expected"]["file"]["labels"], case["note"]
+    assert int(o["K"]) == case["expected"]["stream"]["K"], case["note"]
+    assert [int(x) for x in o["labels"]] == case["expected"]["stream"]["labels"], case["note"]
 
 
-def _search(recs, p, steps, want, num_speakers=None, stride=None):
-    stride = stride or (p.hop_steps if p.hop_steps != 25 else 25)
-    if p.hop_steps != 25:
-        stride = max(stride // 6 * 6, 6)
+def _search(recs, p, steps, want, num_speakers=None):
     for rec in recs:
-        for off in range(0, len(rec["levels"]) - steps, stride * 4):
+        for off in range(0, len(rec["levels"]) - steps, 48):
             case = make_case(rec, off, steps, p, num_speakers)
             if want(case["exercises"], case):
                 return case
-    raise SystemExit(f"no slice found for a golden case ({p})")
+    raise SystemExit(f"no slice found for a golden case ({p}, {steps} steps)")
 
 
 def main() -> None:
-    from training.diarization.validate import load, RUNS
-    chosen = C.Params(**json.load(open(RUNS / "chosen.json"))["params"])
-    recs = [r for r in load(["speechocean", "nemo"], ["clean"]) if r["meta"]["speakers"] in (2, 3)]
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--runs", default=None, help="the folder holding cache/ (default training/runs/diarization)")
+    a = ap.parse_args()
+    from training.diarization import validate as V
+    if a.runs:
+        V.RUNS = Path(a.runs)
+    p = C.Params.from_manifest()
+    recs = V.load(["speechocean", "nemo", "ravdess"], ["clean", "noise"])
+    many = [r for r in recs if r["meta"]["speakers"] >= 3]
     cases = []
-    # 1. the chosen parameters: merges, refine moving windows, a dissolved cluster, a second online speaker
-    p1 = replace(chosen, hop_steps=12, merge_threshold=min(chosen.merge_threshold, 0.85), min_speaker_s=3.0)
-    c = _search(recs, p1, 360, lambda x, c: x["after_merge"] < x["segments"] and x["refine_moved"] > 0
-                and x["after_dissolve"] < x["after_refine"] and x["after_dissolve"] >= 2 and x["online_speakers"] >= 2)
-    c["note"] = "hop 12, chosen parameters but merge_threshold <= 0.85 and min_speaker_s 3: merges, refine moves windows, dissolve removes a cluster, streams open a second speaker"
+    c = _search(many, p, 600, lambda x, c: x["file_K"] >= 3 and x["short_joined"] >= 1 and x["refine_moved"] > 0
+                and x["clustered"] < x["windows"] and x["online_speakers"] >= 3)
+    c["note"] = "hop 12, the manifest's parameters: merges, short clusters joining a speaker, refine moving windows, 3+ speakers, windows not mostly speech not clustered; streams open new speakers"
     cases.append(c)
-    # 2. hop 25 with the speaker count given (merges forced down to 2 regardless of merge_threshold)
-    p2 = replace(chosen, hop_steps=25, merge_threshold=0.99)
-    c = _search(recs, p2, 250, lambda x, c: x["after_dissolve"] == 2 and x["segments"] > 3 and x["online_speakers"] >= 2,
-                num_speakers=2)
-    c["note"] = "hop 25, num_speakers 2 given, merge_threshold 0.99 (only the count stops merging); no dissolve below the count"
+    c = _search(recs, p, 480, lambda x, c: x["file_K"] == 3 and x["long"] < 3 < x["after_agglomerate"]
+                and x["refine_moved"] > 0 and x["clustered"] < x["windows"], num_speakers=3)
+    c["note"] = "hop 12, the manifest's parameters, num_speakers 3 given: the count's long/short rule (agglomeration stops before merging two long clusters while no more long ones than the count; a short cluster kept up to the count), windows not mostly speech not clustered"
     cases.append(c)
-    # 3. hop 6, a gap of unvoiced steps (segments cut, rule 3's fallbacks), no refine, online cap
-    p3 = replace(chosen, hop_steps=6, refine_iterations=0, max_speakers=3)
-    c = _search(recs, p3, 96, lambda x, c: x["online_speakers"] >= 2 and len(c["embedded"]) < C.num_windows(96, 6)
-                and x["after_merge"] >= 2)
-    c["note"] = "hop 6, refine 0, max_speakers 3: unvoiced windows not embedded (segments cut, steps without a covering window)"
+    p3 = replace(p, hop_steps=6, max_speakers=3, center=False, merge_threshold=0.91)  # 0.91: tuned uncentred
+    c = _search(recs, p3, 144, lambda x, c: x["windows"] < C.num_windows(144, 6) and x["online_speakers"] >= 2
+                and x["segments"] >= 3 and x["file_K"] >= 2 and "0" in c["speech"])
+    c["note"] = "hop 6, max_speakers 3, center false (merge_threshold 0.91, the uncentred tuning): unvoiced windows not embedded (segments cut, steps without a covering window)"
     cases.append(c)
-    # 4. nothing embedded: K = 1, every step's probs [0]
-    quiet = {"note": "no window embedded (all steps below gate_db): K 1, probs [0], label speaker_1, confidence 0",
-             "source": "synthetic", **replace(chosen, hop_steps=12).as_dict(), "steps": 30,
-             "levels": [-80.0] * 30, "embedded": [], "embeddings": []}
-    f, o = expected(quiet)
-    quiet["expected_file"] = {"labels": [int(x) for x in f["labels"]], "K": 1,
-                              "probs_first_10_steps": [[0.0] for _ in range(10)]}
-    quiet["expected_online"] = {"labels": [int(x) for x in o["labels"]]}
-    cases.append(quiet)
-    doc = {"spec": "speaker map v1 (/work/speakers-spec.md); generated by python -m training.diarization.golden",
-           "rounding": "levels 0.1 dB, embeddings 5 decimals (normalise again after reading), probs 6 decimals",
-           "labels": "0-based speaker index per step, before the silence / no_speech rules", "cases": cases}
+    a, b, m = [10000, 0, 0, 0], [0, 10000, 0, 0], [7071, 7071, 0, 0]
+    ties = {"note": "synthetic 4-d ties: every window its own segment, equal merge candidates (lowest pair first), a window "
+                    "equally close to two speakers (merges with / joins the lowest), streams' argmax ties",
+            "source": "synthetic", "params": replace(p, segment_threshold=2.0, merge_threshold=0.5, min_speaker_s=0.0,
+                                                     min_speaker_share=1.0, refine_iterations=1, center=False).as_dict(),
+            "steps": 80, "windows": [0, 1, 2, 3, 4], "embedding_scale": SCALE, "embeddings": [a, b, a, b, m],
+            "speech": "1" * 80}
+    cases.append(finish_case(ties))
+    quiet = {"note": "no window embedded: K 1, every step's probabilities [0], label 0", "source": "synthetic",
+             "params": p.as_dict(), "steps": 30, "windows": [], "embedding_scale": SCALE, "embeddings": [],
+             "speech": "0" * 10 + "1" * 20}
+    cases.append(finish_case(quiet))
+    doc = {"spec": "speaker map v1.1 (src/speakers/clustering.ts, file-map.ts; /work/speakers-spec.md section 2); "
+                   "generated by python -m training diarization golden from training/diarization/cluster.py",
+           "inputs": "embeddings: int / embedding_scale, as float32, normalised on input (pushWindow, live-map)",
+           "labels": "0-based speaker index per step (argmax of the step probabilities, ties lowest), before the silence / no_speech rules",
+           "cases": cases}
     OUT.write_text(json.dumps(doc, separators=(",", ":")))
     for c in cases:
         check(c)
-        print(c["note"], c.get("exercises"), len(c["embedded"]), "windows")
+        print(c["note"], c["exercises"])
     print(f"wrote {OUT}: {OUT.stat().st_size / 1024:.0f} KB")
 
 

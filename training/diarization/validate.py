@@ -1,17 +1,20 @@
 """Scores the speaker map (cluster.py) on the cached simulated conversations (embed.py) and chooses its parameters.
 
 Speech activity is the reference's ("oracle speech": a step is speech when reference speech covers half of it), so
-the DER here is the clustering's alone; the service decides speech with its own model (end-to-end figures: run the
-exported conversations through the service). Tuning uses the DEV corpora only; TEST corpora are scored once.
+the DER here is the clustering's alone (files: FileSpeakerMap.finish given that speech, cluster.file_map); the service
+decides speech with its own model (end-to-end figures: run the exported conversations through the service). Tuning
+uses the DEV corpora only; TEST corpora are scored once.
 
-  python -m training.diarization.validate tune      # coordinate search on DEV -> training/runs/diarization/chosen.json
-  python -m training.diarization.validate report    # tables of chosen.json on DEV and TEST -> .../report.json
+  python -m training diarization tune      # coordinate search on DEV -> training/runs/diarization/tuning.json
+  python -m training diarization report    # tables of the manifest's parameters (or --params FILE) on DEV and TEST
+  (--runs DIR or $AURIS_DIARIZATION_RUNS: another training/runs/diarization, e.g. a worktree's with the cache)
 """
 from __future__ import annotations
 
 import argparse
 import itertools
 import json
+import os
 import pickle
 import time
 from dataclasses import replace
@@ -24,20 +27,21 @@ from training.diarization import simulate as S
 from training.diarization.der import der, steps_to_turns
 
 ROOT = Path(__file__).resolve().parents[2]
-RUNS = ROOT / "training/runs/diarization"
+RUNS = Path(os.environ.get("AURIS_DIARIZATION_RUNS", ROOT / "training/runs/diarization"))
 STEP_S = 0.064
-# the starting point of the search
-DEFAULT = C.Params(hop_steps=12, gate_db=-50.0, min_voiced_steps=8, segment_threshold=0.7, merge_threshold=0.7,
-                   refine_iterations=2, min_speaker_s=2.0, temperature=10.0, online_threshold=0.7, max_speakers=10)
+# the starting point of the search (v1.1, centred: cosines of centred embeddings are far lower than raw ones)
+DEFAULT = C.Params(hop_steps=12, gate_db=-50.0, min_voiced_steps=16, segment_threshold=0.6, merge_threshold=0.15,
+                   refine_iterations=2, min_speaker_s=8.0, min_speaker_share=0.2, temperature=3.0, online_threshold=0.7,
+                   max_speakers=10, center=True)
 GRID = {
     "segment_threshold": [0.5, 0.55, 0.6, 0.65, 0.7, 0.8],
-    "merge_threshold": [0.75, 0.8, 0.85, 0.88, 0.91, 0.94],  # centroid cosines: below 0.7 everything merges
+    "merge_threshold": [0.05, 0.1, 0.15, 0.2, 0.3, 0.4],  # centred; uncentred (center False) wants 0.75-0.94
     "refine_iterations": [0, 2],
-    "min_speaker_s": [0.0, 1.0, 2.0, 3.0, 5.0, 8.0, 12.0],
+    "min_speaker_s": [2.0, 3.0, 5.0, 8.0, 12.0],
+    "min_speaker_share": [0.1, 0.2, 0.3, 1.0],
     "temperature": [3.0, 10.0, 30.0],
     "min_voiced_steps": [4, 8, 12, 16, 20, 24],
 }
-AVERAGE_MERGE = [0.5, 0.55, 0.58, 0.6, 0.62, 0.65, 0.7]  # --linkage average: mean pairwise window cosines
 ONLINE_GRID = [0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9]
 
 
@@ -60,9 +64,7 @@ def windows(rec: dict, p: C.Params) -> tuple[np.ndarray, np.ndarray]:
     return win, rec["emb"][rows].astype(np.float64)
 
 
-LINKAGE = "centroid"  # the spec; "average" = the proposed change (--linkage average)
-COUNT_MODE = "merge"  # the spec; "dissolve" = the proposed change for a given count (--count-mode dissolve)
-CONFIRM = 1  # the spec; > 1 = the proposed change for streams (--confirm N)
+CONFIRM = 1  # the service; > 1 = a variant for streams (--confirm N)
 
 
 def score(rec: dict, p: C.Params, oracle_count: bool = False, online: bool = True) -> dict:
@@ -70,9 +72,10 @@ def score(rec: dict, p: C.Params, oracle_count: bool = False, online: bool = Tru
     n = rec["meta"]["speakers"]
     out = {"key": rec["meta"]["key"], "corpus": rec["meta"]["corpus"], "condition": rec["meta"]["condition"], "n": n,
            "seconds": rec["seconds"], "windows": len(win)}
-    modes = [("file", C.file_map(rec["levels"], win, E, p, n if oracle_count else None, LINKAGE, COUNT_MODE))]
+    steps = len(rec["levels"])
+    modes = [("file", C.file_map(steps, win, E, p, n if oracle_count else None, speech=rec["speech"]))]
     if online:
-        modes.append(("online", C.stream_map(rec["levels"], win, E, p, CONFIRM)))
+        modes.append(("online", C.stream_map(steps, win, E, p, confirm=CONFIRM)))
     for name, r in modes:
         lab, sp = r["labels"], rec["speech"]
         d = der(rec["turns"], steps_to_turns(lab, sp, STEP_S))
@@ -107,8 +110,6 @@ def tune(recs, hops=(6, 12, 25), rounds=2, log=print) -> dict:
     """Per hop: a grid over (segment_threshold, merge_threshold, refine_iterations), then a coordinate search over
     every file parameter (GRID), then online_threshold for streams (same temperature); returns every hop's best."""
     best_by_hop = {}
-    if LINKAGE == "average":
-        GRID["merge_threshold"] = AVERAGE_MERGE
     for hop in hops:
         p = replace(DEFAULT, hop_steps=hop, min_speaker_s=5.0, min_voiced_steps=16)
         cur, best = None, p
@@ -187,15 +188,16 @@ def main() -> None:
     ap.add_argument("--hops", default="6,12,25")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--subsample", type=int, default=1, help="tune on every k-th DEV conversation")
-    ap.add_argument("--linkage", default="centroid", choices=["centroid", "average"],
-                    help="average: the proposed change to step 2b (not the spec)")
-    ap.add_argument("--params", default=str(RUNS / "chosen.json"), help="report: the parameters to score")
-    ap.add_argument("--count-mode", default="merge", choices=["merge", "dissolve"], help="dissolve: proposed change (not the spec)")
-    ap.add_argument("--confirm", type=int, default=1, help="> 1: the proposed change for streams (not the spec)")
+    ap.add_argument("--params", default=None,
+                    help="report: a JSON file {\"params\": {...}} (missing names: the manifest's); default the manifest's")
+    ap.add_argument("--confirm", type=int, default=1, help="> 1: a variant for streams (not the service)")
+    ap.add_argument("--runs", default=None, help="the folder with cache/ (default training/runs/diarization)")
     a = ap.parse_args()
-    global LINKAGE, CONFIRM, COUNT_MODE
-    LINKAGE, CONFIRM, COUNT_MODE = a.linkage, a.confirm, a.count_mode
-    sfx = ("" if a.linkage == "centroid" else "-" + a.linkage) + ("" if a.confirm == 1 else f"-confirm{a.confirm}") + ("" if a.count_mode == "merge" else "-dissolve")
+    global CONFIRM, RUNS
+    CONFIRM = a.confirm
+    if a.runs:
+        RUNS = Path(a.runs)
+    sfx = "" if a.confirm == 1 else f"-confirm{a.confirm}"
     if a.cmd == "tune":
         recs = load(S.DEV)[:: a.subsample]
         t0 = time.time()
@@ -203,9 +205,8 @@ def main() -> None:
         (RUNS / f"tuning{sfx}.json").write_text(json.dumps(res, indent=1))
         print(f"tuned in {time.time() - t0:.0f} s")
     else:
-        chosen = json.load(open(a.params))
-        p = C.Params(**chosen["params"])
-        out = {"params": p.as_dict(), "linkage": LINKAGE, "confirm": CONFIRM, "count_mode": COUNT_MODE}
+        p = C.Params.from_dict(json.load(open(a.params))["params"]) if a.params else C.Params.from_manifest()
+        out = {"params": p.as_dict(), "confirm": CONFIRM}
         md = []
         for name, corp in (("DEV (tuned on)", S.DEV), ("TEST (held out)", S.TEST)):
             rows = full_rows(load(corp), p)

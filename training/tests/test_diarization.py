@@ -70,38 +70,70 @@ def test_file_two_speakers_and_numbering():
     rng = np.random.default_rng(0)
     E = _two_speakers(rng)
     p = C.Params(hop_steps=6, min_voiced_steps=8, segment_threshold=0.9, merge_threshold=0.6, refine_iterations=2,
-                 min_speaker_s=2.0, temperature=10.0, online_threshold=0.6)
+                 min_speaker_s=2.0, temperature=10.0, online_threshold=0.6, center=False)
     S = 60 * 6 + 19
-    levels = np.full(S, -20.0)
-    r = C.file_map(levels, np.arange(60), E, p)
+    r = C.file_map(S, np.arange(60), E, p)
     assert r["K"] == 2
     assert r["labels"][0] == 0 and r["labels"][-1] == 1
-    assert np.allclose(r["probs"].sum(1), 1)
-    o = C.stream_map(levels, np.arange(60), E, p)
+    assert np.allclose(r["probs"].sum(1), 1, atol=1e-6) and r["probs"].dtype == np.float32
+    o = C.stream_map(S, np.arange(60), E, p)
     assert o["K"] == 2 and o["labels"][0] == 0 and o["labels"][-1] == 1 and o["probs"].shape[1] == p.max_speakers
 
 
-def test_target_count_and_dissolve():
+def test_short_clusters_join_and_count_rule():
     rng = np.random.default_rng(1)
     E = _two_speakers(rng, 40, 3)  # b: 3 windows = 3 * 6 * 0.064 = 1.15 s
-    p = C.Params(hop_steps=6, segment_threshold=0.9, merge_threshold=0.6, refine_iterations=0, min_speaker_s=2.0)
+    p = C.Params(hop_steps=6, segment_threshold=0.9, merge_threshold=0.6, refine_iterations=0, min_speaker_s=2.0,
+                 min_speaker_share=1.0, center=False)
     win = np.arange(43)
-    Cn, V = C.cluster_file(win, E, p)
-    assert Cn.shape[0] == 1  # b dissolved
-    Cn, V = C.cluster_file(win, E, p, num_speakers=2)
-    assert Cn.shape[0] == 2  # a given count is never dissolved below
-    Cn, V = C.cluster_file(win, E, p, num_speakers=1)
-    assert Cn.shape[0] == 1
+    K, a, _ = C.cluster_windows(win, E, p, 10)
+    assert K == 1 and (a == 0).all()  # b is short: its windows join a
+    K, a, _ = C.cluster_windows(win, E, p, 10, num_speakers=2)
+    assert K == 2 and list(a[40:]) == [1, 1, 1]  # the count keeps the longest clusters up to it
+    K, _, _ = C.cluster_windows(win, E, p, 10, num_speakers=1)
+    assert K == 1
+    # min_speaker_share: 3 of 43 windows is 7 %, a speaker at a share of 5 %
+    K, _, _ = C.cluster_windows(win, E, C.Params(**{**p.as_dict(), "min_speaker_share": 0.05}), 10)
+    assert K == 2
+    # the cap merges the kept speakers
+    K, _, _ = C.cluster_windows(win, E, C.Params(**{**p.as_dict(), "min_speaker_s": 0.0}), 1)
+    assert K == 1
 
 
-def test_proposed_variants_off_by_default():
+def test_exact_arithmetic_and_ties():
+    v = np.array([0.1, 0.2, 0.3, 1e-17, -0.7])
+    s = 0.0
+    for x in v:
+        s += x * x
+    assert C.normalise(v).tolist() == (v * (1 / np.sqrt(s))).tolist()  # sequential sum, times the reciprocal
+    assert C.dot(v, v) == s
+    E = C.normalise(np.array([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0], [0.0, 1.0]]))
+    p = C.Params(hop_steps=12, segment_threshold=2.0, merge_threshold=0.5, refine_iterations=1, min_speaker_s=0.0,
+                 center=False)
+    K, a, _ = C.cluster_windows(np.arange(4), E, p, 10)  # four segments, ties merge the lowest pair first
+    assert K == 2 and list(a) == [0, 0, 1, 1]
+    pr = C.step_probs(30, np.array([0, 1]), np.array([[0.5, 0.5], [0.5, 0.5]]), 12, 2, True)
+    assert (C.labels_of(pr) == 0).all()  # ties: the lowest speaker
+
+
+def test_centring_and_speech_gating():
+    rng = np.random.default_rng(4)
+    E = _two_speakers(rng, 20, 20)
+    p = C.Params(hop_steps=6, segment_threshold=0.9, merge_threshold=0.3, min_speaker_s=1.0)
+    S = 40 * 6 + 19
+    speech = np.ones(S, dtype=bool)
+    speech[:60] = False  # windows 0-7 are mostly not speech: not clustered, still given probabilities
+    r = C.file_map(S, np.arange(40), E, p, speech=speech)
+    assert list(r["clustered"]) == list(range(8, 40)) and r["K"] == 2
+    Ec = C.centred(C.normalise(E), np.arange(40))
+    assert np.allclose(np.linalg.norm(Ec, axis=1), 1) and abs(float(Ec.mean(0) @ Ec.mean(0))) < 1e-3
+    assert C.Params.from_manifest().as_dict().keys() == C.Params().as_dict().keys()
+
+
+def test_stream_confirm_variant_off_by_default():
     rng = np.random.default_rng(3)
-    E = np.concatenate([_two_speakers(rng, 20, 20), _two_speakers(rng, 4, 0)])
+    E = C.normalise(np.concatenate([_two_speakers(rng, 20, 20), _two_speakers(rng, 4, 0)]))
     p = C.Params(hop_steps=6, segment_threshold=0.9, merge_threshold=0.6, refine_iterations=2, min_speaker_s=1.0)
-    win = np.arange(len(E))
-    a, _ = C.cluster_file(win, E, p, num_speakers=2)
-    b, _ = C.cluster_file(win, E, p, num_speakers=2, count_mode="dissolve")
-    assert a.shape[0] == 2 and b.shape[0] == 2
     k1, P1 = C.online_assign(E, p)
     k2, P2 = C.online_assign(E, p, confirm=1)
     assert (k1 == k2).all() and np.array_equal(P1, P2)
@@ -111,7 +143,7 @@ def test_proposed_variants_off_by_default():
 
 def test_segments_need_adjacent_windows():
     E = C.normalise(np.ones((3, 4)))
-    assert C.segments(np.array([0, 1, 3]), E, 0.5) == [[0, 1], [2]]
+    assert C.Clusterer(E, C.Params(segment_threshold=0.5)).segments(np.array([0, 1, 3])) == [[0, 1], [2]]
 
 
 def test_windows_and_step_rules():
@@ -121,14 +153,14 @@ def test_windows_and_step_rules():
     assert list(C.voiced_counts(levels, 12, -50)) == [15, 25, 16, 4, 0]
     assert list(C.embedded_windows(levels, p)) == [0, 1, 2]
     P = np.array([[1.0, 0.0], [0.0, 1.0], [0.5, 0.5]])
-    f = C.step_probs(52, np.array([1, 2]), P[1:], 12, stream=False)
+    f = C.step_probs(52, np.array([1, 2]), P[1:], 12, 2, look_ahead=True)
     assert np.allclose(f[0], P[1])          # before any window: the first embedded one (files)
-    s = C.step_probs(52, np.array([1, 2]), P[1:], 12, stream=True)
+    s = C.step_probs(52, np.array([1, 2]), P[1:], 12, 2, look_ahead=False)
     assert np.allclose(s[0], 0)             # streams: zeros
     assert np.allclose(f[30], (P[1] + P[2]) / 2)
     assert np.allclose(f[51], P[2])         # after the last window: the latest one
-    r = C.file_map(np.full(5, -80.0), np.array([], int), np.zeros((0, 256)), p)
-    assert r["K"] == 1 and np.all(r["probs"] == 0)
+    r = C.file_map(5, np.array([], int), np.zeros((0, 256)), p)
+    assert r["K"] == 1 and np.all(r["probs"] == 0) and r["probs"].shape == (5, 1)
 
 
 def test_online_new_speaker_and_cap():
@@ -149,5 +181,7 @@ GOLDEN = os.path.join(ROOT, "test", "fixtures", "speakers_golden.json")
 @pytest.mark.skipif(not os.path.exists(GOLDEN), reason="no golden fixture yet")
 def test_golden_reproduced():
     from training.diarization.golden import check
-    for case in json.load(open(GOLDEN))["cases"]:
+    cases = json.load(open(GOLDEN))["cases"]
+    assert len(cases) >= 4 and any("num_speakers" in c for c in cases)
+    for case in cases:
         check(case)

@@ -1,0 +1,123 @@
+/**
+ * The speaker map against its Python reference (training/diarization/cluster.py): every case of
+ * test/fixtures/speakers_golden.json (slices of simulated conversations with real speaker-encoder
+ * embeddings; `python -m training diarization golden`) must come out step for step as the reference
+ * says, for files (FileSpeakerMap.finish: speech gating, centring, clusterWindows, speakers that win
+ * no speech step dropped) and for streams (OnlineSpeakers + stepProbabilities). Any change to the
+ * clustering's rules, ties or parameters' meaning shows here; then change cluster.py the same way and
+ * regenerate the fixture.
+ */
+import { strict as assert } from 'node:assert';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { describe, it } from 'node:test';
+import { normalise, OnlineSpeakers, stepProbabilities, type SpeakerMapParams } from '../../src/speakers/clustering';
+import { FileSpeakerMap } from '../../src/speakers/file-map';
+import type { SpeakerMapInfo } from '../../src/speakers/manifest';
+import type { EncoderInfo } from '../../src/inference/views';
+
+const GOLDEN = path.resolve(__dirname, '..', '..', '..', 'test', 'fixtures', 'speakers_golden.json');
+const WINDOW_STEPS = 25;
+
+interface Case {
+  note: string;
+  params: {
+    hop_steps: number;
+    gate_db: number;
+    min_voiced_steps: number;
+    segment_threshold: number;
+    merge_threshold: number;
+    refine_iterations: number;
+    min_speaker_s: number;
+    min_speaker_share: number;
+    temperature: number;
+    online_threshold: number;
+    max_speakers: number;
+    center: boolean;
+  };
+  steps: number;
+  num_speakers?: number;
+  windows: number[];
+  embedding_scale: number;
+  embeddings: number[][];
+  speech: string;
+  expected: { file: { K: number; labels: number[] }; stream: { K: number; labels: number[] } };
+}
+
+const cases = (JSON.parse(fs.readFileSync(GOLDEN, 'utf8')) as { cases: Case[] }).cases;
+
+function paramsOf(c: Case): SpeakerMapParams {
+  const p = c.params;
+  return {
+    hopSteps: p.hop_steps,
+    windowSteps: WINDOW_STEPS,
+    segmentThreshold: p.segment_threshold,
+    mergeThreshold: p.merge_threshold,
+    refineIterations: p.refine_iterations,
+    minSpeakerS: p.min_speaker_s,
+    minSpeakerShare: p.min_speaker_share,
+    temperature: p.temperature,
+    onlineThreshold: p.online_threshold,
+  };
+}
+
+/** The embeddings as the encoder gives them (float32). */
+function embeddingsOf(c: Case): Float32Array[] {
+  return c.embeddings.map((e) => Float32Array.from(e, (x) => x / c.embedding_scale));
+}
+
+/** Per step: the index of the largest probability (ties: the first). */
+function labels(probs: Float32Array, steps: number): number[] {
+  const width = probs.length / steps;
+  return Array.from({ length: steps }, (_, s) => {
+    let k = 0;
+    for (let j = 1; j < width; j++) if (probs[s * width + j]! > probs[s * width + k]!) k = j;
+    return k;
+  });
+}
+
+function fileLabels(c: Case): { K: number; labels: number[] } {
+  const params = paramsOf(c);
+  const info: SpeakerMapInfo = {
+    encoder: { windowSteps: WINDOW_STEPS } as EncoderInfo,
+    schedule: { windowSteps: WINDOW_STEPS, hopSteps: params.hopSteps, every: 1, minVoicedSteps: c.params.min_voiced_steps, gateDb: c.params.gate_db },
+    params,
+    defaultMaxSpeakers: c.params.max_speakers,
+    centre: c.params.center,
+  };
+  const map = new FileSpeakerMap(info);
+  embeddingsOf(c).forEach((e, i) => map.pushWindow({ window: c.windows[i]!, kind: 'embedded', embeddings: [e] }));
+  const speech = Uint8Array.from(c.speech, (ch) => (ch === '1' ? 1 : 0));
+  const out = map.finish(c.steps, speech, c.num_speakers === undefined ? {} : { numSpeakers: c.num_speakers });
+  return { K: out.keys.length, labels: labels(out.probs, c.steps) };
+}
+
+function streamLabels(c: Case): { K: number; labels: number[] } {
+  const params = paramsOf(c);
+  const online = new OnlineSpeakers(params, c.params.max_speakers);
+  const vectors = embeddingsOf(c).map((e, i) => ({ window: c.windows[i]!, probs: online.add(normalise(e)).probs }));
+  const probs = stepProbabilities(vectors, c.steps, c.params.max_speakers, params, false);
+  return { K: Math.max(1, online.count), labels: labels(probs, c.steps) };
+}
+
+describe('speaker map golden cases (training/diarization/cluster.py)', () => {
+  it('has the cases the fixture promises', () => {
+    assert.ok(cases.length >= 4);
+    assert.ok(cases.some((c) => c.num_speakers !== undefined));
+    assert.ok(cases.some((c) => c.windows.length === 0));
+    assert.ok(cases.some((c) => c.params.hop_steps === 6));
+    for (const c of cases) {
+      assert.equal(c.speech.length, c.steps);
+      assert.equal(c.embeddings.length, c.windows.length);
+    }
+  });
+
+  for (const c of cases) {
+    it(`file: ${c.note}`, () => {
+      assert.deepEqual(fileLabels(c), c.expected.file);
+    });
+    it(`stream: ${c.note}`, () => {
+      assert.deepEqual(streamLabels(c), c.expected.stream);
+    });
+  }
+});
