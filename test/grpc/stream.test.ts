@@ -58,7 +58,7 @@ describe('auth', () => {
 describe('config validation: INVALID_ARGUMENT with a precise message', () => {
   const cases: [string, Partial<StreamConfigMsg>, RegExp, string][] = [
     ['no models', { models: [] }, /models: at least one model name is required/, 'INVALID_ARGUMENT'],
-    ['unknown model', { models: ['speech', 'nope'] }, /unknown model: nope; valid models: arousal, emotions, gender, speech/, 'UNKNOWN_MODEL'],
+    ['unknown model', { models: ['speech', 'nope'] }, /unknown model: nope; valid models: arousal, emotions, gender, speakers, speech/, 'UNKNOWN_MODEL'],
     ['missing output_period', { output_period: 0 }, /output_period is required/, 'INVALID_ARGUMENT'],
     ['output_period not a multiple of 64', { output_period: 100 }, /output_period must be a positive multiple of 64 ms, got 100/, 'INVALID_ARGUMENT'],
     ['volume_threshold out of range', { volume_threshold: 3 }, /volume_threshold must be a level in dBFS between -120 and 0, got 3/, 'INVALID_ARGUMENT'],
@@ -243,7 +243,7 @@ describe('ListModels, health, reflection', () => {
     assert.equal(res.step_ms, 64);
     assert.equal(res.sample_rate, 16000);
     const by = Object.fromEntries(res.models.map((m) => [m.name, m]));
-    assert.deepEqual(Object.keys(by).sort(), ['arousal', 'emotions', 'gender', 'speech']);
+    assert.deepEqual(Object.keys(by).sort(), ['arousal', 'emotions', 'gender', 'speakers', 'speech']);
     assert.deepEqual([...by.speech!.labels].sort(), ['music', 'other', 'silence', 'speech']);
     assert.deepEqual([...by.gender!.labels].sort(), ['female', 'male', 'no_speech', 'silence', 'unknown']);
     assert.deepEqual([...by.arousal!.raw_keys].sort(), ['high', 'low', 'neutral']);
@@ -255,8 +255,23 @@ describe('ListModels, health, reflection', () => {
     // the documented arithmetic (receptive field = (left + 1 + right) steps of 64 ms; lookahead =
     // right steps of 64 ms + 8 ms, half the 512-sample window) and the table in docs/streaming.md.
     const documented = latencyTable();
-    assert.deepEqual(Object.keys(documented).sort(), ['arousal', 'emotions', 'gender', 'speech']);
+    assert.deepEqual(Object.keys(documented).sort(), ['arousal', 'emotions', 'gender', 'speakers', 'speech']);
+    // the speaker map: labels speaker_1..speaker_20 (numbered per channel) + the speaker models' rule labels
+    assert.deepEqual(by.speakers!.labels.slice(-3), ['speaker_20', 'no_speech', 'silence']);
+    assert.deepEqual(by.speakers!.summary_keys.slice(0, 1), ['speaker_1_fraction']);
+    assert.deepEqual(by.speakers!.also_runs, ['speech']);
     for (const m of res.models) {
+      const doc = documented[m.name]!;
+      if (m.name === 'speakers') {
+        // no network: one 25-step encoder window (raw samples, so no half analysis window in the lookahead)
+        assert.deepEqual(
+          [m.left_context_steps, m.right_context_steps, m.receptive_field_ms, m.lookahead_ms, m.stream_lookahead_ms],
+          [doc.left, doc.right, doc.receptiveFieldMs, doc.lookaheadMs, doc.streamLookaheadMs],
+          "docs/streaming.md's latency table row for speakers",
+        );
+        assert.deepEqual([m.receptive_field_ms, m.lookahead_ms], [25 * 64, 24 * 64]);
+        continue;
+      }
       const manifest = JSON.parse(readFileSync(path.join(packageRoot(), 'models', m.name, 'manifest.json'), 'utf8')) as {
         version: string; receptive_field_ms: number; lookahead_ms: number; context: { left_steps: number; right_steps: number };
       };
@@ -267,7 +282,6 @@ describe('ListModels, health, reflection', () => {
       assert.equal(m.lookahead_ms, manifest.lookahead_ms);
       assert.equal(m.receptive_field_ms, (m.left_context_steps + 1 + m.right_context_steps) * 64);
       assert.equal(m.lookahead_ms, m.right_context_steps * 64 + 8);
-      const doc = documented[m.name]!;
       assert.deepEqual(
         [m.left_context_steps, m.right_context_steps, m.receptive_field_ms, m.lookahead_ms, m.stream_lookahead_ms],
         [doc.left, doc.right, doc.receptiveFieldMs, doc.lookaheadMs, doc.streamLookaheadMs],
