@@ -67,9 +67,10 @@ describe('OpenAPI document', () => {
     const params = doc.paths['/file-processing/jobs']!.post!.parameters!;
     const byName = Object.fromEntries(params.map((p) => [p.name, p]));
     assert.deepEqual(Object.keys(byName).sort(), [
-      'callback', 'channel', 'idempotency-key', 'include_raw_values', 'include_summary', 'include_transitions', 'metadata', 'models', 'output_period', 'volume_threshold',
+      'callback', 'channel', 'idempotency-key', 'include_raw_values', 'include_summary', 'include_transitions', 'max_speakers', 'metadata', 'models', 'num_speakers', 'output_period', 'volume_threshold',
     ]);
     assert.equal(byName.models!.required, true);
+    for (const k of ['num_speakers', 'max_speakers']) assert.deepEqual([byName[k]!.schema!.minimum, byName[k]!.schema!.maximum], [1, 20], k);
     assert.equal(byName.output_period!.required, true);
     assert.equal(byName.output_period!.schema!.multipleOf, 64);
     for (const p of params) assert.equal(p.in, p.name === 'idempotency-key' ? 'header' : 'query');
