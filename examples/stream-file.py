@@ -11,7 +11,7 @@ directory, so nothing generated is kept in the repository.
         [--raw] [--summary] [--realtime] [--chunk-ms 100]
 
 The file must be PCM WAV with 16-bit samples (any rate, any channel count); it is sent as
-PCM_S16LE at its own rate. Output: one JSON object per line, {"timestamp", "results"[, "raw"]},
+PCM_S16LE at its own rate. Output: one JSON object per line, {"timestamp", "final", "results"[, "raw"]},
 in the SPEC's time-step shape; with --summary a last line {"summary": {...}}.
 Exit status: 0 ok, 1 stream error (gRPC status and auris error code on stderr), 2 usage.
 """
@@ -71,7 +71,8 @@ def requests(pb2, config, wav, chunk_frames, realtime):
 
 def step_json(msg, models):
     """A StepResult as the SPEC's time-step JSON, keys in request order."""
-    out = {"timestamp": msg.timestamp, "results": {}}
+    # final: False for a provisional result (sent early, 128 ms of lookahead), True for the step's final one
+    out = {"timestamp": msg.timestamp, "final": msg.final, "results": {}}
     for m in models:
         if m in msg.results:
             r = msg.results[m]

@@ -44,6 +44,8 @@ function findProto(explicit: string | undefined): string {
 
 interface StepResult {
   timestamp: number;
+  /** false (absent): a provisional result (128 ms of lookahead); true: the step's final result. */
+  final?: boolean;
   results?: Record<string, { result: string; confidence?: number }>;
   raw?: Record<string, { values: Record<string, number> }>;
 }
@@ -87,7 +89,7 @@ function main(): void {
   const bytesPerMs = (rate * channels * 2) / 1000;
 
   call.on('data', (msg: StepResult) => {
-    const line: Record<string, unknown> = { timestamp: msg.timestamp, results: {} };
+    const line: Record<string, unknown> = { timestamp: msg.timestamp, final: msg.final === true, results: {} };
     for (const m of models) if (msg.results?.[m]) (line['results'] as Record<string, unknown>)[m] = msg.results[m];
     if (values.raw && msg.raw) line['raw'] = Object.fromEntries(models.map((m) => [m, msg.raw![m]?.values]));
     // The step's audio ends at timestamp + period: when was that byte sent?

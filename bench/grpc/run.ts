@@ -173,7 +173,8 @@ function connect(target: Target, periodMs: number, onStep: (timestamp: number) =
     const config: StreamConfigMsg = { models: MODELS, output_period: periodMs, sample_rate: 16000, encoding: 'PCM_S16LE' };
     const h = openAnalyzeStream(target.client, KEY, config);
     h.call.on('data', (msg: StepResultMsg) => {
-      if (!msg.summary) onStep(Number(msg.timestamp));
+      // finals only: provisional results (final false) are measured by bench/provisional
+      if (!msg.summary && msg.final === true) onStep(Number(msg.timestamp));
     });
     return { send: (audio) => void h.call.write({ audio }), end: () => h.end(), done: h.status.then((st) => st.code) };
   }
@@ -185,8 +186,8 @@ function connect(target: Target, periodMs: number, onStep: (timestamp: number) =
     pending.length = 0;
   });
   ws.on('message', (d: Buffer) => {
-    const m = JSON.parse(d.toString('utf8')) as { type?: string; timestamp?: number };
-    if (m.type === undefined) onStep(m.timestamp!);
+    const m = JSON.parse(d.toString('utf8')) as { type?: string; timestamp?: number; final?: boolean };
+    if (m.type === undefined && m.final === true) onStep(m.timestamp!);
   });
   ws.on('error', () => undefined);
   return {

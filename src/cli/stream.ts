@@ -27,7 +27,9 @@ const HELP = `usage: auris stream <file|-> [options]
 
 Sends an audio file (${SUPPORTED_FORMATS_TEXT}; up to 10 minutes; '-' reads stdin) to the auris
 streaming service (auris serve) as a live stream, over gRPC or the WebSocket, and prints each
-time step as one JSON line (timestamp, results, raw) as soon as it arrives. With --summary,
+time step as one JSON line (timestamp, final, results, raw) as soon as it arrives: with
+--results all (the default) a step's provisional result ("final": false, 128 ms of lookahead)
+may come before its final one ("final": true); --results final prints finals only. With --summary,
 a line {"summary": {...}}; with --transitions, a line {"transitions": {...}}. The samples are
 sent at the file's own rate and channel count.
 
@@ -43,6 +45,7 @@ options:
   --raw                     add raw class probabilities (include_raw_values)
   --summary                 end with the per-model summary (include_summary)
   --transitions             end with the per-model transitions (include_transitions)
+  --results <all|final>     provisional and final step results (default all), or finals only
   --volume-threshold <dB>   silence gate in dBFS, -120..0 (default ${DEFAULT_VOLUME_THRESHOLD_DB})
   --num-speakers <n>        speakers model: the number of speakers when known, 1..${SPEAKER_COUNT_LIMIT} (never more in the stream)
   --max-speakers <n>        speakers model: at most this many speakers, 1..${SPEAKER_COUNT_LIMIT}
@@ -56,7 +59,7 @@ exit status: 0 ok, 1 stream error (message and code on stderr), 2 usage error.`;
 
 const VALUE_OPTIONS = [
   '--transport', '--url', '--grpc', '--api-key', '--models', '--output-period', '--channel', '--volume-threshold',
-  '--num-speakers', '--max-speakers', '--chunk-ms', '--encoding', '--stream-id',
+  '--num-speakers', '--max-speakers', '--chunk-ms', '--encoding', '--stream-id', '--results',
 ];
 
 const OPTIONS = {
@@ -77,6 +80,7 @@ const OPTIONS = {
   'chunk-ms': { type: 'string', default: '100' },
   encoding: { type: 'string', default: 'f32le' },
   'stream-id': { type: 'string' },
+  results: { type: 'string', default: 'all' },
   help: { type: 'boolean', short: 'h', default: false },
 } as const;
 type Values = Parsed<typeof OPTIONS>['values'];
@@ -112,7 +116,10 @@ export async function run(argv: string[]): Promise<number> {
     const target: StreamTarget = transport === 'ws' ? { transport, url, apiKey } : { transport, address, apiKey };
     const stream = await streamFile(target, source, { ...options, models });
     for await (const m of stream) {
-      if (m.type === 'step') process.stdout.write(JSON.stringify(m.step) + '\n');
+      if (m.type === 'step') {
+        const { timestamp, ...rest } = m.step;
+        process.stdout.write(JSON.stringify({ timestamp, final: m.final, ...rest }) + '\n');
+      }
       else if (m.type === 'summary') process.stdout.write(JSON.stringify({ summary: m.summary }) + '\n');
       else process.stdout.write(JSON.stringify({ transitions: m.transitions }) + '\n');
     }
@@ -127,6 +134,7 @@ export async function run(argv: string[]): Promise<number> {
 function usageProblem(values: Values): string | null {
   if (values.encoding !== 's16le' && values.encoding !== 'f32le') return '--encoding must be s16le or f32le';
   if (values.transport !== 'grpc' && values.transport !== 'ws') return '--transport must be grpc or ws';
+  if (values.results !== 'all' && values.results !== 'final') return '--results must be all or final';
   const chunkMs = Number(values['chunk-ms']);
   if (!(chunkMs > 0 && chunkMs <= 60_000)) return '--chunk-ms must be a number of ms in (0, 60000]';
   return null;
@@ -148,6 +156,7 @@ function streamOptions(values: Values): Omit<FileStreamOptions, 'models'> {
     includeRaw: values.raw === true,
     includeSummary: values.summary === true,
     includeTransitions: values.transitions === true,
+    results: values.results as 'all' | 'final',
     ...(volumeThreshold !== undefined ? { volumeThreshold } : {}),
     ...(numSpeakers !== undefined ? { numSpeakers } : {}),
     ...(maxSpeakers !== undefined ? { maxSpeakers } : {}),

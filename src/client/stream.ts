@@ -5,7 +5,10 @@
  *   void pipeAudio(stream, someReadable);          // or stream.write(chunk) ... stream.end()
  *   for await (const m of stream) if (m.type === 'step') console.log(m.step);
  *
- * Messages come in order: steps, then the summary and the transitions when asked. A stream
+ * Messages come in order: steps, then the summary and the transitions when asked. Each step
+ * message says `final`: with results 'all' (the default) a step's provisional result
+ * (final = false, 128 ms of lookahead) may come before its final one; results 'final' gives
+ * finals only. A stream
  * that the server ends with an error makes the iteration throw a StreamClientError carrying
  * the service's stable code (INVALID_PARAMETER, TOO_MANY_STREAMS, IDLE_TIMEOUT, ...).
  */
@@ -38,10 +41,13 @@ export interface StreamClientOptions {
   /** The speakers model: at most this many speakers (max_speakers, 1..20). */
   maxSpeakers?: number;
   streamId?: string;
+  /** 'all' (default): provisional and final step results; 'final': finals only (docs/streaming.md). */
+  results?: 'all' | 'final';
 }
 
 export type StreamMessage =
-  | { type: 'step'; step: TimeStepResult }
+  /** final = false: a provisional result of the step; its final one follows (docs/streaming.md). */
+  | { type: 'step'; step: TimeStepResult; final: boolean }
   | { type: 'summary'; summary: Record<string, Record<string, number>>; durationMs: number; steps: number }
   | { type: 'transitions'; transitions: Record<string, Segment[]> };
 
@@ -129,6 +135,7 @@ export function streamQuery(o: StreamClientOptions): URLSearchParams {
   if (o.numSpeakers !== undefined) q.set('num_speakers', String(o.numSpeakers));
   if (o.maxSpeakers !== undefined) q.set('max_speakers', String(o.maxSpeakers));
   if (o.streamId !== undefined) q.set('stream_id', o.streamId);
+  if (o.results !== undefined) q.set('results', o.results);
   return q;
 }
 
@@ -146,7 +153,10 @@ function openWebSocketStream(target: Extract<StreamTarget, { transport: 'ws' }>,
   const opened = new Promise<void>((resolve) => ws.once('open', () => resolve()));
   ws.on('message', (data: Buffer) => {
     const m = JSON.parse(data.toString('utf8')) as Record<string, unknown>;
-    if (m.type === undefined) queue.push({ type: 'step', step: m as unknown as TimeStepResult });
+    if (m.type === undefined) {
+      const { final, ...step } = m;
+      queue.push({ type: 'step', step: step as unknown as TimeStepResult, final: final !== false });
+    }
     else if (m.type === 'started') started(String(m.stream_id));
     else if (m.type === 'summary') queue.push({ type: 'summary', summary: m.summary as Record<string, Record<string, number>>, durationMs: Number(m.duration_ms), steps: Number(m.steps) });
     else if (m.type === 'transitions') queue.push({ type: 'transitions', transitions: m.transitions as Record<string, Segment[]> });
@@ -196,6 +206,7 @@ export function grpcConfig(o: StreamClientOptions): StreamConfigMsg {
   if (o.numSpeakers !== undefined) cfg.num_speakers = o.numSpeakers;
   if (o.maxSpeakers !== undefined) cfg.max_speakers = o.maxSpeakers;
   if (o.streamId !== undefined) cfg.stream_id = o.streamId;
+  if (o.results !== undefined) cfg.results = o.results === 'final' ? 'RESULTS_MODE_FINAL' : 'RESULTS_MODE_ALL';
   return cfg;
 }
 
@@ -205,7 +216,7 @@ function openGrpcStream(target: Extract<StreamTarget, { transport: 'grpc' }>, op
   const queue = new MessageQueue();
   h.call.on('data', (msg: StepResultMsg) => {
     const hasTransitions = msg.transitions !== undefined && Object.keys(msg.transitions).length > 0;
-    if (!msg.summary && !hasTransitions) return queue.push({ type: 'step', step: stepJson(msg, options.models) });
+    if (!msg.summary && !hasTransitions) return queue.push({ type: 'step', step: stepJson(msg, options.models), final: msg.final === true });
     // Protobuf maps have no order: keys in request order, like the WebSocket's JSON.
     const inOrder = <T, U>(map: Record<string, T>, f: (v: T) => U): Record<string, U> =>
       Object.fromEntries(options.models.filter((m) => map[m] !== undefined).map((m) => [m, f(map[m]!)]));

@@ -72,7 +72,11 @@ export interface StreamConfigMsg {
   include_transitions?: boolean;
   num_speakers?: number;
   max_speakers?: number;
+  /** A name, or a number for a value this version does not know. */
+  results?: ResultsModeName | number;
 }
+
+export type ResultsModeName = 'RESULTS_MODE_UNSPECIFIED' | 'RESULTS_MODE_ALL' | 'RESULTS_MODE_FINAL';
 
 export interface AnalyzeRequestMsg {
   config?: StreamConfigMsg;
@@ -96,6 +100,8 @@ export interface StepResultMsg {
   timestamp: number;
   results?: Record<string, ModelResultMsg>;
   raw?: Record<string, { values: Record<string, number> }>;
+  /** Step messages: true for a final result, false (absent when decoded) for a provisional one. */
+  final?: boolean;
   summary?: StreamSummaryMsg;
   transitions?: Record<string, { segments: Segment[] }>;
 }

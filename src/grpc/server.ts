@@ -102,8 +102,8 @@ function statusError(aurisCode: string, details: string): Partial<grpc.StatusObj
 }
 
 /** The SPEC time-step result as a StepResult message. */
-export function stepMessage(step: TimeStepResult): StepResultMsg {
-  const msg: StepResultMsg = { timestamp: step.timestamp, results: step.results };
+export function stepMessage(step: TimeStepResult, final = true): StepResultMsg {
+  const msg: StepResultMsg = { timestamp: step.timestamp, results: step.results, final };
   if (step.raw) {
     const raw: Record<string, { values: Record<string, number> }> = {};
     for (const [name, values] of Object.entries(step.raw)) raw[name] = { values };
@@ -332,7 +332,7 @@ export class AnalysisGrpcServer {
 class GrpcSink implements StreamSink {
   constructor(private readonly call: AnalyzeStream) {}
   send(out: StreamOutput): boolean {
-    return this.call.write(out.type === 'step' ? stepMessage(out.step) : summaryMessage(out.summary));
+    return this.call.write(out.type === 'step' ? stepMessage(out.step, out.final) : summaryMessage(out.summary));
   }
   started(streamId: string): void {
     const md = new grpc.Metadata();

@@ -24,6 +24,7 @@ import type { InferenceEngine } from '../inference/engine';
 import type { ModelInfo } from '../inference/registry';
 import { StepBuffer } from '../inference/step-buffer';
 import { StreamRunner } from '../inference/stream-runner';
+import { ProvisionalRunner } from '../inference/provisional-runner';
 import type { EncoderStage } from '../inference/encoder-stage';
 import { LiveSpeakerMap } from '../speakers/live-map';
 
@@ -41,6 +42,13 @@ export interface StreamSessionOptions extends AnalysisRequest {
   maxWindowSteps?: number;
   /** Use the models' stateful streaming graphs where they have one (default true). */
   statefulModels?: boolean;
+  /**
+   * Provisional results (docs/streaming.md): each output step is also answered as soon as its
+   * audio plus this many steps have arrived, by the same networks with the missing future
+   * treated as the signal end (src/inference/provisional-runner.ts). 0 or absent: finals only.
+   * Not with the speakers model (its online map has no truncated answer): finals only then.
+   */
+  provisionalSteps?: number;
 }
 
 export interface StreamSummary {
@@ -57,8 +65,12 @@ export interface StreamSummary {
 }
 
 export interface StreamSessionEvents {
-  /** One output step, in order (SPEC time-step shape, rounded). */
-  onStep(step: TimeStepResult): void;
+  /**
+   * One output step (SPEC time-step shape, rounded). Finals (final = true) come in order, one per
+   * output step. With provisionalSteps, a provisional result (final = false) of a step may come
+   * first: provisionals come in order too, and never after their step's final.
+   */
+  onStep(step: TimeStepResult, final: boolean): void;
   /** Inference failed: the session is unusable (close it). */
   onError(err: Error): void;
   /** Outputs arrived (the backlog may have shrunk). */
@@ -76,6 +88,13 @@ export class StreamSession {
   private readonly decider: StepDecider;
   private readonly frontend: StreamFrontend;
   private readonly runners: StreamRunner[];
+  /** Provisional results: their runners, outputs per model, decider (no segment mean) and next step. */
+  private readonly provRunners: ProvisionalRunner[] = [];
+  private readonly provProbs = new Map<string, StepBuffer>();
+  private provDecider: StepDecider | undefined;
+  private nextProv = 0;
+  /** Provisional results sent. */
+  provisionalSent = 0;
   /** Encoder stages of the models with encoder views and of the speaker map. */
   private readonly stages: EncoderStage[] = [];
   /** The speaker map, when `speakers` runs: raw values and the summary list the speakers it found. */
@@ -166,6 +185,46 @@ export class StreamSession {
           : {}),
       });
     });
+    const P = options.provisionalSteps ?? 0;
+    if (P > 0 && !this.speakers) {
+      this.provDecider = new StepDecider({
+        models: options.models,
+        rawKeys: engine.registry.rawKeys(),
+        outputPeriodMs: options.outputPeriodMs,
+        volumeThreshold: volumeThresholdOf(options),
+        includeRaw: options.includeRaw,
+        // a provisional label stands alone: the gender segment mean is the finals' (it would need the finals' history)
+        segmentSmoothing: false,
+      });
+      for (const m of networks) {
+        const store = new StepBuffer(m.rawKeys.length);
+        this.provProbs.set(m.name, store);
+        this.provRunners.push(
+          new ProvisionalRunner({
+            model: m,
+            // the network alone: encoder views (gender) fuse into finals only
+            infer: (features, steps) => engine.infer(m, features, steps),
+            onOutput: (start, probs) => {
+              if (store.end < start) {
+                store.clear();
+                store.start = start;
+              }
+              store.append(probs);
+              this.emitProvisional();
+            },
+            onError: (e) => this.fail(e),
+            lookahead: P,
+            align: this.per,
+            finalFrom: () => this.nextOut * this.per,
+          }),
+        );
+      }
+    }
+  }
+
+  /** Provisional model calls made so far (all models). */
+  get provisionalCalls(): number {
+    return this.provRunners.reduce((a, r) => a + r.calls, 0);
   }
 
   /** Steps received by the models whose outputs are not back yet (beyond their lookahead). */
@@ -219,6 +278,7 @@ export class StreamSession {
       this.feed(this.frontend.end());
       const done = new Promise<void>((resolve, reject) => (this.finish = { resolve, reject }));
       for (const r of this.runners) r.end();
+      for (const r of this.provRunners) r.end();
       for (const e of this.stages) e.end().then(() => this.emitReady(), (err: Error) => this.fail(err));
       this.emitReady();
       await done;
@@ -232,6 +292,7 @@ export class StreamSession {
    */
   hold(on: boolean): void {
     for (const r of this.runners) r.hold(on);
+    for (const r of this.provRunners) r.hold(on);
   }
 
   /** Frees the native front end and the buffers now; outputs still in flight are dropped. Idempotent. */
@@ -240,6 +301,7 @@ export class StreamSession {
     this.closed = true;
     this.frontend.close();
     for (const r of this.runners) r.close();
+    for (const r of this.provRunners) r.close();
     for (const e of this.stages) e.close();
     this.finish?.reject(new AurisError('ABORTED', 'stream closed'));
     this.finish = undefined;
@@ -252,6 +314,7 @@ export class StreamSession {
     this.levels.append(chunk.levels.subarray(0, chunk.steps));
     this.steps += chunk.steps;
     for (const r of this.runners) r.push(chunk.features, chunk.steps);
+    for (const r of this.provRunners) r.push(chunk.features, chunk.steps);
     for (const e of this.stages) e.push(chunk.levels, chunk.pcm, chunk.steps).catch((err: Error) => this.fail(err));
   }
 
@@ -302,13 +365,46 @@ export class StreamSession {
       this.nextOut++;
       this.levels.dropBefore(to);
       for (const store of this.probs.values()) store.dropBefore(to);
-      this.events.onStep(step);
+      for (const store of this.provProbs.values()) store.dropBefore(to);
+      this.nextProv = Math.max(this.nextProv, this.nextOut);
+      this.events.onStep(step, true);
       if (this.closed) return;
     }
     if (this.frontendEnded && this.nextOut * this.per >= this.steps && this.runners.every((r) => r.done) && this.stages.every((e) => e.done)) {
       const f = this.finish;
       this.finish = undefined;
       f?.resolve();
+    }
+  }
+
+  /**
+   * Sends the provisional result of every output step whose final is not sent yet and which
+   * has provisional outputs from every model; a step some model skipped (its final came first
+   * there) gets none.
+   */
+  private emitProvisional(): void {
+    const decider = this.provDecider;
+    if (!decider || this.closed || this.failure || this.frontendEnded) return;
+    let available = Infinity;
+    for (const store of this.provProbs.values()) available = Math.min(available, store.end);
+    for (let k = Math.max(this.nextProv, this.nextOut); ; k++) {
+      const from = k * this.per;
+      const to = from + this.per;
+      if (available < to || to > this.steps) break;
+      this.nextProv = k + 1;
+      let complete = true;
+      const probs: Record<string, Float32Array> = {};
+      for (const [name, store] of this.provProbs) {
+        if (store.start > from) complete = false;
+        else probs[name] = store.view(from, to);
+      }
+      if (!complete) continue;
+      const agg = decider.aggregate(this.levels.view(from, to), probs, 0, to - from, () => STEP_MS);
+      const { step } = decider.timeStep(k * this.options.outputPeriodMs, agg.levelDb, agg.avg, this.options.includeRaw);
+      for (const store of this.provProbs.values()) store.dropBefore(to);
+      this.provisionalSent++;
+      this.events.onStep(step, false);
+      if (this.closed) return;
     }
   }
 

@@ -7,6 +7,7 @@
 import { AurisError } from '../errors';
 import { checkSpeakerCounts, parseModelList, parseOutputPeriod, parseSpeakerCount, parseVolumeThreshold } from '../analysis/options';
 import type { StreamEncoding, StreamSessionOptions } from '../pipeline/analyze-stream';
+import { PROVISIONAL_LOOKAHEAD_STEPS } from '../inference/provisional-runner';
 
 /** A stream's parameters, as either transport carries them (snake_case, like the file-job query). */
 export interface StreamParams {
@@ -25,7 +26,12 @@ export interface StreamParams {
   /** The speakers model: 1..20 (gRPC: 0 = not given). */
   num_speakers?: number;
   max_speakers?: number;
+  /** Which results the client wants: a name of the transport's `resultsModes` table (gRPC: the enum name, or a number it does not know). */
+  results?: string | number;
 }
+
+/** all: provisional results then finals (the default); final: finals only (the results before provisional results existed). */
+export type ResultsMode = 'all' | 'final';
 
 export interface StreamParamRules {
   /** Prepended to parameter names in messages ('config.' for gRPC). */
@@ -35,6 +41,10 @@ export interface StreamParamRules {
   /** Encoding when none is given (undefined: required). */
   defaultEncoding?: StreamEncoding;
   maxOutputPeriodMs?: number;
+  /** Accepted `results` names -> mode (absent, '' or 0: all). */
+  resultsModes: Readonly<Record<string, ResultsMode>>;
+  /** Lookahead of provisional results, steps (default PROVISIONAL_LOOKAHEAD_STEPS). */
+  provisionalSteps?: number;
 }
 
 export const MIN_SAMPLE_RATE = 8000;
@@ -45,6 +55,7 @@ export const MAX_STREAM_ID_LENGTH = 128;
 export interface ValidatedStreamConfig extends StreamSessionOptions {
   /** The client's stream id ('' when none was given). */
   streamId: string;
+  results: ResultsMode;
 }
 
 function invalid(message: string, details?: Record<string, unknown>): AurisError {
@@ -65,6 +76,7 @@ export function validateStreamParams(cfg: StreamParams, knownModels: readonly st
   const encoding = streamEncoding(cfg, rules, sampleRate);
   const { channels, channel } = streamChannel(cfg, prefix);
   const streamId = streamIdOf(cfg, prefix);
+  const results = streamResults(cfg, rules);
   // proto3 has no absent integer: 0 means not given, as for channels
   const count = (k: 'num_speakers' | 'max_speakers'): number | undefined => withPrefix(prefix, () => parseSpeakerCount(k, cfg[k] === 0 ? undefined : cfg[k]));
   const numSpeakers = count('num_speakers');
@@ -84,7 +96,17 @@ export function validateStreamParams(cfg: StreamParams, knownModels: readonly st
     channels,
     channel,
     streamId,
+    results,
+    provisionalSteps: results === 'all' ? (rules.provisionalSteps ?? PROVISIONAL_LOOKAHEAD_STEPS) : 0,
   };
+}
+
+function streamResults(cfg: StreamParams, rules: StreamParamRules): ResultsMode {
+  const v = cfg.results;
+  if (v === undefined || v === '' || v === 0 || v === 'RESULTS_MODE_UNSPECIFIED') return 'all';
+  const mode = rules.resultsModes[String(v)];
+  if (!mode) throw invalid(`${rules.prefix}results ${JSON.stringify(v)} is not supported: use ${encodingList(Object.keys(rules.resultsModes))}`);
+  return mode;
 }
 
 /** Runs a file-job parameter rule; its message gets the transport's parameter prefix. */

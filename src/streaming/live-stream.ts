@@ -22,7 +22,7 @@ import { StreamSession, type StreamSessionOptions, type StreamSummary } from '..
 import type { StreamHub } from './hub';
 
 /** What a stream sends, in order: steps, then (when asked) the summary, then the end. */
-export type StreamOutput = { type: 'step'; step: TimeStepResult } | { type: 'summary'; summary: StreamSummary };
+export type StreamOutput = { type: 'step'; step: TimeStepResult; /** false: a provisional result (docs/streaming.md) */ final: boolean } | { type: 'summary'; summary: StreamSummary };
 
 /** Why a stream ended badly: a stable auris error code and a message for the client. */
 export interface StreamError {
@@ -103,7 +103,7 @@ export class LiveStream {
         this.hub.engine,
         { ...options, maxWindowSteps: limits.maxWindowSteps, statefulModels: limits.statefulModels },
         {
-          onStep: (step) => this.write({ type: 'step', step }),
+          onStep: (step, final) => this.write({ type: 'step', step, final }),
           onError: (e) => this.fail(e),
           onProgress: () => this.updateFlow(),
         },

@@ -22,7 +22,7 @@ import type { ApiKeyRegistry } from '../http/auth';
 import type { AuthFailureThrottle } from '../http/auth-throttle';
 import type { Owner } from '../jobs/service';
 import type { StreamEncoding } from '../pipeline/analyze-stream';
-import { validateStreamParams, type StreamParams } from '../streaming/config';
+import { validateStreamParams, type ResultsMode, type StreamParams } from '../streaming/config';
 import type { StreamHub } from '../streaming/hub';
 import type { LiveStream, StreamError, StreamOutput, StreamSink } from '../streaming/live-stream';
 import type { StreamTokens } from '../streaming/tokens';
@@ -37,8 +37,11 @@ export const SEND_HIGH_WATER_BYTES = 256 * 1024;
 
 const PARAMS = new Set([
   'token', 'models', 'output_period', 'volume_threshold', 'include_raw_values', 'include_summary', 'include_transitions',
-  'sample_rate', 'encoding', 'channels', 'channel', 'stream_id', 'num_speakers', 'max_speakers',
+  'sample_rate', 'encoding', 'channels', 'channel', 'stream_id', 'num_speakers', 'max_speakers', 'results',
 ]);
+
+/** Query `results`: provisional and final results (default), or finals only. */
+export const WS_RESULTS_MODES: Readonly<Record<string, ResultsMode>> = { all: 'all', final: 'final' };
 
 export interface StreamRouteOptions {
   hub: StreamHub;
@@ -97,6 +100,7 @@ export function queryParams(query: Record<string, unknown>): StreamParams {
   set('max_speakers', int('max_speakers'));
   set('encoding', q.encoding);
   set('stream_id', q.stream_id);
+  set('results', q.results);
   if (q.volume_threshold !== undefined && q.volume_threshold !== '') {
     const v = Number(q.volume_threshold);
     if (!Number.isFinite(v)) throw wsError('INVALID_PARAMETER', `volume_threshold must be a number (dBFS), got ${JSON.stringify(q.volume_threshold)}`);
@@ -142,7 +146,10 @@ class WsSink implements StreamSink {
 
 /** The JSON messages of one output: a step is the SPEC time-step result itself. */
 function outputMessages(out: StreamOutput): object[] {
-  if (out.type === 'step') return [out.step];
+  if (out.type === 'step') {
+    const { timestamp, ...rest } = out.step;
+    return [{ timestamp, final: out.final, ...rest }];
+  }
   const s = out.summary;
   const msgs: object[] = [];
   if (s.models) msgs.push({ type: 'summary', summary: s.models, duration_ms: s.durationMs, steps: s.steps });
@@ -210,6 +217,7 @@ export async function websocketStreamRoutes(app: FastifyInstance, opts: StreamRo
         prefix: '',
         encodings: WS_ENCODINGS,
         defaultEncoding: 's16le',
+        resultsModes: WS_RESULTS_MODES,
         maxOutputPeriodMs: opts.hub.limits.maxOutputPeriodMs,
       });
       const opened = opts.hub.open(owner, sink, 'websocket');

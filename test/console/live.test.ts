@@ -50,8 +50,8 @@ describe('console Live view (Chromium, fake microphone, real service)', { timeou
       await page.locator('#live-status', { hasText: 'Listening' }).waitFor();
       // Speech first, then a silence step after it.
       await page.locator('[data-model="speech"] .live-step[data-label="speech"]').first().waitFor();
-      await page.locator('[data-model="speech"] .live-step[data-label="speech"] ~ .live-step[data-label="silence"]').first().waitFor();
-      const labels = await page.locator('[data-model="speech"] .live-step').evaluateAll((els) => els.map((e) => (e as unknown as { dataset: { label: string; t: string } }).dataset));
+      await page.locator('[data-model="speech"] .live-step[data-label="speech"]:not(.live-provisional) ~ .live-step[data-label="silence"]:not(.live-provisional)').first().waitFor();
+      const labels = await page.locator('[data-model="speech"] .live-step:not(.live-provisional)').evaluateAll((els) => els.map((e) => (e as unknown as { dataset: { label: string; t: string } }).dataset));
       const firstSpeech = labels.findIndex((l) => l.label === 'speech');
       const silenceAfter = labels.findIndex((l, i) => i > firstSpeech && l.label === 'silence');
       assert.ok(firstSpeech >= 0 && silenceAfter > firstSpeech, JSON.stringify(labels));
@@ -63,7 +63,7 @@ describe('console Live view (Chromium, fake microphone, real service)', { timeou
       assert.ok(panel.x >= form.x + form.width, `Live panel at x=${panel.x}, the form ends at ${form.x + form.width}`);
       assert.ok(panel.width > 500, `Live panel ${panel.width} px wide`);
       // Blocks sit at their time on the time axis: 40 px per second, ticks every second, labelled every 5 s.
-      const lefts = await page.locator('[data-model="speech"] .live-step').evaluateAll((els) => els.map((e) => (e as unknown as { style: { left: string; width: string } }).style));
+      const lefts = await page.locator('[data-model="speech"] .live-step:not(.live-provisional)').evaluateAll((els) => els.map((e) => (e as unknown as { style: { left: string; width: string } }).style));
       lefts.forEach((st, i) => {
         assert.equal(st.left, `${(i * 256 * 40) / 1000}px`, `block ${i}`);
         assert.equal(st.width, `${(256 * 40) / 1000}px`);

@@ -36,7 +36,14 @@ interface Line {
   summary?: Record<string, Record<string, number>>;
 }
 
-const lines = (stdout: string): Line[] => stdout.trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as Line);
+/** The JSON lines but the provisional results ("final": false; test/streaming/provisional.test.ts checks those). */
+const lines = (stdout: string): Line[] =>
+  stdout.trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as Line & { final?: boolean })
+    .filter((l) => l.final !== false)
+    .map(({ final, ...l }) => {
+      assert.equal(final, l.results ? true : undefined, 'a step line has "final": true (every client here prints it)');
+      return l;
+    });
 
 async function fileLabels(file: string, models: string[], outputPeriodMs: number, channel?: number): Promise<string[][]> {
   const res = await analyzeFile({ path: file }, { models, outputPeriodMs, ...(channel !== undefined ? { channel } : {}) }, { engine: ts.srv.engine });

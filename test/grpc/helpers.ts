@@ -114,7 +114,10 @@ export function randomChunks(total: number, min: number, max: number, rand: () =
 }
 
 export interface StreamOutcome {
+  /** The final step results, in order (their `final` field removed once checked). */
   steps: StepResultMsg[];
+  /** The provisional step results (final false/absent), in order. */
+  provisional: StepResultMsg[];
   summary: StepResultMsg | undefined;
   status: grpc.StatusObject;
   metadata: grpc.Metadata;
@@ -141,7 +144,39 @@ export async function streamPcm(
   const status = await h.status;
   const metadata = await h.metadata;
   const summary = got.length > 0 && got.at(-1)!.summary ? got.pop() : undefined;
-  return { steps: got, summary, status, metadata };
+  return { ...splitProvisional(got), summary, status, metadata };
+}
+
+/**
+ * Checks the protocol of step messages (docs/streaming.md) and splits them: finals (final =
+ * true) in timestamp order, one per step; a step's provisional (final absent) before its final,
+ * at most once, in order, with results (and raw) only. `final` is removed from the finals.
+ */
+export function splitProvisional(msgs: StepResultMsg[]): { steps: StepResultMsg[]; provisional: StepResultMsg[] } {
+  const steps: StepResultMsg[] = [];
+  const provisional: StepResultMsg[] = [];
+  let lastFinal = -1;
+  let lastProv = -1;
+  for (const m of msgs) {
+    const { final, ...rest } = m;
+    const t = Number(m.timestamp);
+    if (m.summary || (m.transitions && Object.keys(m.transitions).length > 0)) {
+      assert.equal(final, undefined, 'the summary/transitions message has final = false');
+      steps.push(m);
+      continue;
+    }
+    if (final === true) {
+      assert.ok(t > lastFinal, `final of ${t} after the final of ${lastFinal}`);
+      lastFinal = t;
+      steps.push(rest);
+    } else {
+      assert.ok(t > lastFinal, `provisional of ${t} after the final of ${lastFinal}`);
+      assert.ok(t > lastProv, `provisional of ${t} after the provisional of ${lastProv}`);
+      lastProv = t;
+      provisional.push(rest);
+    }
+  }
+  return { steps, provisional };
 }
 
 export function errorCodeOf(status: grpc.StatusObject): string | undefined {

@@ -6,6 +6,7 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { strict as assert } from 'node:assert';
 import WebSocket from 'ws';
 import { startApp, type AurisApp, type StreamingOptions } from '../../src/app';
 import { defaultConfig } from '../../src/config';
@@ -41,8 +42,10 @@ export async function startStreamingApp(streaming: StreamingOptions = {}): Promi
 }
 
 export interface WsOutcome {
-  /** Every JSON message, in order. */
+  /** Every JSON message, in order, but the provisional results (without their `final` field: see `provisional`). */
   messages: Array<Record<string, unknown>>;
+  /** The provisional step results ("final": false), in order, without `final`. */
+  provisional: WsOutcome['steps'];
   /** Time-step results (messages without `type`). */
   steps: Array<{ timestamp: number; results: Record<string, { result: string; confidence: number }>; raw?: Record<string, Record<string, number>> }>;
   closeCode: number;
@@ -78,5 +81,40 @@ export async function wsStream(
   }
   const [closeCode, closeReason] = await closed;
   const error = messages.find((m) => m.type === 'error') as WsOutcome['error'];
-  return { messages, steps: messages.filter((m) => m.type === undefined) as unknown as WsOutcome['steps'], closeCode, closeReason, error };
+  const { finals, provisional } = splitProvisional(messages);
+  return { messages: finals, provisional, steps: finals.filter((m) => m.type === undefined) as unknown as WsOutcome['steps'], closeCode, closeReason, error };
+}
+
+/**
+ * Checks the protocol of step messages (docs/streaming.md) and splits them: every step message
+ * has a boolean `final`; finals come in timestamp order, one per step; a step's provisional
+ * result comes before its final, at most once, and provisionals are in order too. Returns the
+ * messages without the provisionals and the provisionals, both without `final`.
+ */
+export function splitProvisional(messages: Array<Record<string, unknown>>): { finals: Array<Record<string, unknown>>; provisional: WsOutcome['steps'] } {
+  const finals: Array<Record<string, unknown>> = [];
+  const provisional: WsOutcome['steps'] = [];
+  let lastFinal = -1;
+  let lastProv = -1;
+  for (const m of messages) {
+    if (m.type !== undefined) {
+      finals.push(m);
+      continue;
+    }
+    const { final, ...step } = m;
+    assert.equal(typeof final, 'boolean', `step message without a boolean final: ${JSON.stringify(m)}`);
+    const t = step.timestamp as number;
+    if (final) {
+      assert.ok(t > lastFinal, `final of ${t} after the final of ${lastFinal}`);
+      lastFinal = t;
+      finals.push(step);
+    } else {
+      assert.ok(t > lastFinal, `provisional of ${t} after the final of ${lastFinal}`);
+      assert.ok(t > lastProv, `provisional of ${t} after the provisional of ${lastProv}`);
+      assert.equal(Object.keys(step).filter((k) => k !== 'timestamp' && k !== 'results' && k !== 'raw').length, 0, `provisional with more than results: ${JSON.stringify(m)}`);
+      lastProv = t;
+      provisional.push(step as unknown as WsOutcome['steps'][number]);
+    }
+  }
+  return { finals, provisional };
 }

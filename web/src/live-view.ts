@@ -38,6 +38,8 @@ export class LiveView {
   private readonly lastSpeakerStep = new Map<string, number>();
   private periodMs = 0;
   private nextTickS = 0;
+  /** Provisional blocks shown (lighter) until their step's final replaces them: timestamp -> blocks. */
+  private readonly provisional = new Map<number, HTMLElement[]>();
 
   constructor(private readonly root: HTMLElement) {
     this.names = root.querySelector<HTMLElement>('.live-names')!;
@@ -55,9 +57,16 @@ export class LiveView {
     this.root.hidden = false;
   }
 
-  /** One step result: a block per model at its time, the axis up to its end, legend and summary. */
-  addStep(step: TimeStep, periodMs: number): void {
+  /**
+   * One step result: a block per model at its time, the axis up to its end, legend and summary.
+   * A provisional result (final false: docs/streaming.md) is drawn lighter at once and counted
+   * nowhere; its step's final result replaces it.
+   */
+  addStep(step: TimeStep, periodMs: number, final = true): void {
     this.periodMs = periodMs;
+    if (!final) return this.addProvisional(step, periodMs);
+    for (const b of this.provisional.get(step.timestamp) ?? []) b.remove();
+    this.provisional.delete(step.timestamp);
     for (const [model, r] of Object.entries(step.results)) {
       if (model === SPEAKERS_MODEL) {
         this.addSpeakerStep(step.timestamp, r, periodMs);
@@ -78,6 +87,25 @@ export class LiveView {
     this.renderLegend();
     this.renderSpeakerLegend();
     this.renderSummary();
+  }
+
+  /** A provisional step: lighter blocks (class live-provisional) and the latest label marked as provisional. */
+  private addProvisional(step: TimeStep, periodMs: number): void {
+    const blocks: HTMLElement[] = [];
+    for (const [model, r] of Object.entries(step.results)) {
+      if (model === SPEAKERS_MODEL) continue; // the server sends none for the speaker map
+      const block = el('span', { class: 'live-step live-provisional', 'data-label': r.result, 'data-t': String(step.timestamp) });
+      block.title = `${(step.timestamp / 1000).toFixed(2)} s: ${r.result} (${r.confidence.toFixed(2)}), provisional`;
+      block.style.left = `${pxAt(step.timestamp)}px`;
+      block.style.width = `${pxAt(periodMs)}px`;
+      block.style.background = classColour(r.result);
+      this.laneOf(model).append(block);
+      blocks.push(block);
+      this.names.querySelector(`[data-model="${model}"] .live-now`)!.textContent = `${r.result} ${r.confidence.toFixed(2)}…`;
+    }
+    this.provisional.set(step.timestamp, blocks);
+    this.extendAxis(step.timestamp + periodMs);
+    this.scroll.scrollLeft = this.scroll.scrollWidth;
   }
 
   /** A speakers step: a block in the lane of its speaker (created when the speaker first appears); no_speech and silence are not drawn. */
@@ -148,6 +176,7 @@ export class LiveView {
     for (const lane of [...this.scroll.querySelectorAll('.live-lane')]) lane.remove();
     this.axis.replaceChildren();
     this.nextTickS = 0;
+    this.provisional.clear();
     this.counts.clear();
     this.lastSpeakerStep.clear();
     this.legend.replaceChildren();

@@ -168,10 +168,11 @@ function streamMicrophone(
   };
   ctx.createMediaStreamSource(mic).connect(node);
   let serverError: string | undefined;
-  ws.onopen = () => ui.say(`Listening at ${ctx.sampleRate} Hz… results appear after the models' lookahead (up to 1.5 s).`);
+  ws.onopen = () => ui.say(`Listening at ${ctx.sampleRate} Hz… provisional results appear after about 130 ms (lighter), final ones after the models' lookahead (up to 1.5 s).`);
   ws.onmessage = (ev: MessageEvent<string>) => {
-    const msg = JSON.parse(ev.data) as TimeStep & { type?: string; code?: string; message?: string };
-    if (msg.type === undefined) ui.view.addStep(msg, outputPeriodMs);
+    const msg = JSON.parse(ev.data) as TimeStep & { type?: string; final?: boolean; code?: string; message?: string };
+    // provisional results (final false) first, each replaced by its step's final one
+    if (msg.type === undefined) ui.view.addStep(msg, outputPeriodMs, msg.final !== false);
     else if (msg.type === 'error') serverError = `${msg.message ?? ''} [${msg.code ?? ''}]`;
   };
   ws.onclose = (ev) => {

@@ -1,0 +1,246 @@
+/**
+ * `npm run bench:provisional` (node dist/bench/provisional/run.js [--seconds 10] [--levels 1,50]
+ * [--skip-latency] [--skip-accuracy]): provisional results of live streams (docs/streaming.md).
+ *
+ * 1. Latency: the service (src/app.ts, default settings) in this process, N live clients per
+ *    transport (WebSocket, gRPC) sending the demo fixture (16 kHz s16le, looped) in real time in
+ *    20 ms chunks, output_period 64, for `speech` and for `speech,arousal,gender`. Provisional
+ *    latency of step k = time its provisional result is received - time the chunk holding the
+ *    last sample it needs was sent: (k+1)*1024 + P*1024 + 128 samples (P = 2 steps, 128 ms; the
+ *    framer's half window), i.e. end-to-end from "the step's audio + 128 ms were sent"; add 128
+ *    ms for "from the step's audio sent". Also: the share of steps that got a provisional result
+ *    and the final latency beyond each model's lookahead.
+ * 2. Accuracy: StreamSession fed one 64 ms step at a time (each step's provisional result, with
+ *    exactly P steps of lookahead, awaited before the next step), on test/fixtures/demo.flac and
+ *    test/fixtures/models/*.flac: per model, the share of provisional labels the final changed,
+ *    and for speech the F1 of "speech" against every other label, finals as reference.
+ * Numbers, never pass/fail. Clients share the server's cores: on 2 cores the figures include the
+ * clients' own CPU.
+ */
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import WebSocket from 'ws';
+import { decodeAll } from '../../src/audio';
+import { startApp } from '../../src/app';
+import { defaultConfig } from '../../src/config';
+import { streamQuery } from '../../src/client/stream';
+import { createClient, openAnalyzeStream, type AnalysisClient } from '../../src/grpc/client';
+import type { StepResultMsg } from '../../src/grpc/proto';
+import { sharedEngine } from '../../src/inference/engine';
+import { StreamSession } from '../../src/pipeline/analyze-stream';
+
+const ROOT = path.resolve(__dirname, '..', '..', '..');
+const KEY = 'bench-provisional-key-0001';
+const P = 2;
+const log = (m: string): void => void process.stderr.write(`[bench:provisional] ${m}\n`);
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+function pct(sorted: number[], p: number): number {
+  if (sorted.length === 0) return NaN;
+  return Math.round(sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]! * 10) / 10;
+}
+
+function s16(samples: Float32Array, seconds: number): Buffer {
+  const n = Math.round(seconds * 16000);
+  const out = Buffer.alloc(n * 2);
+  for (let i = 0; i < n; i++) out.writeInt16LE(Math.max(-32768, Math.min(32767, Math.round(samples[i % samples.length]! * 32768))), i * 2);
+  return out;
+}
+
+interface Run {
+  prov: number[];
+  final: number[];
+  steps: number;
+  provSteps: number;
+}
+
+/** One real-time stream: 20 ms chunks, provisional and final latencies. */
+function liveStream(transport: 'ws' | 'grpc', url: string, client: AnalysisClient, models: string[], lookahead: number, pcm: Buffer, startAt: number): Promise<Run> {
+  const chunk = 320;
+  const total = pcm.length / 2;
+  const chunks = Math.ceil(total / chunk);
+  const sentAt = new Float64Array(chunks);
+  const run: Run = { prov: [], final: [], steps: 0, provSteps: 0 };
+  const onStep = (t: number, final: boolean): void => {
+    const now = performance.now();
+    const k = t / 64;
+    const due = (k + 1 + (final ? lookahead : P)) * 1024 + 128;
+    if (due > total) return;
+    const lat = now - sentAt[Math.ceil(due / chunk) - 1]!;
+    if (final) {
+      run.steps++;
+      run.final.push(lat);
+    } else {
+      run.provSteps++;
+      run.prov.push(lat);
+    }
+  };
+  let send: (b: Buffer) => void;
+  let end: () => void;
+  let done: Promise<void>;
+  if (transport === 'grpc') {
+    const h = openAnalyzeStream(client, KEY, { models, output_period: 64, sample_rate: 16000, encoding: 'PCM_S16LE' });
+    h.call.on('data', (m: StepResultMsg) => !m.summary && onStep(Number(m.timestamp), m.final === true));
+    send = (b) => void h.call.write({ audio: b });
+    end = () => h.end();
+    done = h.status.then(() => undefined);
+  } else {
+    const ws = new WebSocket(`${url.replace(/^http/, 'ws')}/stream?${streamQuery({ models, outputPeriodMs: 64, sampleRate: 16000 })}`, { headers: { 'x-api-key': KEY }, perMessageDeflate: false });
+    const pending: Buffer[] = [];
+    ws.on('open', () => pending.splice(0).forEach((p) => ws.send(p)));
+    ws.on('message', (d: Buffer) => {
+      const m = JSON.parse(d.toString('utf8')) as { type?: string; timestamp: number; final: boolean };
+      if (m.type === undefined) onStep(m.timestamp, m.final);
+    });
+    ws.on('error', () => undefined);
+    send = (b) => (ws.readyState === WebSocket.OPEN ? ws.send(b) : pending.push(b));
+    end = () => ws.send(JSON.stringify({ type: 'end' }));
+    done = new Promise((r) => ws.on('close', () => r()));
+  }
+  let k = 0;
+  const next = (): void => {
+    if (k >= chunks) return end();
+    sentAt[k] = performance.now();
+    send(pcm.subarray(k * chunk * 2, Math.min(total, (k + 1) * chunk) * 2));
+    k++;
+    setTimeout(next, Math.max(0, startAt + (k + 1) * 20 - performance.now()));
+  };
+  setTimeout(next, Math.max(0, startAt + 20 - performance.now()));
+  return done.then(() => run);
+}
+
+async function latency(seconds: number, levels: number[]): Promise<unknown[]> {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'auris-bench-prov-'));
+  const app = await startApp({
+    logger: false,
+    config: defaultConfig({ host: '127.0.0.1', port: 0, grpcPort: 0, dataDir, apiKeys: [{ key: KEY, organizationId: 'o', projectId: 'p' }], logLevel: 'silent' }),
+  });
+  const { samples } = await decodeAll({ path: path.join(ROOT, 'test', 'fixtures', 'demo.flac') });
+  const pcm = s16(samples, seconds);
+  const engine = app.hub!.engine;
+  const rows: unknown[] = [];
+  try {
+    for (const models of [['speech'], ['speech', 'arousal', 'gender']]) {
+      const lookahead = Math.max(...engine.registry.resolve(models).map((m) => m.context.rightSteps));
+      for (const transport of ['ws', 'grpc'] as const) {
+        for (const n of levels) {
+          const clients = Array.from({ length: Math.max(1, Math.ceil(n / 25)) }, () => createClient(`127.0.0.1:${app.grpcPort}`));
+          await liveStream(transport, app.url, clients[0]!, models, lookahead, s16(samples, 2), performance.now()); // warm-up
+          const cpu0 = process.cpuUsage();
+          const t0 = performance.now();
+          const runs = await Promise.all(Array.from({ length: n }, (_, i) => liveStream(transport, app.url, clients[i % clients.length]!, models, lookahead, pcm, t0 + 50 + (i / n) * 20)));
+          const wall = (performance.now() - t0) / 1000;
+          const cpu = process.cpuUsage(cpu0);
+          for (const c of clients) c.close();
+          const prov = runs.flatMap((r) => r.prov).sort((a, b) => a - b);
+          const fin = runs.flatMap((r) => r.final).sort((a, b) => a - b);
+          const steps = runs.reduce((a, r) => a + r.steps, 0);
+          const row = {
+            models: models.join(','),
+            transport,
+            streams: n,
+            provisional: { n: prov.length, p50: pct(prov, 50), p99: pct(prov, 99), max: pct(prov, 100) },
+            stepsWithProvisional: Math.round((runs.reduce((a, r) => a + r.provSteps, 0) / Math.max(1, steps)) * 1000) / 10,
+            finalBeyondLookahead: { p50: pct(fin, 50), p99: pct(fin, 99) },
+            processCpuPercent: Math.round(((cpu.user + cpu.system) / 1e6 / wall) * 100),
+            load1: os.loadavg()[0]!.toFixed(2),
+          };
+          log(JSON.stringify(row));
+          rows.push(row);
+        }
+      }
+    }
+  } finally {
+    await app.close();
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  }
+  return rows;
+}
+
+/** Labels of one file, provisional (exactly P steps of lookahead) and final, per model and step. */
+async function labelsOf(file: string, models: string[]): Promise<Record<string, { prov: Map<number, string>; final: Map<number, string> }>> {
+  const engine = await sharedEngine();
+  const { info, samples } = await decodeAll({ path: file });
+  const out: Record<string, { prov: Map<number, string>; final: Map<number, string> }> = {};
+  for (const m of models) out[m] = { prov: new Map(), final: new Map() };
+  const seen = new Set<number>();
+  const session = new StreamSession(
+    engine,
+    { models, outputPeriodMs: 64, sampleRate: info.sampleRate, encoding: 'f32le', channels: info.channels, channel: 0, includeRaw: false, includeSummary: false, includeTransitions: false, provisionalSteps: P },
+    {
+      onStep: (step, final) => {
+        const k = step.timestamp / 64;
+        if (final) seen.add(k);
+        else seen.add(-1 - k);
+        for (const m of models) (final ? out[m]!.final : out[m]!.prov).set(k, step.results[m]!.result);
+      },
+      onError: (e) => {
+        throw e;
+      },
+    },
+  );
+  const per = Math.round((info.sampleRate * 64) / 1000) * info.channels;
+  for (let off = 0; off < samples.length; off += per) {
+    const piece = samples.slice(off, Math.min(samples.length, off + per));
+    session.push(new Uint8Array(piece.buffer));
+    const k = session.stepsReceived - P - 1; // the step whose provisional just became possible
+    for (let i = 0; k >= 0 && !seen.has(-1 - k) && !seen.has(k) && i < 2000; i++) await sleep(1);
+  }
+  await session.end();
+  session.close();
+  return out;
+}
+
+async function accuracy(): Promise<unknown> {
+  const files = [path.join(ROOT, 'test', 'fixtures', 'demo.flac'), ...fs.readdirSync(path.join(ROOT, 'test', 'fixtures', 'models')).filter((f) => f.endsWith('.flac')).map((f) => path.join(ROOT, 'test', 'fixtures', 'models', f))];
+  const models = ['speech', 'arousal', 'gender'];
+  const tally: Record<string, { n: number; changed: number; tp: number; fp: number; fn: number }> = {};
+  for (const m of models) tally[m] = { n: 0, changed: 0, tp: 0, fp: 0, fn: 0 };
+  const perFile: Record<string, unknown> = {};
+  for (const file of files) {
+    const labels = await labelsOf(file, models);
+    const row: Record<string, unknown> = {};
+    for (const m of models) {
+      const t = tally[m]!;
+      const f = { n: 0, changed: 0 };
+      for (const [k, p] of labels[m]!.prov) {
+        const fin = labels[m]!.final.get(k);
+        if (fin === undefined) continue;
+        t.n++;
+        f.n++;
+        if (p !== fin) (t.changed++, f.changed++);
+        if (m === 'speech') {
+          if (p === 'speech' && fin === 'speech') t.tp++;
+          else if (p === 'speech') t.fp++;
+          else if (fin === 'speech') t.fn++;
+        }
+      }
+      row[m] = { steps: f.n, changedPercent: Math.round((f.changed / Math.max(1, f.n)) * 1000) / 10 };
+    }
+    perFile[path.basename(file)] = row;
+    log(`${path.basename(file)}: ${JSON.stringify(row)}`);
+  }
+  const total: Record<string, unknown> = {};
+  for (const m of models) {
+    const t = tally[m]!;
+    total[m] = { steps: t.n, changedPercent: Math.round((t.changed / Math.max(1, t.n)) * 1000) / 10, ...(m === 'speech' ? { speechF1: Math.round(((2 * t.tp) / Math.max(1, 2 * t.tp + t.fp + t.fn)) * 1000) / 10 } : {}) };
+  }
+  log(`all files: ${JSON.stringify(total)}`);
+  return { perFile, total };
+}
+
+async function main(): Promise<void> {
+  const argv = process.argv.slice(2);
+  const arg = (k: string, d: string): string => {
+    const i = argv.indexOf(k);
+    return i >= 0 ? argv[i + 1]! : d;
+  };
+  const result: Record<string, unknown> = { cores: os.availableParallelism(), P_ms: P * 64 };
+  if (!argv.includes('--skip-accuracy')) result.accuracy = await accuracy();
+  if (!argv.includes('--skip-latency')) result.latency = await latency(Number(arg('--seconds', '10')), arg('--levels', '1,50').split(',').map(Number));
+  process.stdout.write(JSON.stringify(result, null, 1) + '\n');
+  process.exit(0);
+}
+
+void main();

@@ -1,0 +1,147 @@
+/**
+ * Provisional model runner for one (stream, model): early answers with truncated lookahead
+ * (docs/streaming.md "Provisional results").
+ *
+ * The final outputs of a live stream wait for the model's whole right context (speech 12
+ * steps = 776 ms, the speaker models 24 steps). This runner runs the same network as soon as
+ * an output step's audio plus `lookahead` steps (P, default 2 = 128 ms) have arrived, over a
+ * window whose input ends there: the missing future is treated like the end of the signal, the
+ * way the windowed runner treats a file's last steps (src/inference/runner.ts end()). So a
+ * provisional output is what the model would say if the audio stopped P steps later.
+ *
+ * Cheap by construction: one call in flight per runner; a call covers every output step that
+ * became ready meanwhile (under load, fewer calls), its input is [a - left, b + P) (the same
+ * length for every stream in steady state, so the pool batches calls of many streams); steps
+ * whose final output was already sent (`finalFrom()`) are skipped, never computed.
+ */
+import { AurisError } from '../errors';
+import { FLOATS_PER_STEP } from './registry';
+import { StepBuffer } from './step-buffer';
+import type { InferFn, OutputFn, RunnerModel } from './runner';
+
+/** Default lookahead of provisional results, steps (2 x 64 ms = 128 ms). */
+export const PROVISIONAL_LOOKAHEAD_STEPS = 2;
+
+export interface ProvisionalRunnerOptions {
+  model: RunnerModel;
+  infer: InferFn;
+  /** Receives provisional outputs, in increasing step order (steps may be skipped). */
+  onOutput: OutputFn;
+  onError: (e: Error) => void;
+  /** Steps of lookahead (P); at most the model's right context. */
+  lookahead: number;
+  /** Steps per output step: calls start and end on multiples of it (default 1). */
+  align?: number;
+  /** Most output steps per call (default 64). */
+  maxWindowSteps?: number;
+  /** First step whose final output is not sent yet: earlier steps are not worth a provisional result. */
+  finalFrom: () => number;
+}
+
+export class ProvisionalRunner {
+  readonly model: RunnerModel;
+  readonly lookahead: number;
+  private readonly left: number;
+  private readonly C: number;
+  private readonly align: number;
+  private readonly maxWindow: number;
+  private readonly buf: StepBuffer;
+  private received = 0;
+  /** First step not yet sent to the model. */
+  private next = 0;
+  private inFlight = false;
+  private ended = false;
+  private closed = false;
+  private failed = false;
+  private held = false;
+  /** Model calls made. */
+  calls = 0;
+
+  constructor(private readonly options: ProvisionalRunnerOptions) {
+    this.model = options.model;
+    this.left = options.model.context.leftSteps;
+    this.C = options.model.rawKeys.length;
+    this.lookahead = Math.max(0, Math.min(options.lookahead, options.model.context.rightSteps));
+    if (!Number.isInteger(this.lookahead)) throw new AurisError('INVALID_ARGUMENT', `provisional lookahead must be an integer, got ${options.lookahead}`);
+    this.align = Math.max(1, options.align ?? 1);
+    this.maxWindow = Math.max(this.align, Math.floor((options.maxWindowSteps ?? 64) / this.align) * this.align);
+    this.buf = new StepBuffer(FLOATS_PER_STEP, this.left + this.lookahead + this.align + 16);
+  }
+
+  /** Appends `steps` steps of features ([steps*4][64], copied) and runs what became ready. */
+  push(features: Float32Array, steps: number): void {
+    if (this.closed || this.failed || this.ended || steps === 0) return;
+    this.buf.append(features);
+    this.received += steps;
+    this.pump();
+  }
+
+  /** No more input: no more provisional calls (the finals follow at once). */
+  end(): void {
+    this.ended = true;
+  }
+
+  hold(on: boolean): void {
+    this.held = on;
+    if (!on) this.pump();
+  }
+
+  close(): void {
+    this.closed = true;
+    this.buf.clear();
+  }
+
+  /** Starts a call for the ready output steps not yet covered and whose final is not sent. */
+  private pump(): void {
+    if (this.inFlight || this.closed || this.failed || this.held || this.ended) return;
+    const finalFrom = this.options.finalFrom();
+    const a = Math.max(this.next, Math.ceil(finalFrom / this.align) * this.align);
+    const ready = this.received - this.lookahead;
+    const b = Math.min(a + this.maxWindow, a + Math.floor((ready - a) / this.align) * this.align);
+    if (b <= a) {
+      this.trim(a);
+      return;
+    }
+    const inStart = Math.max(0, a - this.left);
+    const inEnd = Math.min(this.received, b + this.lookahead);
+    const features = this.buf.copy(inStart, inEnd);
+    this.next = b;
+    this.trim(b);
+    const steps = inEnd - inStart;
+    this.inFlight = true;
+    this.calls++;
+    let job: Promise<Float32Array>;
+    try {
+      job = this.options.infer(features, steps);
+    } catch (e) {
+      job = Promise.reject(e);
+    }
+    job.then(
+      (probs) => {
+        this.inFlight = false;
+        if (this.closed || this.failed) return;
+        if (probs.length !== steps * this.C) {
+          this.fail(new AurisError('INFERENCE_FAILED', `model ${this.model.name} returned ${probs.length} values for ${steps} steps x ${this.C} classes`));
+          return;
+        }
+        this.options.onOutput(a, probs.subarray((a - inStart) * this.C, (b - inStart) * this.C), b - a);
+        this.pump();
+      },
+      (e: unknown) => {
+        this.inFlight = false;
+        if (!this.closed) this.fail(e instanceof Error ? e : new Error(String(e)));
+      },
+    );
+  }
+
+  /** Keeps only the left context of the next call's first step. */
+  private trim(nextStart: number): void {
+    this.buf.dropBefore(nextStart - this.left);
+  }
+
+  private fail(e: Error): void {
+    if (this.failed) return;
+    this.failed = true;
+    this.options.onError(e);
+  }
+}

@@ -1,0 +1,150 @@
+/**
+ * Provisional results (docs/streaming.md): on a real server with real models and real audio,
+ * paced like a live source (20 ms chunks with short sleeps). No timing is asserted: only the
+ * order and presence of provisional (final: false) and final messages, that results=final gives
+ * exactly the finals (the messages of earlier versions), and the validation of `results`.
+ */
+import { strict as assert } from 'node:assert';
+import { execFileSync } from 'node:child_process';
+import * as path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import WebSocket from 'ws';
+import { createClient, openAnalyzeStream } from '../../src/grpc/client';
+import type { StepResultMsg, StreamConfigMsg } from '../../src/grpc/proto';
+import { KEY_A, splitProvisional, startStreamingApp, wsStream } from '../websocket/helpers';
+import { errorCodeOf, splitProvisional as splitGrpc } from '../grpc/helpers';
+
+const FIXTURE = path.join(__dirname, '..', '..', '..', 'test', 'fixtures', 'demo.flac');
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** The first `seconds` of demo.flac as 16 kHz mono s16le. */
+function demoPcm(seconds: number): Buffer {
+  return execFileSync('ffmpeg', ['-v', 'error', '-i', FIXTURE, '-t', String(seconds), '-f', 's16le', '-ac', '1', '-ar', '16000', '-acodec', 'pcm_s16le', '-'], { maxBuffer: 1 << 26 });
+}
+
+/** 20 ms chunks (640 bytes), each followed by a short sleep: close to real time. */
+async function paced(pcm: Buffer, send: (b: Buffer) => Promise<void> | void): Promise<void> {
+  for (let off = 0; off < pcm.length; off += 640) {
+    await send(pcm.subarray(off, off + 640));
+    await sleep(15);
+  }
+}
+
+/** A WebSocket stream paced in real time; every message in arrival order. */
+async function wsPaced(wsUrl: string, query: Record<string, string>, pcm: Buffer): Promise<Array<Record<string, unknown>>> {
+  const ws = new WebSocket(`${wsUrl}/stream?${new URLSearchParams(query)}`, { headers: { 'x-api-key': KEY_A } });
+  const messages: Array<Record<string, unknown>> = [];
+  ws.on('message', (d: Buffer) => messages.push(JSON.parse(d.toString('utf8')) as Record<string, unknown>));
+  const closed = new Promise<number>((resolve) => ws.on('close', (c) => resolve(c)));
+  await new Promise<void>((resolve) => ws.once('open', () => resolve()));
+  await paced(pcm, (b) => new Promise<void>((resolve) => ws.send(b, { binary: true }, () => resolve())));
+  ws.send(JSON.stringify({ type: 'end' }));
+  assert.equal(await closed, 1000);
+  return messages;
+}
+
+/** Index of each step's provisional and final message in `messages` (WebSocket JSON). */
+function positions(messages: Array<Record<string, unknown>>): Map<number, { prov?: number; final?: number }> {
+  const at = new Map<number, { prov?: number; final?: number }>();
+  messages.forEach((m, i) => {
+    if (m.type !== undefined) return;
+    const e = at.get(m.timestamp as number) ?? {};
+    if (m.final === true) e.final = i;
+    else e.prov = i;
+    at.set(m.timestamp as number, e);
+  });
+  return at;
+}
+
+describe('provisional results', () => {
+  let app: Awaited<ReturnType<typeof startStreamingApp>>;
+  let pcm: Buffer;
+  before(async () => {
+    app = await startStreamingApp();
+    pcm = demoPcm(4);
+  });
+  after(async () => app?.cleanup());
+
+  it('WebSocket, paced in real time: provisional results come before their finals, finals all present and in order', async () => {
+    const messages = await wsPaced(app.wsUrl, { models: 'speech', output_period: '64', sample_rate: '16000', include_summary: 'true' }, pcm);
+    const { finals, provisional } = splitProvisional(messages); // order checks: see the helper
+    const steps = finals.filter((m) => m.type === undefined);
+    assert.equal(steps.length, Math.ceil(pcm.length / 2 / 1024));
+    assert.ok(provisional.length > 0, 'no provisional result at all');
+    const at = positions(messages);
+    for (const [t, e] of at) {
+      assert.ok(e.final !== undefined, `step ${t} has no final`);
+      if (e.prov !== undefined) assert.ok(e.prov < e.final!, `provisional of ${t} after its final`);
+    }
+    for (const p of provisional) assert.deepEqual(Object.keys(p.results), ['speech']);
+    // the summary uses finals only: one per step
+    const summary = finals.find((m) => m.type === 'summary') as { steps: number } | undefined;
+    assert.equal(summary?.steps, steps.length);
+  });
+
+  it('WebSocket, several models (gating): a provisional message carries every requested model', async () => {
+    const messages = await wsPaced(app.wsUrl, { models: 'gender,arousal', output_period: '128', sample_rate: '16000' }, pcm.subarray(0, 16000 * 2 * 3));
+    const { provisional } = splitProvisional(messages);
+    assert.ok(provisional.length > 0, 'no provisional result at all');
+    for (const p of provisional) assert.deepEqual(Object.keys(p.results), ['gender', 'arousal']);
+  });
+
+  it('results=final: no provisional message, the same finals as results=all', async () => {
+    const q = { models: 'speech,gender', output_period: '256', sample_rate: '16000', include_raw_values: 'true', include_transitions: 'true' };
+    const all = await wsPaced(app.wsUrl, q, pcm.subarray(0, 16000 * 2 * 2));
+    const finalOnly = await wsStream(app.wsUrl, { ...q, results: 'final' }, pcm.subarray(0, 16000 * 2 * 2));
+    assert.equal(finalOnly.closeCode, 1000);
+    assert.equal(finalOnly.provisional.length, 0);
+    assert.deepEqual(finalOnly.messages.slice(1), splitProvisional(all).finals.slice(1)); // after "started" (its id differs)
+  });
+
+  it('gRPC, paced in real time: provisional (final false) before final (true), in order; RESULTS_MODE_FINAL has none', async () => {
+    const client = createClient(`127.0.0.1:${app.grpcPort}`);
+    try {
+      const cfg: StreamConfigMsg = { models: ['speech'], output_period: 64, sample_rate: 16000, encoding: 'PCM_S16LE' };
+      const run = async (c: StreamConfigMsg, pace: boolean): Promise<StepResultMsg[]> => {
+        const h = openAnalyzeStream(client, KEY_A, c);
+        const got: StepResultMsg[] = [];
+        h.call.on('data', (m: StepResultMsg) => got.push(m));
+        if (pace) await paced(pcm.subarray(0, 16000 * 2 * 2), (b) => h.send(b));
+        else await h.send(pcm.subarray(0, 16000 * 2 * 2));
+        h.end();
+        const st = await h.status;
+        assert.equal(st.code, 0, st.details);
+        return got;
+      };
+      const all = await run(cfg, true);
+      const { steps, provisional } = splitGrpc(all);
+      assert.equal(steps.length, 32);
+      assert.ok(provisional.length > 0, 'no provisional result at all');
+      const firstFinal = new Map<number, number>();
+      all.forEach((m, i) => m.final === true && firstFinal.set(Number(m.timestamp), i));
+      all.forEach((m, i) => {
+        if (m.final !== true) assert.ok(i < firstFinal.get(Number(m.timestamp))!, `provisional of ${m.timestamp} after its final`);
+      });
+      const finals = await run({ ...cfg, results: 'RESULTS_MODE_FINAL' }, false);
+      assert.ok(finals.every((m) => m.final === true));
+      assert.deepEqual(finals.map((m) => m.results), steps.map((m) => m.results));
+    } finally {
+      client.close();
+    }
+  });
+
+  it('an invalid results value: INVALID_PARAMETER (WebSocket), INVALID_ARGUMENT (gRPC)', async () => {
+    const ws = await wsStream(app.wsUrl, { models: 'speech', output_period: '64', sample_rate: '16000', results: 'some' });
+    assert.equal(ws.error?.code, 'INVALID_PARAMETER');
+    assert.match(ws.error!.message, /results "some" is not supported: use all or final/);
+    const client = createClient(`127.0.0.1:${app.grpcPort}`);
+    try {
+      const h = openAnalyzeStream(client, KEY_A, { models: ['speech'], output_period: 64, sample_rate: 16000, encoding: 'PCM_S16LE', results: 7 });
+      h.call.on('data', () => undefined);
+      h.end();
+      const st = await h.status;
+      assert.equal(st.code, 3); // INVALID_ARGUMENT
+      assert.equal(errorCodeOf(st), 'INVALID_ARGUMENT');
+      assert.match(st.details, /config\.results 7 is not supported/);
+    } finally {
+      client.close();
+    }
+  });
+});
