@@ -150,75 +150,88 @@ export class StreamSession {
     });
     const networks = infos.filter((m) => {
       if (!m.speakerMap) return true;
-      // the speaker map has no network: its encoder stage feeds an online assignment (src/speakers)
-      const store = new StepBuffer(m.rawKeys.length);
-      this.probs.set(m.name, store);
-      const cap = Math.min(options.numSpeakers ?? Infinity, options.maxSpeakers ?? m.speakerMap.defaultMaxSpeakers);
-      const live = new LiveSpeakerMap(m.speakerMap, m.rawKeys.length, cap, (_start, probs) => {
-        store.append(probs);
-        this.emitReady();
-        this.events.onProgress?.();
-      }, () => this.steps);
-      this.speakers = { model: m.name, map: live };
-      this.stages.push(engine.speakerStage(m, (o) => live.pushWindow(o)));
+      this.startSpeakerMap(engine, m);
       return false;
     });
-    this.runners = networks.map((m) => {
-      const store = new StepBuffer(m.rawKeys.length);
-      this.probs.set(m.name, store);
-      // encoder views are fused step by step exactly as in file jobs (src/inference/view-fusion.ts)
-      const { output, stage } = engine.withViews(m, (_start, probs) => {
-        store.append(probs);
-        this.emitReady();
-        this.events.onProgress?.();
-      });
-      if (stage) this.stages.push(stage);
-      return new StreamRunner({
-        model: m,
-        infer: (features, steps) => engine.infer(m, features, steps),
-        onOutput: output,
-        onError: (e) => this.fail(e),
-        align: this.per,
-        maxWindowSteps: Math.max(options.maxWindowSteps ?? 256, 1),
-        ...(m.streaming && options.statefulModels !== false
-          ? { stateful: { ...m.streaming, infer: (first: number, features: Float32Array, steps: number, state: Float32Array) => engine.inferStateful(m, first, features, steps, state) } }
-          : {}),
-      });
-    });
+    this.runners = networks.map((m) => this.finalRunner(engine, m));
     const P = options.provisionalSteps ?? 0;
-    if (P > 0 && !this.speakers) {
-      this.provDecider = new StepDecider({
-        models: options.models,
-        rawKeys: engine.registry.rawKeys(),
-        outputPeriodMs: options.outputPeriodMs,
-        volumeThreshold: volumeThresholdOf(options),
-        includeRaw: options.includeRaw,
-        // a provisional label stands alone: the gender segment mean is the finals' (it would need the finals' history)
-        segmentSmoothing: false,
-      });
-      for (const m of networks) {
-        const store = new StepBuffer(m.rawKeys.length);
-        this.provProbs.set(m.name, store);
-        this.provRunners.push(
-          new ProvisionalRunner({
-            model: m,
-            // the network alone: encoder views (gender) fuse into finals only
-            infer: (features, steps) => engine.infer(m, features, steps),
-            onOutput: (start, probs) => {
-              if (store.end < start) {
-                store.clear();
-                store.start = start;
-              }
-              store.append(probs);
-              this.emitProvisional();
-            },
-            onError: (e) => this.fail(e),
-            lookahead: P,
-            align: this.per,
-            finalFrom: () => this.nextOut * this.per,
-          }),
-        );
-      }
+    if (P > 0 && !this.speakers) this.startProvisional(engine, networks, P);
+  }
+
+  /** The speaker map has no network: its encoder stage feeds an online assignment (src/speakers). */
+  private startSpeakerMap(engine: InferenceEngine, m: ModelInfo): void {
+    const options = this.options;
+    const store = new StepBuffer(m.rawKeys.length);
+    this.probs.set(m.name, store);
+    const cap = Math.min(options.numSpeakers ?? Infinity, options.maxSpeakers ?? m.speakerMap!.defaultMaxSpeakers);
+    const live = new LiveSpeakerMap(m.speakerMap!, m.rawKeys.length, cap, (_start, probs) => {
+      store.append(probs);
+      this.emitReady();
+      this.events.onProgress?.();
+    }, () => this.steps);
+    this.speakers = { model: m.name, map: live };
+    this.stages.push(engine.speakerStage(m, (o) => live.pushWindow(o)));
+  }
+
+  /** The runner of a network's final results (today's, equal to file jobs). */
+  private finalRunner(engine: InferenceEngine, m: ModelInfo): StreamRunner {
+    const options = this.options;
+    const store = new StepBuffer(m.rawKeys.length);
+    this.probs.set(m.name, store);
+    // encoder views are fused step by step exactly as in file jobs (src/inference/view-fusion.ts)
+    const { output, stage } = engine.withViews(m, (_start, probs) => {
+      store.append(probs);
+      this.emitReady();
+      this.events.onProgress?.();
+    });
+    if (stage) this.stages.push(stage);
+    return new StreamRunner({
+      model: m,
+      infer: (features, steps) => engine.infer(m, features, steps),
+      onOutput: output,
+      onError: (e) => this.fail(e),
+      align: this.per,
+      maxWindowSteps: Math.max(options.maxWindowSteps ?? 256, 1),
+      ...(m.streaming && options.statefulModels !== false
+        ? { stateful: { ...m.streaming, infer: (first: number, features: Float32Array, steps: number, state: Float32Array) => engine.inferStateful(m, first, features, steps, state) } }
+        : {}),
+    });
+  }
+
+  /** Provisional results: each network again with P steps of lookahead (src/inference/provisional-runner.ts). */
+  private startProvisional(engine: InferenceEngine, networks: readonly ModelInfo[], P: number): void {
+    const options = this.options;
+    this.provDecider = new StepDecider({
+      models: options.models,
+      rawKeys: engine.registry.rawKeys(),
+      outputPeriodMs: options.outputPeriodMs,
+      volumeThreshold: volumeThresholdOf(options),
+      includeRaw: options.includeRaw,
+      // a provisional label stands alone: the gender segment mean is the finals' (it would need the finals' history)
+      segmentSmoothing: false,
+    });
+    for (const m of networks) {
+      const store = new StepBuffer(m.rawKeys.length);
+      this.provProbs.set(m.name, store);
+      this.provRunners.push(
+        new ProvisionalRunner({
+          model: m,
+          // the network alone: encoder views (gender) fuse into finals only
+          infer: (features, steps) => engine.infer(m, features, steps),
+          onOutput: (start, probs) => {
+            if (store.end < start) {
+              store.clear();
+              store.start = start;
+            }
+            store.append(probs);
+            this.emitProvisional();
+          },
+          onError: (e) => this.fail(e),
+          lookahead: P,
+          align: this.per,
+          finalFrom: () => this.nextOut * this.per,
+        }),
+      );
     }
   }
 

@@ -27,12 +27,15 @@ after(async () => {
   await ts.close();
 });
 
+// Finals only: these tests count step messages against steps of audio (flow control, shutdown);
+// provisional results have their own tests (test/streaming/provisional.test.ts).
 const config = (over: Partial<StreamConfigMsg> = {}): StreamConfigMsg => ({
   models: ['speech', 'gender'],
   output_period: 64,
   sample_rate: 16000,
   encoding: 'PCM_S16LE',
   include_raw_values: true,
+  results: 'RESULTS_MODE_FINAL',
   ...over,
 });
 
