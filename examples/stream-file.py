@@ -95,6 +95,8 @@ def main():
     ap.add_argument("--summary", action="store_true")
     ap.add_argument("--realtime", action="store_true", help="send the audio at its real pace")
     ap.add_argument("--chunk-ms", type=float, default=100)
+    ap.add_argument("--num-speakers", type=int, default=0, help="the speakers model: number of speakers, 1..20 (0: estimated)")
+    ap.add_argument("--max-speakers", type=int, default=0, help="the speakers model: at most this many, 1..20 (0: the model's default)")
     ap.add_argument("--proto-dir", default=DEFAULT_PROTO_DIR)
     args = ap.parse_args()
     if not args.api_key:
@@ -121,6 +123,8 @@ def main():
         channels=wav.getnchannels(),
         channel=args.channel,
         stream_id="py-" + os.path.basename(args.file),
+        num_speakers=args.num_speakers,
+        max_speakers=args.max_speakers,
     )
     if args.volume_threshold is not None:
         config.volume_threshold = args.volume_threshold
