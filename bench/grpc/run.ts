@@ -1,6 +1,6 @@
 /**
  * `npm run bench:grpc` (node dist/bench/grpc/run.js [--quick] [--levels 25,50,100] [--seconds 15]
- * [--single-seconds 60] [--transports grpc,ws] [--modes stateful,windowed]; GRPC_BENCH_CHANNELS: most gRPC
+ * [--single-seconds 60] [--transports grpc,ws] [--modes stateful,windowed] [--results all|final]; GRPC_BENCH_CHANNELS: most gRPC
  * connections the streams share, default 8): streaming latency
  * and capacity of the streaming service, over gRPC and over the WebSocket in one run.
  *
@@ -38,6 +38,8 @@ const OUT = path.join(ROOT, 'bench', 'out');
 const KEY = 'bench-grpc-key-0001';
 const MODELS = ['speech', 'arousal', 'gender'];
 const TARGET_P99_MS = 100;
+/** --results: the streams' results mode (latency is measured on finals either way). */
+let RESULTS: 'all' | 'final' = 'all';
 
 function log(msg: string): void {
   process.stderr.write(`[bench:grpc] ${msg}\n`);
@@ -50,13 +52,15 @@ interface Args {
   singleSeconds: number;
   modes: Mode[];
   transports: Transport[];
+  /** What the streams ask for: provisional + final results (the default) or finals only. */
+  results: 'all' | 'final';
 }
 
 type Mode = 'stateful' | 'windowed';
 type Transport = 'grpc' | 'ws';
 
 function parseArgs(argv: string[]): Args {
-  const a: Args = { quick: false, levels: [25, 50, 100, 150, 200, 300], seconds: 15, singleSeconds: 60, modes: ['stateful'], transports: ['grpc', 'ws'] };
+  const a: Args = { quick: false, levels: [25, 50, 100, 150, 200, 300], seconds: 15, singleSeconds: 60, modes: ['stateful'], transports: ['grpc', 'ws'], results: 'all' };
   for (let i = 0; i < argv.length; i++) {
     const v = argv[i];
     if (v === '--quick') {
@@ -69,7 +73,11 @@ function parseArgs(argv: string[]): Args {
     else if (v === '--single-seconds') a.singleSeconds = Number(argv[++i]);
     else if (v === '--modes') a.modes = argv[++i]!.split(',') as Mode[];
     else if (v === '--transports') a.transports = argv[++i]!.split(',') as Transport[];
-    else throw new Error(`unknown argument ${v}`);
+    else if (v === '--results') {
+      const r = argv[++i];
+      if (r !== 'all' && r !== 'final') throw new Error(`--results must be all or final, got ${r}`);
+      RESULTS = a.results = r;
+    } else throw new Error(`unknown argument ${v}`);
   }
   return a;
 }
@@ -170,7 +178,7 @@ interface LiveConnection {
 
 function connect(target: Target, periodMs: number, onStep: (timestamp: number) => void): LiveConnection {
   if (target.transport === 'grpc') {
-    const config: StreamConfigMsg = { models: MODELS, output_period: periodMs, sample_rate: 16000, encoding: 'PCM_S16LE' };
+    const config: StreamConfigMsg = { models: MODELS, output_period: periodMs, sample_rate: 16000, encoding: 'PCM_S16LE', results: RESULTS === 'final' ? 'RESULTS_MODE_FINAL' : 'RESULTS_MODE_ALL' };
     const h = openAnalyzeStream(target.client, KEY, config);
     h.call.on('data', (msg: StepResultMsg) => {
       // finals only: provisional results (final false) are measured by bench/provisional
@@ -178,7 +186,7 @@ function connect(target: Target, periodMs: number, onStep: (timestamp: number) =
     });
     return { send: (audio) => void h.call.write({ audio }), end: () => h.end(), done: h.status.then((st) => st.code) };
   }
-  const q = streamQuery({ models: MODELS, outputPeriodMs: periodMs, sampleRate: 16000 });
+  const q = streamQuery({ models: MODELS, outputPeriodMs: periodMs, sampleRate: 16000, results: RESULTS });
   const ws = new WebSocket(`${target.url.replace(/^http/, 'ws')}/stream?${q}`, { headers: { 'x-api-key': KEY }, perMessageDeflate: false });
   const pending: Buffer[] = [];
   ws.on('open', () => {
