@@ -268,14 +268,18 @@ function loadSpeakerMapDir(dir: string, m: Record<string, unknown>, dirName: str
   };
 }
 
+/** Opens an ONNX file with onnxruntime on the calling thread; not loadable -> MODEL_LOAD_FAILED naming it. */
+async function openSession(file: string, ort: typeof import('onnxruntime-node')): Promise<import('onnxruntime-node').InferenceSession> {
+  try {
+    return await ort.InferenceSession.create(file, { intraOpNumThreads: 1, interOpNumThreads: 1 });
+  } catch (e) {
+    throw fail(file, `not a loadable ONNX model (${(e as Error).message})`, e);
+  }
+}
+
 /** Opens a pretrained encoder (views.ts) and checks that one window of silence gives `dim` floats. */
 async function verifyEncoder(e: import('./views').EncoderInfo, ort: typeof import('onnxruntime-node')): Promise<void> {
-  let session: import('onnxruntime-node').InferenceSession;
-  try {
-    session = await ort.InferenceSession.create(e.modelPath, { intraOpNumThreads: 1, interOpNumThreads: 1 });
-  } catch (err) {
-    throw fail(e.modelPath, `not a loadable ONNX model (${(err as Error).message})`, err);
-  }
+  const session = await openSession(e.modelPath, ort);
   try {
     let out;
     try {
@@ -300,12 +304,7 @@ export async function verifyModel(info: ModelInfo): Promise<void> {
   const ort = await import('onnxruntime-node');
   for (const v of info.views?.views ?? []) await verifyEncoder(v.encoder, ort);
   if (info.speakerMap) return verifyEncoder(info.speakerMap.encoder, ort);
-  let session: import('onnxruntime-node').InferenceSession;
-  try {
-    session = await ort.InferenceSession.create(info.modelPath, { intraOpNumThreads: 1, interOpNumThreads: 1 });
-  } catch (e) {
-    throw fail(info.modelPath, `not a loadable ONNX model (${(e as Error).message})`, e);
-  }
+  const session = await openSession(info.modelPath, ort);
   try {
     if (!session.inputNames.includes(info.inputName)) {
       throw fail(info.modelPath, `has no input "${info.inputName}" (inputs: ${session.inputNames.join(', ')})`);
@@ -335,12 +334,7 @@ export async function verifyModel(info: ModelInfo): Promise<void> {
 
 /** Opens a streaming graph and checks one step from a zero state: probabilities [1, 1, C] and a state of the declared size. */
 async function verifyStreamingGraph(info: ModelInfo, g: StreamingGraph, file: string, ort: typeof import('onnxruntime-node')): Promise<void> {
-  let session: import('onnxruntime-node').InferenceSession;
-  try {
-    session = await ort.InferenceSession.create(file, { intraOpNumThreads: 1, interOpNumThreads: 1 });
-  } catch (e) {
-    throw fail(file, `not a loadable ONNX model (${(e as Error).message})`, e);
-  }
+  const session = await openSession(file, ort);
   try {
     let out;
     try {

@@ -8,7 +8,7 @@ import type { AudioInfo, AudioSource, FeatureChunk, OpenOptions } from '../audio
 import { AurisError } from '../errors';
 import { type AnalysisRequest, type AnalysisRequestInput, parseAnalysisRequest, selectChannels, STEP_MS, volumeThresholdOf } from '../analysis/options';
 import { modelsToRun, SPEECH_LABEL, SPEECH_MODEL } from '../analysis/policies';
-import { buildChannelResult, type ChannelResult, type PostProcessOptions } from '../analysis/postprocess';
+import { argmax, buildChannelResult, type ChannelResult, type PostProcessOptions } from '../analysis/postprocess';
 import { InferenceEngine, sharedEngine } from '../inference/engine';
 import { StepBuffer } from '../inference/step-buffer';
 import type { ModelInfo } from '../inference/registry';
@@ -263,10 +263,7 @@ function speechSteps(plan: AnalysisPlan, probs: Record<string, Float32Array>, le
   const p = probs[SPEECH_MODEL]!;
   const out = new Uint8Array(steps);
   for (let s = 0; s < steps; s++) {
-    if (levels[s]! < volumeThreshold) continue;
-    let best = 0;
-    for (let j = 1; j < C; j++) if (p[s * C + j]! > p[s * C + best]!) best = j;
-    out[s] = best === k ? 1 : 0;
+    if (levels[s]! >= volumeThreshold && argmax(p.subarray(s * C, (s + 1) * C)) === k) out[s] = 1;
   }
   return out;
 }

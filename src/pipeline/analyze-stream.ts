@@ -19,7 +19,7 @@ import type { FeatureChunk, SampleEncoding } from '../audio/types';
 import { AurisError } from '../errors';
 import { type AnalysisRequest, STEP_MS, volumeThresholdOf } from '../analysis/options';
 import { modelsToRun } from '../analysis/policies';
-import { effectiveDurationMs, endTimestampMs, roundFractions, SegmentBuilder, StepDecider, type Segment, type TimeStepResult } from '../analysis/postprocess';
+import { effectiveDurationMs, endTimestampMs, roundFractions, SegmentBuilder, StepDecider, type PostProcessOptions, type Segment, type TimeStepResult } from '../analysis/postprocess';
 import type { InferenceEngine } from '../inference/engine';
 import type { ModelInfo } from '../inference/registry';
 import { StepBuffer } from '../inference/step-buffer';
@@ -130,11 +130,7 @@ export class StreamSession {
     this.modelsRun = modelsToRun(options.models);
     const infos: ModelInfo[] = engine.registry.resolve(this.modelsRun);
     this.decider = new StepDecider({
-      models: options.models,
-      rawKeys: engine.registry.rawKeys(),
-      outputPeriodMs: options.outputPeriodMs,
-      volumeThreshold: volumeThresholdOf(options),
-      includeRaw: options.includeRaw,
+      ...this.deciderOptions(engine),
       // raw values of the speaker map: the speakers known to the windows of the step (the later ones are exactly 0)
       shownRawKeys: (model, probs) => (this.speakers?.model === model ? lastNonZero(probs) + 1 : undefined),
     });
@@ -156,6 +152,12 @@ export class StreamSession {
     this.runners = networks.map((m) => this.finalRunner(engine, m));
     const P = options.provisionalSteps ?? 0;
     if (P > 0 && !this.speakers) this.startProvisional(engine, networks, P);
+  }
+
+  /** Post-processing options of this stream's requested analysis (finals and provisional results alike). */
+  private deciderOptions(engine: InferenceEngine): PostProcessOptions {
+    const o = this.options;
+    return { models: o.models, rawKeys: engine.registry.rawKeys(), outputPeriodMs: o.outputPeriodMs, volumeThreshold: volumeThresholdOf(o), includeRaw: o.includeRaw };
   }
 
   /** The speaker map has no network: its encoder stage feeds an online assignment (src/speakers). */
@@ -200,13 +202,8 @@ export class StreamSession {
 
   /** Provisional results: each network again with P steps of lookahead (src/inference/provisional-runner.ts). */
   private startProvisional(engine: InferenceEngine, networks: readonly ModelInfo[], P: number): void {
-    const options = this.options;
     this.provDecider = new StepDecider({
-      models: options.models,
-      rawKeys: engine.registry.rawKeys(),
-      outputPeriodMs: options.outputPeriodMs,
-      volumeThreshold: volumeThresholdOf(options),
-      includeRaw: options.includeRaw,
+      ...this.deciderOptions(engine),
       // a provisional label stands alone: the gender segment mean is the finals' (it would need the finals' history)
       segmentSmoothing: false,
     });

@@ -9,6 +9,7 @@
  * wins no speech step is no speaker. Speakers are numbered by their first speech step.
  */
 import type { WindowOutcome } from '../inference/encoder-stage';
+import { argmax } from '../analysis/postprocess';
 import { clusterWindows, normalise, stepProbabilities, windowProbabilities, type EmbeddedWindow } from './clustering';
 import { speakerKeys, type SpeakerMapInfo } from './manifest';
 
@@ -81,8 +82,7 @@ export class FileSpeakerMap {
       const first = new Array<number>(K).fill(Infinity);
       for (let s = 0; s < steps; s++) {
         if (!speech[s]) continue;
-        let k = 0;
-        for (let j = 1; j < K; j++) if (probs[s * K + j]! > probs[s * K + k]!) k = j;
+        const k = argmax(probs.subarray(s * K, (s + 1) * K));
         if (first[k] === Infinity) first[k] = s;
       }
       const order = centroids.map((_, k) => k).filter((k) => first[k]! < Infinity).sort((a, b) => first[a]! - first[b]!);
