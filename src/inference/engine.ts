@@ -9,7 +9,7 @@ import { InferencePool, InferencePoolOptions, StatefulPoolModel, StatefulResult 
 import { ModelInfo, ModelRegistry } from './registry';
 import { OutputFn, WindowedRunner } from './runner';
 import { EncoderStage, type WindowOutcome } from './encoder-stage';
-import { ViewFusion } from './view-fusion';
+import { ChannelViews } from './channel-views';
 
 export interface EngineOptions extends InferencePoolOptions {
   /** Default: $AURIS_MODELS_DIR, else <package root>/models. */
@@ -114,21 +114,9 @@ export class InferenceEngine {
     });
   }
 
-  /**
-   * One channel of `model`: where its network's output goes. For a model with encoder views (views.ts) the
-   * output passes through a ViewFusion fed by a new encoder stage (returned: the caller pushes the channel's
-   * levels and samples to it and ends it); otherwise `output` itself and no stage.
-   */
-  withViews(model: ModelInfo, output: OutputFn): { output: OutputFn; stage?: EncoderStage } {
-    const views = model.views;
-    if (!views) return { output };
-    const fusion = new ViewFusion(views, output);
-    const last = views.views.length - 1;
-    // each encoder job owns its input (the pool may transfer it to a worker): copies for all but the last
-    const embed = (pcm: Float32Array): Promise<Float32Array[]> =>
-      Promise.all(views.views.map((v, i) => this.pool.runEncoder(v.encoder, i === last ? pcm : pcm.slice())));
-    const stage = new EncoderStage({ schedule: views.schedule, embed, onWindow: (o) => fusion.pushWindow(o) });
-    return { output: (_start, probs, steps) => fusion.pushNet(probs, steps), stage };
+  /** The encoder views of one channel (channel-views.ts): attach each model, then push to its stages. */
+  channelViews(): ChannelViews {
+    return new ChannelViews((encoder, pcm) => this.pool.runEncoder(encoder, pcm));
   }
 
   /**

@@ -1,14 +1,21 @@
 /**
  * Encoder views of a model (manifest "views"): pretrained encoders (models/encoders/<name>/, run
  * on the same fixed windows of voiced audio) each with a linear head of ours on its embeddings,
- * fused with the model's own per-step network. Gender 2.0 reads a speaker's gender this way
- * (MODEL_CARD.md); docs/features.md describes the window schedule and the fusion.
+ * fused with the model's own per-step network. Gender 2.0, arousal 2.0 and emotions 2.0 read
+ * the voice this way (their MODEL_CARD.md); docs/features.md describes the window schedule and
+ * the fusion.
  *
  *   manifest.views = {
  *     schedule: { window_steps, every, min_voiced_steps, gate_db },
- *     encoders: [ { encoder: "speaker", head: { weights: number[dim], bias } }, ... ],
- *     fusion: { net, views: number[], bias }   // log-odds = net * L_net + sum views[i] * L_head_i + bias
+ *     encoders: [ { encoder: "speaker", head: { weights, bias } }, ... ],
+ *     fusion: { net, views: number[], bias }
  *   }
+ *
+ * Two classes: a head is { weights: number[dim], bias: number } giving the log-odds of raw_keys[1]
+ * against raw_keys[0], and fusion.bias is a number: log-odds = net * L_net + sum views[i] * L_i + bias.
+ * C > 2 classes: a head is { weights: number[C][dim], bias: number[C] } giving one logit per class,
+ * fusion.bias is number[C], and the fused probabilities are
+ * softmax_c(net * log p_net,c + sum views[i] * z_i,c + bias_c) (the two-class rule is its special case).
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -41,18 +48,21 @@ export interface ViewSchedule {
   gateDb: number;
 }
 
-/** One encoder and our head on its embeddings (log-odds of raw_keys[1] against raw_keys[0]). */
+/** One encoder and our head on its embeddings: one logit per class (two classes: class 0's row is zero). */
 export interface EncoderView {
   encoder: EncoderInfo;
-  head: { weights: Float32Array; bias: number };
+  /** weights [classes][dim] row-major, bias [classes]. */
+  head: { weights: Float32Array; bias: Float32Array };
 }
 
 export interface ModelViews {
   schedule: ViewSchedule;
   /** Every encoder embeds the same windows (the schedule's). */
   views: EncoderView[];
-  /** Weights of the network's log-odds and of each view's, and the bias. */
-  fusion: { net: number; views: number[]; bias: number };
+  /** Weights of the network's log-probabilities and of each view's logits, and the per-class bias. */
+  fusion: { net: number; views: number[]; bias: Float32Array };
+  /** Classes (the model's raw keys). */
+  classes: number;
 }
 
 function fail(file: string, problem: string, cause?: unknown): AurisError {
@@ -103,21 +113,37 @@ export function loadEncoder(modelsDir: string, name: string, from: string): Enco
   };
 }
 
+/** A head's or bias's numbers as [classes] rows: two classes may give class 1's alone (class 0's are zero). */
+function classRows(v: unknown, classes: number, width: number): Float32Array | undefined {
+  const row = (r: unknown): r is number[] => Array.isArray(r) && r.length === width && r.every(isNum);
+  const out = new Float32Array(classes * width);
+  const single = width === 1 ? (isNum(v) ? [v] : undefined) : row(v) ? v : undefined;
+  if (classes === 2 && single) {
+    out.set(single, width);
+    return out;
+  }
+  const rows = width === 1 ? (row(v) && v.length === classes ? v.map((x) => [x]) : undefined) : Array.isArray(v) && v.length === classes && v.every(row) ? (v as number[][]) : undefined;
+  if (!rows) return undefined;
+  rows.forEach((r, c) => out.set(r, c * width));
+  return out;
+}
+
 /** Parses and checks a model manifest's "views" (undefined: the model has none). */
 export function parseViews(raw: unknown, modelsDir: string, file: string, classes: number): ModelViews | undefined {
   if (raw === undefined) return undefined;
   if (!isObj(raw)) throw fail(file, '"views" must be an object');
-  if (classes !== 2) throw fail(file, '"views" needs a two-class model (a head gives the log-odds of raw_keys[1])');
+  if (classes < 2) throw fail(file, '"views" needs a model of at least two classes');
+  const shape = (dim: number | string): string => (classes === 2 ? `{weights: ${dim} numbers, bias}` : `{weights: ${classes} rows of ${dim} numbers, bias: ${classes} numbers}`);
   const list = raw['encoders'];
   if (!Array.isArray(list) || list.length === 0) throw fail(file, '"views.encoders" must be a non-empty array');
   const views = list.map((v: unknown, i): EncoderView => {
     if (!isObj(v)) throw fail(file, `"views.encoders[${i}]" must be an object`);
     const encoder = loadEncoder(modelsDir, String(v['encoder']), file);
     const h = v['head'];
-    if (!isObj(h) || !Array.isArray(h['weights']) || h['weights'].length !== encoder.dim || !h['weights'].every(isNum) || !isNum(h['bias'])) {
-      throw fail(file, `"views.encoders[${i}].head" must be {weights: ${encoder.dim} numbers, bias}`);
-    }
-    return { encoder, head: { weights: Float32Array.from(h['weights'] as number[]), bias: h['bias'] } };
+    const weights = isObj(h) ? classRows(h['weights'], classes, encoder.dim) : undefined;
+    const bias = isObj(h) ? classRows(h['bias'], classes, 1) : undefined;
+    if (!weights || !bias) throw fail(file, `"views.encoders[${i}].head" must be ${shape(encoder.dim)}`);
+    return { encoder, head: { weights, bias } };
   });
   const windowSteps = views[0]!.encoder.windowSteps;
   if (views.some((v) => v.encoder.windowSteps !== windowSteps)) throw fail(file, '"views.encoders" must share one window length');
@@ -128,12 +154,19 @@ export function parseViews(raw: unknown, modelsDir: string, file: string, classe
   if (s['window_steps'] !== windowSteps) throw fail(file, `"views.schedule.window_steps" must be the encoders' ${windowSteps}`);
   if ((s['min_voiced_steps'] as number) > windowSteps) throw fail(file, '"views.schedule.min_voiced_steps" exceeds the window');
   const f = raw['fusion'];
-  if (!isObj(f) || !isNum(f['net']) || !isNum(f['bias']) || !Array.isArray(f['views']) || f['views'].length !== views.length || !f['views'].every(isNum)) {
-    throw fail(file, `"views.fusion" must be {net, views: ${views.length} numbers, bias}`);
+  const fusionBias = isObj(f) ? classRows(f['bias'], classes, 1) : undefined;
+  if (!isObj(f) || !isNum(f['net']) || !fusionBias || !Array.isArray(f['views']) || f['views'].length !== views.length || !f['views'].every(isNum)) {
+    throw fail(file, `"views.fusion" must be {net, views: ${views.length} numbers, bias${classes === 2 ? '' : `: ${classes} numbers`}}`);
   }
   return {
     schedule: { windowSteps, every: s['every'], minVoicedSteps: s['min_voiced_steps'], gateDb: s['gate_db'] },
     views,
-    fusion: { net: f['net'], views: f['views'] as number[], bias: f['bias'] },
+    fusion: { net: f['net'], views: f['views'] as number[], bias: fusionBias },
+    classes,
   };
+}
+
+/** Views that can share one encoder stage: the same schedule (window decisions) on the same step grid. */
+export function scheduleKey(s: ViewSchedule): string {
+  return JSON.stringify([s.windowSteps, s.hopSteps ?? s.windowSteps, s.every, s.minVoicedSteps, s.gateDb]);
 }

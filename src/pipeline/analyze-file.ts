@@ -176,6 +176,7 @@ function channelStates(plan: AnalysisPlan, channels: number[], expected: number,
   const states = new Map<number, ChannelState>();
   for (const ch of channels) {
     const st: ChannelState = { channel: ch, steps: 0, levels: new StepBuffer(1, expected + 1), probs: new Map(), runners: [], stages: [] };
+    const views = plan.engine.channelViews();
     for (const m of plan.infos) {
       if (m.speakerMap) {
         // no network: the encoder stage's windows are clustered once the channel is read
@@ -186,10 +187,10 @@ function channelStates(plan: AnalysisPlan, channels: number[], expected: number,
       }
       const store = new StepBuffer(m.rawKeys.length, expected + 1);
       st.probs.set(m.name, store);
-      const { output, stage } = plan.engine.withViews(m, (_start, probs) => store.append(probs));
-      if (stage) st.stages.push(stage);
+      const output = views.attach(m, (_start, probs) => store.append(probs));
       st.runners.push(plan.engine.runner(m, output, runnerOptions));
     }
+    st.stages.push(...views.stages);
     states.set(ch, st);
   }
   return states;

@@ -26,6 +26,7 @@ import { StepBuffer } from '../inference/step-buffer';
 import { StreamRunner } from '../inference/stream-runner';
 import { ProvisionalRunner } from '../inference/provisional-runner';
 import type { EncoderStage } from '../inference/encoder-stage';
+import type { ChannelViews } from '../inference/channel-views';
 import { LiveSpeakerMap } from '../speakers/live-map';
 
 /** Sample encodings of a live stream: the front end's PCM, or G.711 (8-bit, expanded to s16le here). */
@@ -149,7 +150,9 @@ export class StreamSession {
       this.startSpeakerMap(engine, m);
       return false;
     });
-    this.runners = networks.map((m) => this.finalRunner(engine, m));
+    const views = engine.channelViews();
+    this.runners = networks.map((m) => this.finalRunner(engine, m, views));
+    this.stages.push(...views.stages);
     const P = options.provisionalSteps ?? 0;
     if (P > 0 && !this.speakers) this.startProvisional(engine, networks, P);
   }
@@ -176,17 +179,16 @@ export class StreamSession {
   }
 
   /** The runner of a network's final results (today's, equal to file jobs). */
-  private finalRunner(engine: InferenceEngine, m: ModelInfo): StreamRunner {
+  private finalRunner(engine: InferenceEngine, m: ModelInfo, views: ChannelViews): StreamRunner {
     const options = this.options;
     const store = new StepBuffer(m.rawKeys.length);
     this.probs.set(m.name, store);
     // encoder views are fused step by step exactly as in file jobs (src/inference/view-fusion.ts)
-    const { output, stage } = engine.withViews(m, (_start, probs) => {
+    const output = views.attach(m, (_start, probs) => {
       store.append(probs);
       this.emitReady();
       this.events.onProgress?.();
     });
-    if (stage) this.stages.push(stage);
     return new StreamRunner({
       model: m,
       infer: (features, steps) => engine.infer(m, features, steps),

@@ -91,10 +91,13 @@ describe('encoder stage', () => {
 
 describe('view fusion', () => {
   // two views: the second head is 0.5 * e[1], weighted -1 (so it cancels a part of the first)
+  // two classes: class 0's row of every head and bias is zero (views.ts)
+  const encoder = { dim: 2 };
   const views = {
     schedule,
-    views: [{ head: { weights: Float32Array.of(2, 0), bias: -1 } }, { head: { weights: Float32Array.of(0, 0.5), bias: 0 } }],
-    fusion: { net: 0.5, views: [1.5, -1], bias: 0.25 },
+    views: [{ encoder, head: { weights: Float32Array.of(0, 0, 2, 0), bias: Float32Array.of(0, -1) } }, { encoder, head: { weights: Float32Array.of(0, 0, 0, 0.5), bias: Float32Array.of(0, 0) } }],
+    fusion: { net: 0.5, views: [1.5, -1], bias: Float32Array.of(0, 0.25) },
+    classes: 2,
   } as unknown as ModelViews;
   const logit = (p: number): number => Math.log(p / (1 - p));
   const sigmoid = (z: number): number => 1 / (1 + Math.exp(-z));
@@ -143,6 +146,27 @@ describe('view fusion', () => {
 
   it('gives the same numbers whatever arrives first', () => {
     assert.deepEqual(fuse('net-first', outcomes, net), fuse('windows-first', outcomes, net));
+  });
+
+  it('fuses C > 2 classes as softmax(net * log p + sum views * z + bias), and reads embeddings where the shared stage put them', () => {
+    const three = {
+      schedule,
+      views: [{ encoder: { dim: 2 }, head: { weights: Float32Array.of(1, 0, 0, 1, -1, -1), bias: Float32Array.of(0, 0.5, 0) } }],
+      fusion: { net: 0.8, views: [2], bias: Float32Array.of(-0.1, 0, 0.1) },
+      classes: 3,
+    } as unknown as ModelViews;
+    const out: number[] = [];
+    // the stage embeds two encoders; this model's view is the second
+    const f = new ViewFusion(three, (_s, p) => out.push(...p), [1]);
+    const p = [0.2, 0.3, 0.5];
+    f.pushNet(Float32Array.from([...p, ...p]), 2);
+    f.pushWindow({ window: 0, kind: 'embedded', embeddings: [Float32Array.of(99, 99), Float32Array.of(0.4, -0.2)] });
+    const e = [0.4, -0.2];
+    const z = [0, 1, 2].map((c) => 0.8 * Math.log(p[c]!) + 2 * ([e[0]!, e[1]! + 0.5, -e[0]! - e[1]!][c]!) + [-0.1, 0, 0.1][c]!);
+    const sum = z.reduce((a, v) => a + Math.exp(v), 0);
+    assert.equal(out.length, 6);
+    for (let c = 0; c < 3; c++) assert.ok(Math.abs(out[c]! - Math.exp(z[c]!) / sum) < 1e-6, `class ${c}`);
+    assert.deepEqual(out.slice(0, 3), out.slice(3, 6));
   });
 
   it('holds a step back until its window is known', () => {

@@ -108,7 +108,8 @@ describe('model registry', () => {
     const speaker = v.views[0]!;
     assert.equal(speaker.encoder.modelPath, path.join(ok, 'encoders', 'speaker', 'encoder.onnx'));
     assert.equal(speaker.encoder.pcmFloats, 25600);
-    assert.equal(speaker.head.weights.length, speaker.encoder.dim);
+    assert.equal(speaker.head.weights.length, v.classes * speaker.encoder.dim, 'one row per class (class 0 zero for two classes)');
+    assert.ok(speaker.head.weights.subarray(0, speaker.encoder.dim).every((w) => w === 0));
     assert.equal(v.fusion.views.length, v.views.length);
     assert.equal(v.schedule.windowSteps, 25);
     assert.equal(ModelRegistry.loadSync({ modelsDir: ok }).names().includes('encoders'), false, 'an encoder is not a model');

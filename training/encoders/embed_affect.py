@@ -1,0 +1,141 @@
+"""Embeds the emotional corpora for arousal 2.x and emotions 2.x (heads on encoder views): every
+sampled clip clean, through a telephone channel (training/data/channels.py), and as a short crop
+(0.5-1.2 s of its voice, the short-utterance slice), cut into the service's encoder windows
+(windows.py); each voiced window through the speaker encoder's shipped graph and the Whisper
+tiny.en encoder (whisper.py; the mean of every layer's states, so the heads can choose), beside
+the per-step probabilities of the shipped arousal and emotions networks.
+
+  python -m training.encoders.embed_affect        # ~15 min on 2 cores: training/runs/encoders/affect.pkl
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import pickle
+from multiprocessing import Pool
+from pathlib import Path
+
+import numpy as np
+
+from training.data import clips as D
+from training.data import speakers as S
+from training.encoders import windows
+
+ROOT = Path(__file__).resolve().parents[2]
+OUT = ROOT / "training/runs/encoders/affect.pkl"
+# clips per (speaker, corpus emotion label): corpora with few speakers give more of each
+PER_SPEAKER_LABEL = {"nemo": 24, "ettsdb": 5, "urdu": 4, "ravdess": 6, "baved": 6, "ased": 4}
+SHORT_S = (0.5, 1.2)
+
+
+def sample(seed: int = 0) -> list[D.Clip]:
+    rng = np.random.default_rng(seed)
+    by: dict = {}
+    for c in D.load_clips():
+        if c.kind != "speech" or c.source not in PER_SPEAKER_LABEL or not c.emotion:
+            continue
+        if S.label("arousal", c) is None and S.label("emotions", c) is None:
+            continue
+        by.setdefault((c.source, c.speaker, c.emotion), []).append(c)
+    out = []
+    for key in sorted(by):
+        cs = sorted(by[key], key=lambda c: c.path)
+        out += [cs[i] for i in sorted(rng.permutation(len(cs))[:PER_SPEAKER_LABEL[key[0]]])]
+    return out
+
+
+def short_crop(x: np.ndarray, levels: np.ndarray, rng) -> np.ndarray:
+    """0.5-1.2 s starting at a voiced step (the clip's loudest half), with 0.2 s of silence either side."""
+    n = int(rng.uniform(*SHORT_S) * 16000)
+    voiced = np.flatnonzero(levels >= np.percentile(levels, 50))
+    start = int(rng.choice(voiced)) * windows.STEP if voiced.size else 0
+    start = max(0, min(start - n // 4, x.size - n))
+    seg = x[start:start + n]
+    pad = np.zeros(3200, np.float32)
+    return np.concatenate([pad, seg, pad]).astype(np.float32)
+
+
+def _session(path: str):
+    import onnxruntime as ort
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    so.inter_op_num_threads = 1
+    return ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+
+
+def _whisper_layers(model, pcm: np.ndarray) -> np.ndarray:
+    """[n, 25600] -> [n, 5, 384]: mean over the window of the states after conv and after each block (the last normed)."""
+    import torch
+    from torch import nn
+    out = []
+    with torch.no_grad():
+        for i in range(0, len(pcm), 16):
+            mel = model.log_mel(torch.from_numpy(pcm[i:i + 16]))
+            x = nn.functional.gelu(model.conv2(nn.functional.gelu(model.conv1(mel)))).transpose(1, 2)
+            x = x + model.pos[: x.shape[1]]
+            means = [x.mean(1)]
+            for j, b in enumerate(model.blocks):
+                x = b(x)
+                means.append((model.ln(x) if j == len(model.blocks) - 1 else x).mean(1))
+            out.append(torch.stack(means, 1).numpy())
+    return np.concatenate(out) if out else np.zeros((0, 5, 384), np.float32)
+
+
+def _work(args) -> list[dict]:
+    part, seed = args
+    import torch
+    torch.set_num_threads(1)
+    from training.data.channels import phone_all
+    from training.encoders import whisper
+    from training.features import logmel_fast
+    spk = _session(str(ROOT / "models/encoders/speaker/encoder.onnx"))
+    nets = {t: _session(str(ROOT / f"models/{t}/model.onnx")) for t in ("arousal", "emotions")}
+    wh = whisper.load()
+    rng = np.random.default_rng(seed)
+    clean = [D.decode(c.path) for c in part]
+    phone, codecs = phone_all(clean, seed=seed)
+    out = []
+    for c, x, y, codec in zip(part, clean, phone, codecs):
+        lv = windows.step_levels(x)
+        versions = (("clean", x), (codec, y), ("short", short_crop(x, lv, rng)))
+        for channel, sig in versions:
+            levels = windows.step_levels(sig)
+            idx, pcm = windows.voiced_windows(sig, levels)
+            feats = logmel_fast(sig)[None].astype(np.float32)
+            rec = {"source": c.source, "speaker": c.speaker, "gender": c.gender, "ref": c.path, "emotion": c.emotion,
+                   "arousal": S.label("arousal", c), "emotions": S.label("emotions", c),
+                   "channel": channel, "seconds": sig.size / 16000, "levels": levels.astype(np.float32),
+                   "windows": np.array(idx, np.int32),
+                   "emb": spk.run(None, {"pcm": pcm})[0].astype(np.float32) if len(idx) else np.zeros((0, 256), np.float32),
+                   "whisper": _whisper_layers(wh, pcm).astype(np.float16)}
+            for t, sess in nets.items():
+                rec[f"net_{t}"] = sess.run(None, {"features": feats})[0][0].astype(np.float32)
+            out.append(rec)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", default=str(OUT))
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--limit", type=int, default=0, help="smoke test: at most this many clips")
+    a = ap.parse_args()
+    clips = sample()
+    if a.limit:
+        clips = clips[:: max(1, len(clips) // a.limit)][: a.limit]
+    chunks = [clips[i:i + 50] for i in range(0, len(clips), 50)]
+    print(f"{len(clips)} clips in {len(chunks)} chunks", flush=True)
+    records: list[dict] = []
+    with Pool(a.workers) as pool:
+        for i, part in enumerate(pool.imap(_work, [(c, 2000 + j) for j, c in enumerate(chunks)])):
+            records += part
+            if i % 5 == 0:
+                print(f"chunk {i + 1}/{len(chunks)}", flush=True)
+    os.makedirs(os.path.dirname(a.out), exist_ok=True)
+    with open(a.out, "wb") as f:
+        pickle.dump({"records": records}, f)
+    print(f"wrote {a.out}: {len(records)} clip versions, {sum(len(r['windows']) for r in records)} windows")
+
+
+if __name__ == "__main__":
+    main()
