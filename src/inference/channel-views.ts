@@ -1,27 +1,45 @@
 /**
- * The encoder views of one channel (views.ts): models whose views share a schedule share one
- * encoder stage, so gender, arousal and emotions reading the same speaker encoder cost one
- * encoder call per window, not three. Each model's network output passes through its own
- * ViewFusion, fed by the shared stage's window outcomes.
+ * The encoder views of one channel (views.ts): models whose views decide windows alike (window
+ * length, hop, voicing gate) share one encoder stage, so gender, arousal and emotions reading
+ * the same encoders cost one encoder call per window, not three. The shared stage embeds every
+ * run position that any of its models' schedules asks for (`every` = their greatest common
+ * divisor), and runs at each position only the encoders some model reads there; each model's
+ * ViewFusion reads its own positions alone, so its results never depend on the others.
  */
+import { AurisError } from '../errors';
 import { EncoderStage } from './encoder-stage';
 import type { ModelInfo } from './registry';
 import type { OutputFn } from './runner';
 import { ViewFusion } from './view-fusion';
-import { scheduleKey, type EncoderInfo } from './views';
+import type { EncoderInfo, ViewSchedule } from './views';
 
 /** Runs one encoder on one window's samples (ownership passes) -> its embedding. */
 export type EmbedFn = (encoder: EncoderInfo, pcm: Float32Array) => Promise<Float32Array>;
 
+interface Member {
+  fusion: ViewFusion;
+  every: number;
+  /** Indices of its encoders in the group's list. */
+  encoders: number[];
+}
+
 interface Group {
-  stage: EncoderStage;
-  /** The union of the encoders of the group's views; a window outcome's embeddings are in this order. */
+  schedule: ViewSchedule;
+  /** The union of the members' encoders; a window outcome's embeddings are in this order. */
   encoders: EncoderInfo[];
-  fusions: ViewFusion[];
+  members: Member[];
+}
+
+const gcd = (a: number, b: number): number => (b === 0 ? a : gcd(b, a % b));
+
+/** What makes two schedules decide the same windows (all but `every`). */
+function windowKey(s: ViewSchedule): string {
+  return JSON.stringify([s.windowSteps, s.hopSteps ?? s.windowSteps, s.minVoicedSteps, s.gateDb]);
 }
 
 export class ChannelViews {
   private readonly groups = new Map<string, Group>();
+  private built: EncoderStage[] | undefined;
 
   constructor(private readonly embed: EmbedFn) {}
 
@@ -29,41 +47,44 @@ export class ChannelViews {
   attach(model: ModelInfo, output: OutputFn): OutputFn {
     const views = model.views;
     if (!views) return output;
-    const key = scheduleKey(views.schedule);
-    let g = this.groups.get(key);
-    if (!g) {
-      const group: Group = {
-        encoders: [],
-        fusions: [],
-        stage: new EncoderStage({
-          schedule: views.schedule,
-          // read at call time: every model is attached before the first samples arrive
-          embed: (pcm) => this.embedAll(group.encoders, pcm),
-          onWindow: (o) => group.fusions.forEach((f) => f.pushWindow(o)),
-        }),
-      };
-      this.groups.set(key, group);
-      g = group;
-    }
-    const group = g;
-    const index = views.views.map((v) => {
-      let i = group.encoders.findIndex((e) => e.modelPath === v.encoder.modelPath);
-      if (i < 0) i = group.encoders.push(v.encoder) - 1;
-      return i;
+    if (this.built) throw new AurisError('INTERNAL', 'ChannelViews.attach() after its stages were built');
+    const key = windowKey(views.schedule);
+    let group = this.groups.get(key);
+    if (!group) this.groups.set(key, (group = { schedule: views.schedule, encoders: [], members: [] }));
+    const g = group;
+    const encoders = views.views.map((v) => {
+      const i = g.encoders.findIndex((e) => e.modelPath === v.encoder.modelPath);
+      return i >= 0 ? i : g.encoders.push(v.encoder) - 1;
     });
-    const fusion = new ViewFusion(views, output, index);
-    group.fusions.push(fusion);
+    const fusion = new ViewFusion(views, output, encoders);
+    g.members.push({ fusion, every: views.schedule.every, encoders });
     return (_start, probs, steps) => fusion.pushNet(probs, steps);
   }
 
-  /** One stage per distinct schedule: the caller pushes the channel's levels and samples to each and ends it. */
+  /** One stage per group, built once every model is attached: the caller pushes the channel's levels and samples to each and ends it. */
   get stages(): EncoderStage[] {
-    return [...this.groups.values()].map((g) => g.stage);
+    this.built ??= [...this.groups.values()].map((g) => {
+      const every = g.members.map((m) => m.every).reduce(gcd);
+      return new EncoderStage({
+        schedule: { ...g.schedule, every },
+        embed: (pcm, run) => this.embedAt(g, pcm, run),
+        onWindow: (o) => g.members.forEach((m) => m.fusion.pushWindow(o)),
+      });
+    });
+    return this.built;
   }
 
-  private embedAll(encoders: EncoderInfo[], pcm: Float32Array): Promise<Float32Array[]> {
-    const last = encoders.length - 1;
+  /** The encoders some member reads at run position `run`, on one window's samples. */
+  private embedAt(g: Group, pcm: Float32Array, run: number): Promise<(Float32Array | undefined)[]> {
+    const needed = new Set<number>();
+    for (const m of g.members) if (run % m.every === 0) m.encoders.forEach((i) => needed.add(i));
+    const order = [...needed];
+    const last = order.length - 1;
     // each encoder job owns its input (the pool may transfer it to a worker): copies for all but the last
-    return Promise.all(encoders.map((e, i) => this.embed(e, i === last ? pcm : pcm.slice())));
+    return Promise.all(order.map((i, k) => this.embed(g.encoders[i]!, k === last ? pcm : pcm.slice()))).then((embs) => {
+      const out: (Float32Array | undefined)[] = new Array(g.encoders.length).fill(undefined);
+      order.forEach((i, k) => (out[i] = embs[k]));
+      return out;
+    });
   }
 }

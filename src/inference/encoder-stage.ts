@@ -13,17 +13,21 @@ import { AurisError } from '../errors';
 import { STEP_SAMPLES, type ViewSchedule } from './views';
 
 export type WindowOutcome =
-  /** The encoders ran on this window (one embedding each, in the views' order). */
-  | { window: number; kind: 'embedded'; embeddings: Float32Array[] }
+  /**
+   * The encoders ran on this window (one embedding each, in the views' order; a stage shared by
+   * several schedules may leave out an encoder no schedule needs at this position). `run`: the
+   * window's position in its run of voiced windows.
+   */
+  | { window: number; kind: 'embedded'; embeddings: (Float32Array | undefined)[]; run: number }
   /** Voiced, but the schedule skipped it: the run's last embedding holds. */
-  | { window: number; kind: 'carry' }
+  | { window: number; kind: 'carry'; run: number }
   /** Too few voiced steps (or no samples): no embedding, and the run ends. */
   | { window: number; kind: 'none' };
 
 export interface EncoderStageOptions {
   schedule: ViewSchedule;
-  /** Runs the encoders on one window's samples (ownership passes) -> their embeddings. */
-  embed(pcm: Float32Array): Promise<Float32Array[]>;
+  /** Runs the encoders on one window's samples (ownership passes; `run`: its position in the run) -> their embeddings. */
+  embed(pcm: Float32Array, run: number): Promise<(Float32Array | undefined)[]>;
   /** Every window's outcome, in window order. */
   onWindow(outcome: WindowOutcome): void;
 }
@@ -121,16 +125,17 @@ export class EncoderStage {
     if (!embed) {
       this.run = 0;
       outcome = Promise.resolve({ window, kind: 'none' });
-    } else if (this.run++ % this.schedule.every !== 0) {
-      outcome = Promise.resolve({ window, kind: 'carry' });
+    } else if (this.run % this.schedule.every !== 0) {
+      outcome = Promise.resolve({ window, kind: 'carry', run: this.run++ });
     } else {
+      const run = this.run++;
       this._calls++;
       const pcm = new Float32Array(this.W * STEP_SAMPLES);
       for (let i = 0; i < have; i++) {
         const slot = (first + i) % this.W;
         pcm.set(this.ring.subarray(slot * STEP_SAMPLES, (slot + 1) * STEP_SAMPLES), i * STEP_SAMPLES);
       }
-      outcome = this.options.embed(pcm).then((embeddings) => ({ window, kind: 'embedded', embeddings }));
+      outcome = this.options.embed(pcm, run).then((embeddings) => ({ window, kind: 'embedded', embeddings, run }));
       outcome.catch(() => undefined); // surfaced through the tail below
     }
     this.pending++;

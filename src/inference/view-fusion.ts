@@ -66,9 +66,13 @@ export class ViewFusion {
     this.flush();
   }
 
-  /** The next window's outcome (in window order). */
+  /**
+   * The next window's outcome (in window order). A stage shared with other schedules may embed
+   * more windows than this model's schedule: only those at its own run positions (run % every = 0)
+   * are read, so a model's results do not depend on which other models run beside it.
+   */
   pushWindow(o: WindowOutcome): void {
-    if (o.kind === 'embedded') this.current = this.viewLogits(o.embeddings);
+    if (o.kind === 'embedded' && o.run % this.views.schedule.every === 0) this.current = this.viewLogits(o.embeddings as Float32Array[]);
     else if (o.kind === 'none') this.current = undefined;
     this.windowLogits.push(this.current);
     this.flush();

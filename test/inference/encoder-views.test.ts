@@ -7,7 +7,9 @@ import { strict as assert } from 'node:assert';
 import { describe, it } from 'node:test';
 import { EncoderStage, type WindowOutcome } from '../../src/inference/encoder-stage';
 import { ViewFusion } from '../../src/inference/view-fusion';
-import { STEP_SAMPLES, type ModelViews } from '../../src/inference/views';
+import { ChannelViews } from '../../src/inference/channel-views';
+import type { ModelInfo } from '../../src/inference/registry';
+import { STEP_SAMPLES, type EncoderInfo, type ModelViews } from '../../src/inference/views';
 
 const W = 25;
 const schedule = { windowSteps: W, every: 2, minVoicedSteps: 8, gateDb: -50 };
@@ -53,8 +55,8 @@ describe('encoder stage', () => {
   it('embeds the first window of each voiced run and every `every`-th after it; silence ends a run', async () => {
     const { outcomes } = await stageRun(sig, 7);
     assert.deepEqual(
-      outcomes.map((o) => `${o.window}:${o.kind}`),
-      ['0:embedded', '1:carry', '2:embedded', '3:none', '4:embedded', '5:carry'],
+      outcomes.map((o) => `${o.window}:${o.kind}${o.kind === 'none' ? '' : `@${o.run}`}`),
+      ['0:embedded@0', '1:carry@1', '2:embedded@2', '3:none', '4:embedded@0', '5:carry@1'],
     );
   });
 
@@ -127,8 +129,8 @@ describe('view fusion', () => {
     net[2 * s + 1] = p;
   }
   const outcomes: WindowOutcome[] = [
-    { window: 0, kind: 'embedded', embeddings: [Float32Array.of(1.5, 9), Float32Array.of(0, 2)] },
-    { window: 1, kind: 'carry' },
+    { window: 0, kind: 'embedded', embeddings: [Float32Array.of(1.5, 9), Float32Array.of(0, 2)], run: 0 },
+    { window: 1, kind: 'carry', run: 1 },
     { window: 2, kind: 'none' },
   ];
 
@@ -160,7 +162,7 @@ describe('view fusion', () => {
     const f = new ViewFusion(three, (_s, p) => out.push(...p), [1]);
     const p = [0.2, 0.3, 0.5];
     f.pushNet(Float32Array.from([...p, ...p]), 2);
-    f.pushWindow({ window: 0, kind: 'embedded', embeddings: [Float32Array.of(99, 99), Float32Array.of(0.4, -0.2)] });
+    f.pushWindow({ window: 0, kind: 'embedded', embeddings: [Float32Array.of(99, 99), Float32Array.of(0.4, -0.2)], run: 0 });
     const e = [0.4, -0.2];
     const z = [0, 1, 2].map((c) => 0.8 * Math.log(p[c]!) + 2 * ([e[0]!, e[1]! + 0.5, -e[0]! - e[1]!][c]!) + [-0.1, 0, 0.1][c]!);
     const sum = z.reduce((a, v) => a + Math.exp(v), 0);
@@ -176,5 +178,54 @@ describe('view fusion', () => {
     assert.equal(emitted, 0);
     f.pushWindow(outcomes[0]!);
     assert.equal(emitted, W);
+  });
+});
+
+describe('channel views (one encoder stage shared by several models)', () => {
+  // model A: encoder x, every 4; model B: encoders x and y, every 2 (two classes each)
+  const enc = (name: string): EncoderInfo => ({ name, modelPath: `/${name}.onnx`, dim: 1, windowSteps: W } as unknown as EncoderInfo);
+  const x = enc('x');
+  const y = enc('y');
+  const modelOf = (encoders: EncoderInfo[], every: number, weight: number): ModelInfo =>
+    ({
+      views: {
+        schedule: { windowSteps: W, every, minVoicedSteps: 8, gateDb: -50 },
+        views: encoders.map((encoder) => ({ encoder, head: { weights: Float32Array.of(0, weight), bias: Float32Array.of(0, 0) } })),
+        fusion: { net: 1, views: encoders.map(() => 1), bias: Float32Array.of(0, 0) },
+        classes: 2,
+      },
+    }) as unknown as ModelInfo;
+  const A = modelOf([x], 4, 1);
+  const B = modelOf([x, y], 2, -1);
+  const steps = 12 * W;
+  const sig = signal(steps, () => true);
+
+  /** Runs the models on one ChannelViews; returns each model's fused P(class 1) and the encoder calls by name@run. */
+  async function run(models: ModelInfo[]): Promise<{ out: number[][]; calls: string[] }> {
+    const calls: string[] = [];
+    const views = new ChannelViews(async (e, pcm) => {
+      calls.push(`${e.modelPath.slice(1, 2)}@${Math.round(pcm[0]! - 1) / W}`);
+      return Float32Array.of(e === x ? pcm[0]! / 100 : -pcm[0]! / 50); // depends on the window: a stale carry shows
+    });
+    const out: number[][] = models.map(() => []);
+    const outputs = models.map((m, i) => views.attach(m, (_s, p, n) => { for (let k = 0; k < n; k++) out[i]!.push(p[2 * k + 1]!); }));
+    const net = new Float32Array(steps * 2).fill(0.5);
+    for (const st of views.stages) await st.push(sig.levels, sig.pcm, steps);
+    for (const st of views.stages) await st.end();
+    outputs.forEach((o) => o(0, net, steps));
+    return { out, calls };
+  }
+
+  it('runs one stage for both, each encoder only where a model reads it, and gives each model what it gets alone', async () => {
+    const both = await run([A, B]);
+    assert.deepEqual(both.calls.filter((c) => c.startsWith('x')).map((c) => c.slice(2)), ['0', '2', '4', '6', '8', '10']);
+    assert.deepEqual(both.calls.filter((c) => c.startsWith('y')).map((c) => c.slice(2)), ['0', '2', '4', '6', '8', '10']);
+    const alone = await run([A]);
+    assert.deepEqual(alone.calls, ['x@0', 'x@4', 'x@8']);
+    assert.deepEqual(both.out[0], alone.out[0], 'A alone = A beside B');
+    assert.deepEqual(both.out[1], (await run([B])).out[0], 'B alone = B beside A');
+    // A's view changes every 4 windows only: windows 1-3 carry window 0's
+    assert.equal(alone.out[0]![W], alone.out[0]![0]);
+    assert.notEqual(alone.out[0]![4 * W], alone.out[0]![0]);
   });
 });

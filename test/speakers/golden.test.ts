@@ -86,7 +86,7 @@ function fileLabels(c: Case): { K: number; labels: number[] } {
     centre: c.params.center,
   };
   const map = new FileSpeakerMap(info);
-  embeddingsOf(c).forEach((e, i) => map.pushWindow({ window: c.windows[i]!, kind: 'embedded', embeddings: [e] }));
+  embeddingsOf(c).forEach((e, i) => map.pushWindow({ window: c.windows[i]!, kind: 'embedded', embeddings: [e], run: 0 }));
   const speech = Uint8Array.from(c.speech, (ch) => (ch === '1' ? 1 : 0));
   const out = map.finish(c.steps, speech, c.num_speakers === undefined ? {} : { numSpeakers: c.num_speakers });
   return { K: out.keys.length, labels: labels(out.probs, c.steps) };
