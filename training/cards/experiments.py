@@ -231,6 +231,22 @@ EXPERIMENTS = {
         "corpora cost more than fewer voices: 3 corpora with their 75 voices score 0.404 (0.410 telephone) against "
         "0.426 for 5 corpora with as many voices - each corpus adds its own idea of the categories, which is what "
         "a model that must hold on a new corpus lacks.",
+        "**Session 13: encoder views as heads fused per step** (`training/encoders/embed_affect.py`, `training/encoders/affect.py`; "
+        "the service now fuses heads of any number of classes, docs/features.md). Heads (3-class softmax regressions, "
+        "speaker- and class-balanced, strongly regularised) on the service's 1.6 s windows of the speaker encoder and of "
+        "Whisper tiny.en (the mean state after each of its 4 blocks), fused with 1.0.1's per-step log-probabilities; "
+        "corpora: the six plus emospeech (RakshakTeam/emospeech-dataset-v1, 105 users' command words in real places, "
+        "never heard by any model; calm as neutral); scored leave-one-corpus-out, per clip, on the five corpora 1.0.1 never "
+        "heard (ASED, emospeech, ETTSDB, nEMO, URDU). Mean UAR clean / telephone / 0.5-1.2 s crops of the same clips placed "
+        "anywhere on the window grid: 1.0.1 alone 0.461 / 0.438 / 0.411; 1.0.1 recalibrated (a per-class bias and a weight "
+        "on its log-probabilities, fitted on the other corpora) 0.448 / 0.440 / 0.430; speaker view alone 0.409 / 0.412 / "
+        "0.417; Whisper block-1 view alone 0.340 / 0.364 / 0.380; both views fused with 1.0.1 0.417 / 0.419 / 0.417. "
+        "Clip-level probes on each Whisper layer (0.45-0.48 on the six corpora) and on all of them together (0.48) said "
+        "the same; inside one corpus, on disjoint speakers, the block-1 probe reaches 0.58-0.89. Not shipped: no view "
+        "gains on clean recordings, and the short crops gain 0.02 at most. The short-word failure is 1.0.1's neutral "
+        "default: on the crops of the unheard corpora it calls 1192 of 1681 high-arousal crops `neutral` (full clips: "
+        "487 of 1681); moving its neutral shift for short speech alone would gain 0.03 (best shift -1.5 on the crops, 0 on "
+        "full clips), which a step cannot know in time.",
     ],
     "emotions": [
         "Shipped as trained; no variant was tried in this version. The leave-one-corpus-out figures are far below the "
@@ -264,5 +280,14 @@ EXPERIMENTS = {
         "short of the target on average (ETTSDB 0.27-0.33): an arousal model trained on two corpora recognises low "
         "arousal across corpora (recall 0.63) better than the four-class models do (`tired` 0.1), but happy vs "
         "irritated, and what each corpus calls sad, stay corpus-specific.",
+        "**Session 13: encoder views as heads fused per step** (as for arousal: `training/encoders/affect.py`; heads on "
+        "the speaker encoder's and Whisper tiny.en's window states fused with 1.1.0's per-step log-probabilities). The "
+        "only corpus 1.1.0 never heard is emospeech (command words in real places; happy, irritated = angry, neutral = "
+        "calm), UAR clean / telephone / 0.5-1.2 s crops: 1.1.0 alone 0.412 / 0.343 / 0.278; recalibrated 0.424 / 0.381 / "
+        "0.315; speaker view alone 0.388 / 0.319 / 0.277; Whisper block-1 view alone 0.358 / 0.364 / 0.262; both views "
+        "fused 0.431 / 0.367 / 0.280. The views alone leave-one-corpus-out over all six corpora (honest everywhere): "
+        "0.435 clean (speaker), 0.417 (Whisper), against 0.384 for 1.1.0's recipe leave-one-corpus-out (its folds "
+        "never heard their corpus): about +0.05, but fused with the shipped network, which heard five of the six, "
+        "nothing can be scored honestly but emospeech, where the gain is 0.02. Not shipped.",
     ],
 }

@@ -13,6 +13,7 @@ import argparse
 import os
 import pickle
 from multiprocessing import Pool
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -44,15 +45,73 @@ def sample(seed: int = 0) -> list[D.Clip]:
     return out
 
 
+# RakshakTeam/emospeech-dataset-v1 (../shared/datasets/README.md; CC BY-NC-SA 4.0): command words in Indian English /
+# Hindi recorded in real places, 3 s files, emotion in the file name; the identified users only (one hash stands for
+# every unknown user). Calm is everyday delivery: neutral for both tasks; fear is high arousal and no emotions class.
+EMOSPEECH = ("RakshakTeam+emospeech-dataset-v1", "85b1ef55")
+EMOSPEECH_UNKNOWN_USER = "d14a028c2a3a2bc9476102bb288234c415a2b01f828ea62ac5b3e42f"
+EMOSPEECH_KEYWORDS = {"help", "bacho", "stop", "no", "go", "yes"}
+EMOSPEECH_LABELS = {"angry": ("high", "irritated"), "happy": ("high", "happy"), "fearful": ("high", None), "calm": ("neutral", "neutral")}
+EMOSPEECH_PER_SPEAKER_LABEL = 8
+
+
+@dataclass(frozen=True)
+class MirrorClip:
+    """A labelled clip read from a repository snapshot (corpora.load reads "<repo>:<path>")."""
+    source: str
+    speaker: str
+    gender: str
+    path: str
+    emotion: str
+    arousal: str | None
+    emotions: str | None
+
+
+def emospeech(seed: int = 0) -> list[MirrorClip]:
+    from training.encoders import corpora
+    repo = EMOSPEECH[0]
+    files = corpora._git(repo, "ls-tree", "-r", "--name-only", "HEAD").decode().split("\n")
+    by: dict = {}
+    for f in files:
+        if not f.endswith(".wav"):
+            continue
+        parts = f.rsplit("/", 1)[-1][:-4].split("-")
+        if len(parts) < 5 or parts[0] not in EMOSPEECH_KEYWORDS or parts[2] not in EMOSPEECH_LABELS or parts[-1] == EMOSPEECH_UNKNOWN_USER:
+            continue
+        by.setdefault((parts[-1][:12], parts[2]), []).append(f)
+    rng = np.random.default_rng(seed)
+    out = []
+    for (spk, emo), fs in sorted(by.items()):
+        fs = sorted(fs)
+        for i in sorted(rng.permutation(len(fs))[:EMOSPEECH_PER_SPEAKER_LABEL]):
+            a, e = EMOSPEECH_LABELS[emo]
+            out.append(MirrorClip("emospeech", f"emospeech_{spk}", "", f"{repo}:{fs[i]}", emo, a, e))
+    return out
+
+
+def _load(c) -> np.ndarray:
+    if isinstance(c, MirrorClip):
+        from training.encoders import corpora
+        return corpora.load(corpora.Voice(c.source, c.speaker, c.gender, c.path, c.emotion))
+    return D.decode(c.path)
+
+
+def _labels(c) -> tuple:
+    if isinstance(c, MirrorClip):
+        return c.arousal, c.emotions
+    return S.label("arousal", c), S.label("emotions", c)
+
+
 def short_crop(x: np.ndarray, levels: np.ndarray, rng) -> np.ndarray:
-    """0.5-1.2 s starting at a voiced step (the clip's loudest half), with 0.2 s of silence either side."""
+    """0.5-1.2 s starting at a voiced step (the clip's loudest half), after 0-1.6 s of silence (so the word
+    falls anywhere on the service's window grid, as in a live stream) and before 0.2 s."""
     n = int(rng.uniform(*SHORT_S) * 16000)
     voiced = np.flatnonzero(levels >= np.percentile(levels, 50))
     start = int(rng.choice(voiced)) * windows.STEP if voiced.size else 0
     start = max(0, min(start - n // 4, x.size - n))
     seg = x[start:start + n]
-    pad = np.zeros(3200, np.float32)
-    return np.concatenate([pad, seg, pad]).astype(np.float32)
+    lead = np.zeros(int(rng.integers(0, windows.WINDOW_STEPS * windows.STEP)), np.float32)
+    return np.concatenate([lead, seg, np.zeros(3200, np.float32)]).astype(np.float32)
 
 
 def _session(path: str):
@@ -82,7 +141,7 @@ def _whisper_layers(model, pcm: np.ndarray) -> np.ndarray:
 
 
 def _work(args) -> list[dict]:
-    part, seed = args
+    part, seed, only, min_voiced = args
     import torch
     torch.set_num_threads(1)
     from training.data.channels import phone_all
@@ -92,18 +151,20 @@ def _work(args) -> list[dict]:
     nets = {t: _session(str(ROOT / f"models/{t}/model.onnx")) for t in ("arousal", "emotions")}
     wh = whisper.load()
     rng = np.random.default_rng(seed)
-    clean = [D.decode(c.path) for c in part]
+    clean = [_load(c) for c in part]
     phone, codecs = phone_all(clean, seed=seed)
     out = []
     for c, x, y, codec in zip(part, clean, phone, codecs):
         lv = windows.step_levels(x)
         versions = (("clean", x), (codec, y), ("short", short_crop(x, lv, rng)))
         for channel, sig in versions:
+            if only and channel not in only:
+                continue
             levels = windows.step_levels(sig)
-            idx, pcm = windows.voiced_windows(sig, levels)
+            idx, pcm = windows.voiced_windows(sig, levels, min_voiced)
             feats = logmel_fast(sig)[None].astype(np.float32)
             rec = {"source": c.source, "speaker": c.speaker, "gender": c.gender, "ref": c.path, "emotion": c.emotion,
-                   "arousal": S.label("arousal", c), "emotions": S.label("emotions", c),
+                   "arousal": _labels(c)[0], "emotions": _labels(c)[1],
                    "channel": channel, "seconds": sig.size / 16000, "levels": levels.astype(np.float32),
                    "windows": np.array(idx, np.int32),
                    "emb": spk.run(None, {"pcm": pcm})[0].astype(np.float32) if len(idx) else np.zeros((0, 256), np.float32),
@@ -119,21 +180,25 @@ def main() -> None:
     ap.add_argument("--out", default=str(OUT))
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--limit", type=int, default=0, help="smoke test: at most this many clips")
+    ap.add_argument("--only", default="", help="comma-separated versions to keep (clean, short; telephone ones are named by codec)")
+    ap.add_argument("--seed", type=int, default=2000)
+    ap.add_argument("--min-voiced", type=int, default=windows.MIN_VOICED_STEPS, help="a window is embedded from this many voiced steps")
+    ap.add_argument("--corpora", default="shared", help="shared (clips.csv) and/or emospeech (its git snapshot; affect.py reads it from affect_emospeech.pkl)")
     a = ap.parse_args()
-    clips = sample()
+    clips = (sample() if "shared" in a.corpora else []) + (emospeech() if "emospeech" in a.corpora else [])
     if a.limit:
         clips = clips[:: max(1, len(clips) // a.limit)][: a.limit]
     chunks = [clips[i:i + 50] for i in range(0, len(clips), 50)]
     print(f"{len(clips)} clips in {len(chunks)} chunks", flush=True)
     records: list[dict] = []
     with Pool(a.workers) as pool:
-        for i, part in enumerate(pool.imap(_work, [(c, 2000 + j) for j, c in enumerate(chunks)])):
+        for i, part in enumerate(pool.imap(_work, [(c, a.seed + j, tuple(filter(None, a.only.split(","))), a.min_voiced) for j, c in enumerate(chunks)])):
             records += part
             if i % 5 == 0:
                 print(f"chunk {i + 1}/{len(chunks)}", flush=True)
     os.makedirs(os.path.dirname(a.out), exist_ok=True)
     with open(a.out, "wb") as f:
-        pickle.dump({"records": records}, f)
+        pickle.dump({"records": records, "min_voiced_steps": a.min_voiced}, f)
     print(f"wrote {a.out}: {len(records)} clip versions, {sum(len(r['windows']) for r in records)} windows")
 
 

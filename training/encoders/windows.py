@@ -14,14 +14,14 @@ MIN_VOICED_STEPS = 8
 GATE_DB = -50.0
 
 
-def voiced_windows(x: np.ndarray, levels: np.ndarray | None = None) -> tuple[list[int], np.ndarray]:
+def voiced_windows(x: np.ndarray, levels: np.ndarray | None = None, min_voiced: int = MIN_VOICED_STEPS) -> tuple[list[int], np.ndarray]:
     """Indices of the windows the service would embed (schedule every = 1) and their samples [n, 25600]."""
     levels = step_levels(x) if levels is None else levels
     nwin = -(-levels.size // WINDOW_STEPS)
     idx, pcm = [], []
     for k in range(nwin):
         lv = levels[k * WINDOW_STEPS:(k + 1) * WINDOW_STEPS]
-        if int((lv >= GATE_DB).sum()) < MIN_VOICED_STEPS:
+        if int((lv >= GATE_DB).sum()) < min_voiced:
             continue
         w = np.zeros(WINDOW_STEPS * STEP, dtype=np.float32)
         seg = x[k * WINDOW_STEPS * STEP:(k + 1) * WINDOW_STEPS * STEP]
