@@ -1,6 +1,6 @@
 /**
  * `npm run bench:grpc` (node dist/bench/grpc/run.js [--quick] [--levels 25,50,100] [--seconds 15]
- * [--single-seconds 60] [--transports grpc,ws] [--modes stateful,windowed] [--results all|final]; GRPC_BENCH_CHANNELS: most gRPC
+ * [--single-seconds 60] [--transports grpc,ws] [--modes stateful,windowed] [--results all|final] [--sync]; GRPC_BENCH_CHANNELS: most gRPC
  * connections the streams share, default 8): streaming latency
  * and capacity of the streaming service, over gRPC and over the WebSocket in one run.
  *
@@ -17,7 +17,11 @@
  *  1. one stream (all three models, output_period 64, 20 ms chunks): p50 / p90 / p99 / max;
  *  2. N concurrent streams (all three models, output_period 64, 64 ms chunks) for increasing N:
  *     p50 / p99 / max over every step of every stream, server CPU, and the largest N whose p99
- *     stays under 100 ms.
+ *     stays under 100 ms. As independent callers would: each stream plays the fixture from its
+ *     own offset, and the streams start spread over one encoder window (1.6 s). `--sync`: the
+ *     worst case instead - every stream plays the same audio from the start, all within one
+ *     chunk, so their speech, and the encoder windows gender's view embeds, come in bursts
+ *     (docs/streaming.md "Capacity").
  * Both are run twice, on fresh server processes: with the models' stateful streaming graphs (the
  * default) and with windowed calls only (GRPC_STATEFUL=0, the reference), and the server CPU of
  * the two is compared at each stream count both reached (`--modes stateful` runs one).
@@ -54,13 +58,15 @@ interface Args {
   transports: Transport[];
   /** What the streams ask for: provisional + final results (the default) or finals only. */
   results: 'all' | 'final';
+  /** Every stream the same audio, started together (the worst case); default: independent streams. */
+  sync: boolean;
 }
 
 type Mode = 'stateful' | 'windowed';
 type Transport = 'grpc' | 'ws';
 
 function parseArgs(argv: string[]): Args {
-  const a: Args = { quick: false, levels: [25, 50, 100, 150, 200, 300], seconds: 15, singleSeconds: 60, modes: ['stateful'], transports: ['grpc', 'ws'], results: 'all' };
+  const a: Args = { quick: false, levels: [25, 50, 100, 150, 200, 300], seconds: 15, singleSeconds: 60, modes: ['stateful'], transports: ['grpc', 'ws'], results: 'all', sync: false };
   for (let i = 0; i < argv.length; i++) {
     const v = argv[i];
     if (v === '--quick') {
@@ -77,7 +83,8 @@ function parseArgs(argv: string[]): Args {
       const r = argv[++i];
       if (r !== 'all' && r !== 'final') throw new Error(`--results must be all or final, got ${r}`);
       RESULTS = a.results = r;
-    } else throw new Error(`unknown argument ${v}`);
+    } else if (v === '--sync') a.sync = true;
+    else throw new Error(`unknown argument ${v}`);
   }
   return a;
 }
@@ -134,7 +141,7 @@ function percentile(sorted: number[], p: number): number {
 
 interface ServerUsage {
   cpuSec: number;
-  pool: { calls: number; windows: number; steps: number; busyMs: number };
+  pool: { calls: number; windows: number; steps: number; busyMs: number; encoderWindows?: number; encoderBusyMs?: number };
   /** Inference round trips since the last report, ms. */
   inferenceMs: { n: number; p50: number; p99: number; max: number };
   /** Server event-loop delay since the last report, ms. */
@@ -244,7 +251,17 @@ function liveStream(target: Target, pcm: Buffer, chunkSamples: number, periodMs:
   });
 }
 
-async function runLevel(transport: Transport, address: string, url: string, server: ServerProcess, n: number, pcm: Buffer, chunkSamples: number, lookaheadSteps: number): Promise<Record<string, unknown>> {
+/** Stream i's audio: the loop from its own offset (golden-ratio spread), unless every stream plays the same. */
+function streamAudio(pcm: Buffer, i: number, sync: boolean): Buffer {
+  if (sync || i === 0) return pcm;
+  const off = 2 * Math.floor(((i * 0.6180339887) % 1) * (pcm.length / 2));
+  return Buffer.concat([pcm.subarray(off), pcm.subarray(0, off)]);
+}
+
+/** Independent streams start spread over one encoder window; synchronised ones within one chunk. */
+const SPREAD_MS = 1600;
+
+async function runLevel(transport: Transport, address: string, url: string, server: ServerProcess, n: number, pcm: Buffer, chunkSamples: number, lookaheadSteps: number, sync: boolean): Promise<Record<string, unknown>> {
   // gRPC: a few channels (HTTP/2 connections) share the streams, as separate clients would; WebSocket: one connection per stream.
   const channels = Number(process.env['GRPC_BENCH_CHANNELS'] ?? 8);
   const clients = transport === 'grpc' ? Array.from({ length: Math.min(channels, Math.max(1, Math.ceil(n / 25))) }, () => createClient(address)) : [];
@@ -254,7 +271,7 @@ async function runLevel(transport: Transport, address: string, url: string, serv
   const t0 = performance.now();
   const chunkMs = (chunkSamples / 16000) * 1000;
   const runs = await Promise.all(
-    Array.from({ length: n }, (_, i) => liveStream(targetOf(i), pcm, chunkSamples, 64, lookaheadSteps, t0 + 50 + (i / n) * chunkMs)),
+    Array.from({ length: n }, (_, i) => liveStream(targetOf(i), streamAudio(pcm, i, sync), chunkSamples, 64, lookaheadSteps, t0 + 50 + (i / n) * (sync ? chunkMs : SPREAD_MS))),
   );
   const wall = (performance.now() - t0) / 1000;
   const clientCpu = process.cpuUsage(clientCpu0);
@@ -267,6 +284,9 @@ async function runLevel(transport: Transport, address: string, url: string, serv
     windowsPerCall: Math.round((windows / Math.max(1, calls)) * 10) / 10,
     stepsPerWindow: Math.round(((u1.pool.steps - u0.pool.steps) / Math.max(1, windows)) * 10) / 10,
     workerBusyPercent: Math.round(((u1.pool.busyMs - u0.pool.busyMs) / 1000 / wall) * 100),
+    // the pretrained encoders' share (gender's view): windows embedded per second and their worker time
+    encoderWindowsPerSec: Math.round(((u1.pool.encoderWindows ?? 0) - (u0.pool.encoderWindows ?? 0)) / wall),
+    encoderBusyPercent: Math.round((((u1.pool.encoderBusyMs ?? 0) - (u0.pool.encoderBusyMs ?? 0)) / 1000 / wall) * 100),
     roundTripMs: u1.inferenceMs,
   };
   for (const c of clients) c.close();
@@ -316,7 +336,7 @@ async function benchMode(mode: Mode, transport: Transport, args: Args, samples: 
   let sustained = 0;
   for (const n of args.levels) {
     log(`[${mode} ${transport}] ${n} concurrent streams, ${args.seconds} s each, 64 ms chunks`);
-    const r = await runLevel(transport, address, url, proc, n, pcm, 1024, lookaheadSteps);
+    const r = await runLevel(transport, address, url, proc, n, pcm, 1024, lookaheadSteps, args.sync);
     log(JSON.stringify(r));
     levels.push(r);
     const p99 = r['p99'] as number;

@@ -24,7 +24,8 @@ PER_SPEAKER = {"nemo": 24, "hyke": 12, "urdu": 10, "speechocean": 6, "audiomnist
 DEFAULT_PER_SPEAKER = 7
 
 
-def _session(path: str):
+def session(path: str):
+    """A one-thread CPU session (the embedding runs one process per core)."""
     import onnxruntime as ort
     so = ort.SessionOptions()
     so.intra_op_num_threads = 1
@@ -42,8 +43,8 @@ def _net_logit(sess, x: np.ndarray) -> np.ndarray:
 def _work(args) -> list[dict]:
     voices, seed, encoders, net = args
     from training.data.channels import phone_all
-    encs = {name: _session(path) for name, path in encoders.items()}
-    gnet = _session(net)
+    encs = {name: session(path) for name, path in encoders.items()}
+    gnet = session(net)
     clean = [corpora.load(v) for v in voices]
     phone, codecs = phone_all(clean, seed=seed)
     out = []

@@ -21,6 +21,7 @@ import numpy as np
 from training.data import clips as D
 from training.data import speakers as S
 from training.encoders import windows
+from training.encoders.embed import session
 
 ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "training/runs/encoders/affect.pkl"
@@ -114,14 +115,6 @@ def short_crop(x: np.ndarray, levels: np.ndarray, rng) -> np.ndarray:
     return np.concatenate([lead, seg, np.zeros(3200, np.float32)]).astype(np.float32)
 
 
-def _session(path: str):
-    import onnxruntime as ort
-    so = ort.SessionOptions()
-    so.intra_op_num_threads = 1
-    so.inter_op_num_threads = 1
-    return ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
-
-
 def _whisper_layers(model, pcm: np.ndarray) -> np.ndarray:
     """[n, 25600] -> [n, 5, 384]: mean over the window of the states after conv and after each block (the last normed)."""
     import torch
@@ -147,8 +140,8 @@ def _work(args) -> list[dict]:
     from training.data.channels import phone_all
     from training.encoders import whisper
     from training.features import logmel_fast
-    spk = _session(str(ROOT / "models/encoders/speaker/encoder.onnx"))
-    nets = {t: _session(str(ROOT / f"models/{t}/model.onnx")) for t in ("arousal", "emotions")}
+    spk = session(str(ROOT / "models/encoders/speaker/encoder.onnx"))
+    nets = {t: session(str(ROOT / f"models/{t}/model.onnx")) for t in ("arousal", "emotions")}
     wh = whisper.load()
     rng = np.random.default_rng(seed)
     clean = [_load(c) for c in part]
