@@ -121,6 +121,22 @@ class PoolWorker {
     this.worker.on('exit', (code) => die(new AurisError('INFERENCE_FAILED', `inference worker exited (code ${code})`)));
   }
 
+  /**
+   * Ends the thread: asks it to dispose of its sessions and stop (worker.ts shutdown), and only
+   * when it has not ended within `ms` (stuck in a model call) stops it from outside.
+   */
+  async shutdown(ms: number): Promise<void> {
+    if (this.dead) return;
+    const exited = new Promise<void>((resolve) => this.worker.once('exit', () => resolve()));
+    this.worker.ref();
+    this.worker.postMessage({ type: 'close', id: this.nextId++ } as ToWorker);
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(true), ms)));
+    const tooLate = await Promise.race([exited.then(() => false), late]);
+    clearTimeout(timer);
+    if (tooLate) await this.worker.terminate();
+  }
+
   /** Sends a message; resolves with the worker's reply. The worker keeps the process alive only while busy. */
   call(msg: WithoutId<ToWorker>, transfer: ArrayBuffer[] = []): Promise<FromWorker> {
     if (this.dead) return Promise.reject(new AurisError('INFERENCE_FAILED', 'inference worker is gone'));
@@ -178,6 +194,9 @@ function stack(parts: Float32Array[], per: number): Float32Array {
   parts.forEach((p, i) => out.set(p, i * per));
   return out;
 }
+
+/** How long a closing pool waits for a worker to end by itself before stopping it, ms. */
+const WORKER_EXIT_MS = 2000;
 
 export class InferencePool {
   readonly size: number;
@@ -388,6 +407,6 @@ export class InferencePool {
     }
     const ws = this.workers;
     this.workers = [];
-    await Promise.all(ws.map((w) => w.worker.terminate()));
+    await Promise.all(ws.map((w) => w.shutdown(WORKER_EXIT_MS)));
   }
 }

@@ -14,6 +14,8 @@ export interface ModelRef {
 
 export type ToWorker =
   | { type: 'load'; id: number; models: ModelRef[] }
+  /** Dispose of every session and end the thread (its last message). */
+  | { type: 'close'; id: number }
   | {
       type: 'run';
       id: number;

@@ -50,7 +50,23 @@ function errorReply(id: number, e: unknown): void {
   }
 }
 
+/**
+ * Ends this thread from inside, at a safe point: the sessions disposed, then the port closed so
+ * the thread runs out of work. A thread stopped from outside (Worker.terminate) while
+ * onnxruntime's native code holds live sessions can abort the whole process.
+ */
+async function shutdown(): Promise<void> {
+  const all = await Promise.allSettled([...sessions.values()]);
+  sessions.clear();
+  for (const r of all) if (r.status === 'fulfilled') await r.value.release().catch(() => undefined);
+  port!.close();
+}
+
 port.on('message', (msg: ToWorker) => {
+  if (msg.type === 'close') {
+    void shutdown();
+    return;
+  }
   if (msg.type === 'load') {
     Promise.all(msg.models.map(session)).then(
       () => reply({ type: 'loaded', id: msg.id }),
