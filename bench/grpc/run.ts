@@ -1,6 +1,6 @@
 /**
  * `npm run bench:grpc` (node dist/bench/grpc/run.js [--quick] [--levels 25,50,100] [--seconds 15]
- * [--single-seconds 60] [--transports grpc,ws] [--modes stateful,windowed] [--results all|final] [--sync]; GRPC_BENCH_CHANNELS: most gRPC
+ * [--single-seconds 60] [--transports grpc,ws] [--modes stateful,windowed] [--results all|final] [--sync] [--models speech,arousal,gender]; GRPC_BENCH_CHANNELS: most gRPC
  * connections the streams share, default 8): streaming latency
  * and capacity of the streaming service, over gRPC and over the WebSocket in one run.
  *
@@ -40,7 +40,8 @@ import type { StepResultMsg, StreamConfigMsg } from '../../src/grpc/proto';
 const ROOT = path.resolve(__dirname, '..', '..', '..');
 const OUT = path.join(ROOT, 'bench', 'out');
 const KEY = 'bench-grpc-key-0001';
-const MODELS = ['speech', 'arousal', 'gender'];
+/** --models: what every stream asks for (default speech, arousal, gender). */
+let MODELS = ['speech', 'arousal', 'gender'];
 const TARGET_P99_MS = 100;
 /** --results: the streams' results mode (latency is measured on finals either way). */
 let RESULTS: 'all' | 'final' = 'all';
@@ -84,6 +85,7 @@ function parseArgs(argv: string[]): Args {
       if (r !== 'all' && r !== 'final') throw new Error(`--results must be all or final, got ${r}`);
       RESULTS = a.results = r;
     } else if (v === '--sync') a.sync = true;
+    else if (v === '--models') MODELS = argv[++i]!.split(',');
     else throw new Error(`unknown argument ${v}`);
   }
   return a;
