@@ -244,8 +244,8 @@ EXPERIMENTS = {
         "Clip-level probes on each Whisper layer (0.45-0.48 on the six corpora) and on all of them together (0.48) said "
         "the same; inside one corpus, on disjoint speakers, the block-1 probe reaches 0.58-0.89. Not shipped: no view "
         "gains on clean recordings, and the short crops gain 0.02 at most. The short-word failure is 1.0.1's neutral "
-        "default: on the crops of the unheard corpora it calls 1192 of 1681 high-arousal crops `neutral` (full clips: "
-        "487 of 1681). A neutral shift that shrinks with the voice around the step (1.25 x (1 - min(1, v / N))^g, v = voiced "
+        "default: on the crops of the five unheard corpora it calls 1940 of 2605 high-arousal crops `neutral` (whole clips: "
+        "1046 of 2605). A neutral shift that shrinks with the voice around the step (1.25 x (1 - min(1, v / N))^g, v = voiced "
         "steps within the receptive field, known to a live stream in time; N, g chosen leave-one-corpus-out) gains nothing: "
         "crops 0.394 against 0.411, whole clips 0.460 against 0.461.",
     ],
