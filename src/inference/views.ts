@@ -113,19 +113,17 @@ export function loadEncoder(modelsDir: string, name: string, from: string): Enco
   };
 }
 
-/** A head's or bias's numbers as [classes] rows: two classes may give class 1's alone (class 0's are zero). */
+/**
+ * [classes][width] numbers flattened, or undefined when malformed. A row of width 1 is a plain
+ * number; two classes may give class 1's row alone (class 0's is then zero).
+ */
 function classRows(v: unknown, classes: number, width: number): Float32Array | undefined {
-  const row = (r: unknown): r is number[] => Array.isArray(r) && r.length === width && r.every(isNum);
-  const out = new Float32Array(classes * width);
-  const single = width === 1 ? (isNum(v) ? [v] : undefined) : row(v) ? v : undefined;
-  if (classes === 2 && single) {
-    out.set(single, width);
-    return out;
-  }
-  const rows = width === 1 ? (row(v) && v.length === classes ? v.map((x) => [x]) : undefined) : Array.isArray(v) && v.length === classes && v.every(row) ? (v as number[][]) : undefined;
-  if (!rows) return undefined;
-  rows.forEach((r, c) => out.set(r, c * width));
-  return out;
+  const asRow = (r: unknown): number[] | undefined =>
+    width === 1 && isNum(r) ? [r] : Array.isArray(r) && r.length === width && r.every(isNum) ? r : undefined;
+  const single = classes === 2 ? asRow(v) : undefined;
+  const rows = single ? [new Array<number>(width).fill(0), single] : Array.isArray(v) && v.length === classes ? v.map(asRow) : undefined;
+  if (!rows || rows.some((r) => r === undefined)) return undefined;
+  return Float32Array.from((rows as number[][]).flat());
 }
 
 /** Parses and checks a model manifest's "views" (undefined: the model has none). */
@@ -164,9 +162,4 @@ export function parseViews(raw: unknown, modelsDir: string, file: string, classe
     fusion: { net: f['net'], views: f['views'] as number[], bias: fusionBias },
     classes,
   };
-}
-
-/** Views that can share one encoder stage: the same schedule (window decisions) on the same step grid. */
-export function scheduleKey(s: ViewSchedule): string {
-  return JSON.stringify([s.windowSteps, s.hopSteps ?? s.windowSteps, s.every, s.minVoicedSteps, s.gateDb]);
 }

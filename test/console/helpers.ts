@@ -10,7 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { chromium, type BrowserContext } from 'playwright-core';
+import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { defaultConfig } from '../../src/config';
 import { createServer, type AurisServer } from '../../src/http/server';
 import type { Backends } from '../../src/jobs/types';
@@ -133,4 +133,17 @@ export async function serveFile(path: string, contentType = 'audio/wav'): Promis
     url: `http://127.0.0.1:${port}/speech-then-silence.wav`,
     close: () => new Promise<void>((r) => srv.close(() => r())),
   };
+}
+
+/** A new page of the console at `url` (no trailing slash), signed in with `key`; page errors are collected in `problems`. */
+export async function openConsolePage(context: BrowserContext, url: string, key: string, timeoutMs: number): Promise<{ page: Page; problems: string[] }> {
+  const page = await context.newPage();
+  page.setDefaultTimeout(timeoutMs);
+  const problems: string[] = [];
+  page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
+  await page.goto(url + '/');
+  await page.getByLabel('API key').fill(key);
+  await page.getByRole('button', { name: 'Use key' }).click();
+  await page.locator('#key-status.ok').waitFor();
+  return { page, problems };
 }

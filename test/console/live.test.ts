@@ -11,7 +11,7 @@ import { after, before, describe, test } from 'node:test';
 import type { Page } from 'playwright-core';
 import { envSkip } from '../env';
 import { KEY_A, startStreamingApp } from '../websocket/helpers';
-import { buildConsole, chromiumUnavailable, launchBrowser, outPath, ROOT } from './helpers';
+import { buildConsole, chromiumUnavailable, launchBrowser, openConsolePage, outPath, ROOT } from './helpers';
 
 const FIXTURE = join(ROOT, 'test', 'fixtures', 'live-speech-silence.wav');
 
@@ -26,14 +26,7 @@ describe('console Live view (Chromium, fake microphone, real service)', { timeou
   });
 
   async function openConsole(context: Awaited<ReturnType<typeof launchBrowser>>['context']): Promise<{ page: Page; problems: string[] }> {
-    const page = await context.newPage();
-    page.setDefaultTimeout(60_000);
-    const problems: string[] = [];
-    page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
-    await page.goto(app.url + '/');
-    await page.getByLabel('API key').fill(KEY_A);
-    await page.getByRole('button', { name: 'Use key' }).click();
-    await page.locator('#key-status.ok').waitFor();
+    const { page, problems } = await openConsolePage(context, app.url, KEY_A, 60_000);
     await page.locator('#models input[value="speech"]').waitFor();
     // Speech only, 256 ms steps: the fastest timeline.
     for (const box of await page.locator('#models input').all()) if ((await box.getAttribute('value')) !== 'speech') await box.uncheck();

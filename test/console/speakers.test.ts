@@ -15,7 +15,7 @@ import type { BrowserContext, Page } from 'playwright-core';
 import type { AurisServer } from '../../src/http/server';
 import { envSkip } from '../env';
 import { KEY_A, startStreamingApp } from '../websocket/helpers';
-import { api, buildConsole, chromiumUnavailable, KEY, launchBrowser, outPath, ROOT, startServer, tempDir } from './helpers';
+import { api, buildConsole, chromiumUnavailable, KEY, launchBrowser, openConsolePage, outPath, ROOT, startServer, tempDir } from './helpers';
 
 const DEMO = join(ROOT, 'test', 'fixtures', 'demo.flac');
 const STEP_TIMEOUT = 60_000;
@@ -64,14 +64,7 @@ describe('console: the speakers model (Chromium, real server)', { timeout: 300_0
   });
 
   test('a file job with two voices: one lane per speaker label, named like it, and a legend equal to the summary', async () => {
-    const page = await browser.context.newPage();
-    page.setDefaultTimeout(STEP_TIMEOUT);
-    const problems: string[] = [];
-    page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
-    await page.goto(server.url + '/');
-    await page.getByLabel('API key').fill(KEY);
-    await page.getByRole('button', { name: 'Use key' }).click();
-    await page.locator('#key-status.ok').waitFor();
+    const { page, problems } = await openConsolePage(browser.context, server.url, KEY, STEP_TIMEOUT);
 
     // The speaker counts are offered only while the speakers model is selected, and checked.
     await chooseModels(page, ['speech']);
@@ -171,14 +164,7 @@ describe('console Live view: the speakers model (Chromium, fake microphone, real
   test('speaker lanes appear as speakers appear; shown steps never change; the legend counts their talk time', async () => {
     const browser = await launchBrowser(['--use-fake-ui-for-media-stream', '--use-fake-device-for-media-stream', `--use-file-for-fake-audio-capture=${wav}`]);
     try {
-      const page = await browser.context.newPage();
-      page.setDefaultTimeout(STEP_TIMEOUT);
-      const problems: string[] = [];
-      page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
-      await page.goto(app.url + '/');
-      await page.getByLabel('API key').fill(KEY_A);
-      await page.getByRole('button', { name: 'Use key' }).click();
-      await page.locator('#key-status.ok').waitFor();
+      const { page, problems } = await openConsolePage(browser.context, app.url, KEY_A, STEP_TIMEOUT);
       await chooseModels(page, ['speech', 'speakers']);
       await page.getByLabel('Output period (ms)').fill('512');
       await page.getByRole('button', { name: 'Start' }).click();
