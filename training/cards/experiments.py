@@ -235,7 +235,7 @@ EXPERIMENTS = {
         "the service now fuses heads of any number of classes, docs/features.md). Heads (3-class softmax regressions, "
         "speaker- and class-balanced, strongly regularised) on the service's 1.6 s windows of the speaker encoder and of "
         "Whisper tiny.en (the mean state after each of its 4 blocks), fused with 1.0.1's per-step log-probabilities; "
-        "corpora: the six plus emospeech (RakshakTeam/emospeech-dataset-v1, 105 users' command words in real places, "
+        "corpora: the six plus emospeech (RakshakTeam/emospeech-dataset-v1 @ 85b1ef55, CC BY-NC-SA 4.0; 105 users' command words in real places, "
         "never heard by any model; calm as neutral); scored leave-one-corpus-out, per clip, on the five corpora 1.0.1 never "
         "heard (ASED, emospeech, ETTSDB, nEMO, URDU). Mean UAR clean / telephone / 0.5-1.2 s crops of the same clips placed "
         "anywhere on the window grid: 1.0.1 alone 0.461 / 0.438 / 0.411; 1.0.1 recalibrated (a per-class bias and a weight "
