@@ -283,7 +283,7 @@ EXPERIMENTS = {
         "irritated, and what each corpus calls sad, stay corpus-specific.",
         "**Session 13: encoder views as heads fused per step** (as for arousal: `training/encoders/affect.py`; heads on "
         "the speaker encoder's and Whisper tiny.en's window states fused with 1.1.0's per-step log-probabilities). The "
-        "only corpus 1.1.0 never heard is emospeech (command words in real places; happy, irritated = angry, neutral = "
+        "only corpus 1.1.0 never heard is emospeech (RakshakTeam/emospeech-dataset-v1 @ 85b1ef55, CC BY-NC-SA 4.0: command words in real places; happy, irritated = angry, neutral = "
         "calm), UAR clean / telephone / 0.5-1.2 s crops: 1.1.0 alone 0.412 / 0.343 / 0.278; recalibrated 0.424 / 0.381 / "
         "0.315; speaker view alone 0.388 / 0.319 / 0.277; Whisper block-1 view alone 0.358 / 0.364 / 0.262; both views "
         "fused 0.431 / 0.367 / 0.280. The views alone leave-one-corpus-out over all six corpora (honest everywhere): "
