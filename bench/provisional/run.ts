@@ -5,15 +5,17 @@
  * 1. Latency: the service (src/app.ts, default settings) in this process, N live clients per
  *    transport (WebSocket, gRPC) sending the demo fixture (16 kHz s16le, looped) in real time in
  *    20 ms chunks, output_period 64, for `speech` and for `speech,arousal,gender`. Provisional
- *    latency of step k = time its provisional result is received - time the chunk holding the
- *    last sample it needs was sent: (k+1)*1024 + P*1024 + 128 samples (P = 2 steps, 128 ms; the
- *    framer's half window), i.e. end-to-end from "the step's audio + 128 ms were sent"; add 128
- *    ms for "from the step's audio sent". Also: the share of steps that got a provisional result
- *    and the final latency beyond each model's lookahead.
- * 2. Accuracy: StreamSession fed one 64 ms step at a time (each step's provisional result, with
- *    exactly P steps of lookahead, awaited before the next step), on test/fixtures/demo.flac and
- *    test/fixtures/models/*.flac: per model, the share of provisional labels the final changed,
- *    and for speech the F1 of "speech" against every other label, finals as reference.
+ *    latency, per model, of step k = time the first message with that model's provisional result
+ *    is received - time the chunk holding the step's last sample ((k+1)*1024) was sent: end to
+ *    end, the model's lookahead included (speech 64 ms, the speaker models 128 ms plus up to 3
+ *    steps of their 4-step cadence: src/inference/provisional-runner.ts provisionalPlan). Also:
+ *    per model, the share of steps that got a provisional result, and the finals' latency beyond
+ *    the lookahead.
+ * 2. Accuracy: StreamSession fed one 64 ms step at a time with one plan for every model (P = 2
+ *    steps of lookahead, every step; each step's provisional result awaited before the next
+ *    step), on test/fixtures/demo.flac and test/fixtures/models/*.flac: per model, the share of
+ *    provisional labels the final changed, and for speech the F1 of "speech" against every other
+ *    label, finals as reference. Against the truth, per plan: training/validate/provisional.py.
  * Numbers, never pass/fail. Clients share the server's cores: on 2 cores the figures include the
  * clients' own CPU.
  */
@@ -49,10 +51,11 @@ function s16(samples: Float32Array, seconds: number): Buffer {
 }
 
 interface Run {
-  prov: number[];
+  /** Per model: step audio sent -> the first message with its provisional result, ms (lookahead included). */
+  prov: Record<string, number[]>;
   final: number[];
   steps: number;
-  provSteps: number;
+  provSteps: Record<string, number>;
 }
 
 /** One real-time stream: 20 ms chunks, provisional and final latencies. */
@@ -61,27 +64,37 @@ function liveStream(transport: 'ws' | 'grpc', url: string, client: AnalysisClien
   const total = pcm.length / 2;
   const chunks = Math.ceil(total / chunk);
   const sentAt = new Float64Array(chunks);
-  const run: Run = { prov: [], final: [], steps: 0, provSteps: 0 };
-  const onStep = (t: number, final: boolean): void => {
+  const run: Run = { prov: Object.fromEntries(models.map((m) => [m, []])), final: [], steps: 0, provSteps: Object.fromEntries(models.map((m) => [m, 0])) };
+  const seen = new Map<number, Set<string>>();
+  const onStep = (t: number, final: boolean, results: Record<string, unknown>): void => {
     const now = performance.now();
     const k = t / 64;
-    const due = (k + 1 + (final ? lookahead : P)) * 1024 + 128;
-    if (due > total) return;
+    // finals: beyond the lookahead (from the chunk with the last sample the models need);
+    // provisionals: from the chunk with the step's own last sample, per model
+    const due = final ? (k + 1 + lookahead) * 1024 + 128 : (k + 1) * 1024;
+    if ((k + 1 + lookahead) * 1024 + 128 > total) return;
     const lat = now - sentAt[Math.ceil(due / chunk) - 1]!;
     if (final) {
       run.steps++;
       run.final.push(lat);
-    } else {
-      run.provSteps++;
-      run.prov.push(lat);
+      seen.delete(t);
+      return;
     }
+    const had = seen.get(t) ?? new Set<string>();
+    for (const m of Object.keys(results)) {
+      if (had.has(m) || !run.prov[m]) continue;
+      had.add(m);
+      run.provSteps[m]!++;
+      run.prov[m]!.push(lat);
+    }
+    seen.set(t, had);
   };
   let send: (b: Buffer) => void;
   let end: () => void;
   let done: Promise<void>;
   if (transport === 'grpc') {
     const h = openAnalyzeStream(client, KEY, { models, output_period: 64, sample_rate: 16000, encoding: 'PCM_S16LE' });
-    h.call.on('data', (m: StepResultMsg) => !m.summary && onStep(Number(m.timestamp), m.final === true));
+    h.call.on('data', (m: StepResultMsg) => !m.summary && onStep(Number(m.timestamp), m.final === true, m.results ?? {}));
     send = (b) => void h.call.write({ audio: b });
     end = () => h.end();
     done = h.status.then(() => undefined);
@@ -90,8 +103,8 @@ function liveStream(transport: 'ws' | 'grpc', url: string, client: AnalysisClien
     const pending: Buffer[] = [];
     ws.on('open', () => pending.splice(0).forEach((p) => ws.send(p)));
     ws.on('message', (d: Buffer) => {
-      const m = JSON.parse(d.toString('utf8')) as { type?: string; timestamp: number; final: boolean };
-      if (m.type === undefined) onStep(m.timestamp, m.final);
+      const m = JSON.parse(d.toString('utf8')) as { type?: string; timestamp: number; final: boolean; results: Record<string, unknown> };
+      if (m.type === undefined) onStep(m.timestamp, m.final, m.results);
     });
     ws.on('error', () => undefined);
     send = (b) => (ws.readyState === WebSocket.OPEN ? ws.send(b) : pending.push(b));
@@ -133,15 +146,18 @@ async function latency(seconds: number, levels: number[]): Promise<unknown[]> {
           const wall = (performance.now() - t0) / 1000;
           const cpu = process.cpuUsage(cpu0);
           for (const c of clients) c.close();
-          const prov = runs.flatMap((r) => r.prov).sort((a, b) => a - b);
           const fin = runs.flatMap((r) => r.final).sort((a, b) => a - b);
           const steps = runs.reduce((a, r) => a + r.steps, 0);
+          const provisional: Record<string, unknown> = {};
+          for (const m of models) {
+            const prov = runs.flatMap((r) => r.prov[m]!).sort((a, b) => a - b);
+            provisional[m] = { p50: pct(prov, 50), p99: pct(prov, 99), max: pct(prov, 100), stepsWithProvisionalPercent: Math.round((prov.length / Math.max(1, steps)) * 1000) / 10 };
+          }
           const row = {
             models: models.join(','),
             transport,
             streams: n,
-            provisional: { n: prov.length, p50: pct(prov, 50), p99: pct(prov, 99), max: pct(prov, 100) },
-            stepsWithProvisional: Math.round((runs.reduce((a, r) => a + r.provSteps, 0) / Math.max(1, steps)) * 1000) / 10,
+            provisionalFromStepAudio: provisional,
             finalBeyondLookahead: { p50: pct(fin, 50), p99: pct(fin, 99) },
             processCpuPercent: Math.round(((cpu.user + cpu.system) / 1e6 / wall) * 100),
             load1: os.loadavg()[0]!.toFixed(2),
@@ -167,7 +183,7 @@ async function labelsOf(file: string, models: string[]): Promise<Record<string, 
   const seen = new Set<number>();
   const session = new StreamSession(
     engine,
-    { models, outputPeriodMs: 64, sampleRate: info.sampleRate, encoding: 'f32le', channels: info.channels, channel: 0, includeRaw: false, includeSummary: false, includeTransitions: false, provisionalSteps: P },
+    { models, outputPeriodMs: 64, sampleRate: info.sampleRate, encoding: 'f32le', channels: info.channels, channel: 0, includeRaw: false, includeSummary: false, includeTransitions: false, provisional: true, provisionalPlan: { lookahead: P, stride: 1 } },
     {
       onStep: (step, final) => {
         const k = step.timestamp / 64;

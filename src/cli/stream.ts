@@ -28,8 +28,9 @@ const HELP = `usage: auris stream <file|-> [options]
 Sends an audio file (${SUPPORTED_FORMATS_TEXT}; up to 10 minutes; '-' reads stdin) to the auris
 streaming service (auris serve) as a live stream, over gRPC or the WebSocket, and prints each
 time step as one JSON line (timestamp, final, results, raw) as soon as it arrives: with
---results all (the default) a step's provisional result ("final": false, 128 ms of lookahead)
-may come before its final one ("final": true); --results final prints finals only. With --summary,
+--results all (the default) a step's provisional results ("final": false: speech 64 ms after the
+step, then every model) may come before its final one ("final": true); keep the latest line per
+timestamp. --results final prints finals only. With --summary,
 a line {"summary": {...}}; with --transitions, a line {"transitions": {...}}. The samples are
 sent at the file's own rate and channel count.
 

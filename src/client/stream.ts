@@ -6,9 +6,9 @@
  *   for await (const m of stream) if (m.type === 'step') console.log(m.step);
  *
  * Messages come in order: steps, then the summary and the transitions when asked. Each step
- * message says `final`: with results 'all' (the default) a step's provisional result
- * (final = false, 128 ms of lookahead) may come before its final one; results 'final' gives
- * finals only. A stream
+ * message says `final`: with results 'all' (the default) a step's provisional results
+ * (final = false: speech first, then every model; each holds all the earlier ones held) may
+ * come before its final one (docs/streaming.md); results 'final' gives finals only. A stream
  * that the server ends with an error makes the iteration throw a StreamClientError carrying
  * the service's stable code (INVALID_PARAMETER, TOO_MANY_STREAMS, IDLE_TIMEOUT, ...).
  */

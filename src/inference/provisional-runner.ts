@@ -4,7 +4,7 @@
  *
  * The final outputs of a live stream wait for the model's whole right context (speech 12
  * steps = 776 ms, the speaker models 24 steps). This runner runs the same network as soon as
- * an output step's audio plus `lookahead` steps (P, default 2 = 128 ms) have arrived, over a
+ * an output step's audio plus `lookahead` steps (P: provisionalPlan below) have arrived, over a
  * window whose input ends there: the missing future is treated like the end of the signal, the
  * way the windowed runner treats a file's last steps (src/inference/runner.ts end()). So a
  * provisional output is what the model would say if the audio stopped P steps later.
@@ -19,8 +19,30 @@ import { FLOATS_PER_STEP } from './registry';
 import { StepBuffer } from './step-buffer';
 import type { InferFn, OutputFn, RunnerModel } from './runner';
 
-/** Default lookahead of provisional results, steps (2 x 64 ms = 128 ms). */
-export const PROVISIONAL_LOOKAHEAD_STEPS = 2;
+/** How soon and how often a model answers provisionally (docs/streaming.md "Different delays per model"). */
+export interface ProvisionalPlan {
+  /** Steps of lookahead (P). */
+  lookahead: number;
+  /** A call every `stride` steps, covering them: a group's first step waits stride - 1 steps more. */
+  stride: number;
+}
+
+/**
+ * Speech (12 steps of context each way, the cheapest window): 1 step (64 ms) of lookahead, every
+ * step. On its validation (training/validate/provisional.py) speech F1 0.939 vs 0.957 for the finals.
+ */
+export const FAST_PROVISIONAL: ProvisionalPlan = { lookahead: 1, stride: 1 };
+/**
+ * The speaker models (24 steps of context each way: a window of 27 steps per call): 2 steps of
+ * lookahead, a call every 4 steps, a quarter of the calls for answers that change slowly.
+ */
+export const SLOW_PROVISIONAL: ProvisionalPlan = { lookahead: 2, stride: 4 };
+
+/** A model's plan, its stride a multiple of the output period (`per` steps: an output step needs all its steps). */
+export function provisionalPlan(model: Pick<RunnerModel, 'context'>, per: number, override?: ProvisionalPlan): ProvisionalPlan {
+  const base = override ?? (model.context.rightSteps <= 12 ? FAST_PROVISIONAL : SLOW_PROVISIONAL);
+  return { lookahead: Math.min(base.lookahead, model.context.rightSteps), stride: Math.max(1, Math.ceil(base.stride / per)) * per };
+}
 
 export interface ProvisionalRunnerOptions {
   model: RunnerModel;

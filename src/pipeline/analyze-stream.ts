@@ -24,10 +24,11 @@ import type { InferenceEngine } from '../inference/engine';
 import type { ModelInfo } from '../inference/registry';
 import { StepBuffer } from '../inference/step-buffer';
 import { StreamRunner } from '../inference/stream-runner';
-import { ProvisionalRunner } from '../inference/provisional-runner';
+import type { ProvisionalPlan } from '../inference/provisional-runner';
 import type { EncoderStage } from '../inference/encoder-stage';
 import type { ChannelViews } from '../inference/channel-views';
 import { LiveSpeakerMap } from '../speakers/live-map';
+import { ProvisionalResults } from './provisional-results';
 
 /** Sample encodings of a live stream: the front end's PCM, or G.711 (8-bit, expanded to s16le here). */
 export type StreamEncoding = SampleEncoding | G711Law;
@@ -44,12 +45,14 @@ export interface StreamSessionOptions extends AnalysisRequest {
   /** Use the models' stateful streaming graphs where they have one (default true). */
   statefulModels?: boolean;
   /**
-   * Provisional results (docs/streaming.md): each output step is also answered as soon as its
-   * audio plus this many steps have arrived, by the same networks with the missing future
-   * treated as the signal end (src/inference/provisional-runner.ts). 0 or absent: finals only.
-   * Not with the speakers model (its online map has no truncated answer): finals only then.
+   * Provisional results (docs/streaming.md): each output step is also answered before its
+   * final, by the same networks with the missing future treated as the signal end, each model
+   * as soon as its plan allows (src/pipeline/provisional-results.ts). Absent or false: finals
+   * only. Not with the speakers model (its online map has no truncated answer): finals only then.
    */
-  provisionalSteps?: number;
+  provisional?: boolean;
+  /** The same provisional plan for every model instead of each model's own (benchmarks, tests). */
+  provisionalPlan?: ProvisionalPlan;
 }
 
 export interface StreamSummary {
@@ -68,8 +71,9 @@ export interface StreamSummary {
 export interface StreamSessionEvents {
   /**
    * One output step (SPEC time-step shape, rounded). Finals (final = true) come in order, one per
-   * output step. With provisionalSteps, a provisional result (final = false) of a step may come
-   * first: provisionals come in order too, and never after their step's final.
+   * output step. With `provisional`, provisional results (final = false) of a step may come
+   * first (one per tier of models, each holding all the earlier ones held: provisional-results.ts):
+   * provisionals come in order too, and never after their step's final.
    */
   onStep(step: TimeStepResult, final: boolean): void;
   /** Inference failed: the session is unusable (close it). */
@@ -89,13 +93,8 @@ export class StreamSession {
   private readonly decider: StepDecider;
   private readonly frontend: StreamFrontend;
   private readonly runners: StreamRunner[];
-  /** Provisional results: their runners, outputs per model, decider (no segment mean) and next step. */
-  private readonly provRunners: ProvisionalRunner[] = [];
-  private readonly provProbs = new Map<string, StepBuffer>();
-  private provDecider: StepDecider | undefined;
-  private nextProv = 0;
-  /** Provisional results sent. */
-  provisionalSent = 0;
+  /** Provisional results, when asked for. */
+  private readonly provisional: ProvisionalResults | undefined;
   /** Encoder stages of the models with encoder views and of the speaker map. */
   private readonly stages: EncoderStage[] = [];
   /** The speaker map, when `speakers` runs: raw values and the summary list the speakers it found. */
@@ -153,8 +152,28 @@ export class StreamSession {
     const views = engine.channelViews();
     this.runners = networks.map((m) => this.finalRunner(engine, m, views));
     this.stages.push(...views.stages);
-    const P = options.provisionalSteps ?? 0;
-    if (P > 0 && !this.speakers) this.startProvisional(engine, networks, P);
+    if (options.provisional && !this.speakers) {
+      this.provisional = new ProvisionalResults({
+        engine,
+        networks,
+        decider: this.deciderOptions(engine),
+        per: this.per,
+        outputPeriodMs: options.outputPeriodMs,
+        ...(options.provisionalPlan ? { plan: options.provisionalPlan } : {}),
+        levels: this.levels,
+        nextFinal: () => this.nextOut,
+        stepsReceived: () => this.steps,
+        onStep: (step) => {
+          if (!this.closed && !this.failure) this.events.onStep(step, false);
+        },
+        onError: (e) => this.fail(e),
+      });
+    }
+  }
+
+  /** Provisional messages sent so far. */
+  get provisionalSent(): number {
+    return this.provisional?.sent ?? 0;
   }
 
   /** Post-processing options of this stream's requested analysis (finals and provisional results alike). */
@@ -202,41 +221,9 @@ export class StreamSession {
     });
   }
 
-  /** Provisional results: each network again with P steps of lookahead (src/inference/provisional-runner.ts). */
-  private startProvisional(engine: InferenceEngine, networks: readonly ModelInfo[], P: number): void {
-    this.provDecider = new StepDecider({
-      ...this.deciderOptions(engine),
-      // a provisional label stands alone: the gender segment mean is the finals' (it would need the finals' history)
-      segmentSmoothing: false,
-    });
-    for (const m of networks) {
-      const store = new StepBuffer(m.rawKeys.length);
-      this.provProbs.set(m.name, store);
-      this.provRunners.push(
-        new ProvisionalRunner({
-          model: m,
-          // the network alone: encoder views (gender) fuse into finals only
-          infer: (features, steps) => engine.infer(m, features, steps),
-          onOutput: (start, probs) => {
-            if (store.end < start) {
-              store.clear();
-              store.start = start;
-            }
-            store.append(probs);
-            this.emitProvisional();
-          },
-          onError: (e) => this.fail(e),
-          lookahead: P,
-          align: this.per,
-          finalFrom: () => this.nextOut * this.per,
-        }),
-      );
-    }
-  }
-
   /** Provisional model calls made so far (all models). */
   get provisionalCalls(): number {
-    return this.provRunners.reduce((a, r) => a + r.calls, 0);
+    return this.provisional?.calls ?? 0;
   }
 
   /** Steps received by the models whose outputs are not back yet (beyond their lookahead). */
@@ -290,7 +277,7 @@ export class StreamSession {
       this.feed(this.frontend.end());
       const done = new Promise<void>((resolve, reject) => (this.finish = { resolve, reject }));
       for (const r of this.runners) r.end();
-      for (const r of this.provRunners) r.end();
+      this.provisional?.end();
       for (const e of this.stages) e.end().then(() => this.emitReady(), (err: Error) => this.fail(err));
       this.emitReady();
       await done;
@@ -304,7 +291,7 @@ export class StreamSession {
    */
   hold(on: boolean): void {
     for (const r of this.runners) r.hold(on);
-    for (const r of this.provRunners) r.hold(on);
+    this.provisional?.hold(on);
   }
 
   /** Frees the native front end and the buffers now; outputs still in flight are dropped. Idempotent. */
@@ -313,7 +300,7 @@ export class StreamSession {
     this.closed = true;
     this.frontend.close();
     for (const r of this.runners) r.close();
-    for (const r of this.provRunners) r.close();
+    this.provisional?.close();
     for (const e of this.stages) e.close();
     this.finish?.reject(new AurisError('ABORTED', 'stream closed'));
     this.finish = undefined;
@@ -326,7 +313,7 @@ export class StreamSession {
     this.levels.append(chunk.levels.subarray(0, chunk.steps));
     this.steps += chunk.steps;
     for (const r of this.runners) r.push(chunk.features, chunk.steps);
-    for (const r of this.provRunners) r.push(chunk.features, chunk.steps);
+    this.provisional?.push(chunk.features, chunk.steps);
     for (const e of this.stages) e.push(chunk.levels, chunk.pcm, chunk.steps).catch((err: Error) => this.fail(err));
   }
 
@@ -377,8 +364,7 @@ export class StreamSession {
       this.nextOut++;
       this.levels.dropBefore(to);
       for (const store of this.probs.values()) store.dropBefore(to);
-      for (const store of this.provProbs.values()) store.dropBefore(to);
-      this.nextProv = Math.max(this.nextProv, this.nextOut);
+      this.provisional?.finalsSent(this.nextOut);
       this.events.onStep(step, true);
       if (this.closed) return;
     }
@@ -386,37 +372,6 @@ export class StreamSession {
       const f = this.finish;
       this.finish = undefined;
       f?.resolve();
-    }
-  }
-
-  /**
-   * Sends the provisional result of every output step whose final is not sent yet and which
-   * has provisional outputs from every model; a step some model skipped (its final came first
-   * there) gets none.
-   */
-  private emitProvisional(): void {
-    const decider = this.provDecider;
-    if (!decider || this.closed || this.failure || this.frontendEnded) return;
-    let available = Infinity;
-    for (const store of this.provProbs.values()) available = Math.min(available, store.end);
-    for (let k = Math.max(this.nextProv, this.nextOut); ; k++) {
-      const from = k * this.per;
-      const to = from + this.per;
-      if (available < to || to > this.steps) break;
-      this.nextProv = k + 1;
-      let complete = true;
-      const probs: Record<string, Float32Array> = {};
-      for (const [name, store] of this.provProbs) {
-        if (store.start > from) complete = false;
-        else probs[name] = store.view(from, to);
-      }
-      if (!complete) continue;
-      const agg = decider.aggregate(this.levels.view(from, to), probs, 0, to - from, () => STEP_MS);
-      const { step } = decider.timeStep(k * this.options.outputPeriodMs, agg.levelDb, agg.avg, this.options.includeRaw);
-      for (const store of this.provProbs.values()) store.dropBefore(to);
-      this.provisionalSent++;
-      this.events.onStep(step, false);
-      if (this.closed) return;
     }
   }
 

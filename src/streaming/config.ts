@@ -7,7 +7,6 @@
 import { AurisError } from '../errors';
 import { checkSpeakerCounts, parseModelList, parseOutputPeriod, parseSpeakerCount, parseVolumeThreshold } from '../analysis/options';
 import type { StreamEncoding, StreamSessionOptions } from '../pipeline/analyze-stream';
-import { PROVISIONAL_LOOKAHEAD_STEPS } from '../inference/provisional-runner';
 
 /** A stream's parameters, as either transport carries them (snake_case, like the file-job query). */
 export interface StreamParams {
@@ -43,8 +42,6 @@ export interface StreamParamRules {
   maxOutputPeriodMs?: number;
   /** Accepted `results` names -> mode (absent, '' or 0: all). */
   resultsModes: Readonly<Record<string, ResultsMode>>;
-  /** Lookahead of provisional results, steps (default PROVISIONAL_LOOKAHEAD_STEPS). */
-  provisionalSteps?: number;
 }
 
 export const MIN_SAMPLE_RATE = 8000;
@@ -97,7 +94,7 @@ export function validateStreamParams(cfg: StreamParams, knownModels: readonly st
     channel,
     streamId,
     results,
-    provisionalSteps: results === 'all' ? (rules.provisionalSteps ?? PROVISIONAL_LOOKAHEAD_STEPS) : 0,
+    provisional: results === 'all',
   };
 }
 

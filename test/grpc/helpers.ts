@@ -17,6 +17,7 @@ import { AnalysisGrpcServer, GrpcServerOptions } from '../../src/grpc/server';
 import { AnalysisClient, createClient, openAnalyzeStream } from '../../src/grpc/client';
 import type { StepResultMsg, StreamConfigMsg } from '../../src/grpc/proto';
 import type { TimeStepResult } from '../../src/analysis/postprocess';
+import { checkStepOrder, type StepMessage } from '../streaming/order';
 
 export const API_KEY = 'grpc-test-key-0001';
 
@@ -148,34 +149,25 @@ export async function streamPcm(
 }
 
 /**
- * Checks the protocol of step messages (docs/streaming.md) and splits them: finals (final =
- * true) in timestamp order, one per step; a step's provisional (final absent) before its final,
- * at most once, in order, with results (and raw) only. `final` is removed from the finals.
+ * Checks the protocol of step messages (test/streaming/order.ts) and splits them: finals have
+ * final = true, provisionals none (false is absent on the wire), the summary message neither.
+ * `final` is removed from both.
  */
 export function splitProvisional(msgs: StepResultMsg[]): { steps: StepResultMsg[]; provisional: StepResultMsg[] } {
   const steps: StepResultMsg[] = [];
   const provisional: StepResultMsg[] = [];
-  let lastFinal = -1;
-  let lastProv = -1;
+  const order: StepMessage[] = [];
   for (const m of msgs) {
     const { final, ...rest } = m;
-    const t = Number(m.timestamp);
     if (m.summary || (m.transitions && Object.keys(m.transitions).length > 0)) {
       assert.equal(final, undefined, 'the summary/transitions message has final = false');
       steps.push(m);
       continue;
     }
-    if (final === true) {
-      assert.ok(t > lastFinal, `final of ${t} after the final of ${lastFinal}`);
-      lastFinal = t;
-      steps.push(rest);
-    } else {
-      assert.ok(t > lastFinal, `provisional of ${t} after the final of ${lastFinal}`);
-      assert.ok(t > lastProv, `provisional of ${t} after the provisional of ${lastProv}`);
-      lastProv = t;
-      provisional.push(rest);
-    }
+    order.push({ timestamp: Number(m.timestamp), final: final === true, results: (m.results ?? {}) as StepMessage['results'] });
+    (final === true ? steps : provisional).push(rest);
   }
+  checkStepOrder(order);
   return { steps, provisional };
 }
 

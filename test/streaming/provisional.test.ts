@@ -89,6 +89,19 @@ describe('provisional results', () => {
     for (const p of provisional) assert.deepEqual(Object.keys(p.results), ['gender', 'arousal']);
   });
 
+  it('WebSocket, speech and gender: speech answers alone first, then a message with both (tiers)', async () => {
+    const messages = await wsPaced(app.wsUrl, { models: 'speech,gender', output_period: '64', sample_rate: '16000' }, pcm.subarray(0, 16000 * 2 * 3));
+    const { provisional } = splitProvisional(messages); // per-model order and supersets: see the helper
+    const byStep = new Map<number, string[][]>();
+    for (const p of provisional) byStep.set(p.timestamp, [...(byStep.get(p.timestamp) ?? []), Object.keys(p.results)]);
+    const both = [...byStep.values()].filter((kinds) => kinds.some((k) => k.length === 2));
+    assert.ok(both.length > 0, 'no provisional gender at all');
+    for (const kinds of byStep.values()) {
+      assert.deepEqual(kinds[0], ['speech'], 'the first provisional of a step holds speech alone');
+      if (kinds.length > 1) assert.deepEqual(kinds.slice(1), [['speech', 'gender']]);
+    }
+  });
+
   it('results=final: no provisional message, the same finals as results=all', async () => {
     const q = { models: 'speech,gender', output_period: '256', sample_rate: '16000', include_raw_values: 'true', include_transitions: 'true' };
     const all = await wsPaced(app.wsUrl, q, pcm.subarray(0, 16000 * 2 * 2));

@@ -10,6 +10,7 @@ import { strict as assert } from 'node:assert';
 import WebSocket from 'ws';
 import { startApp, type AurisApp, type StreamingOptions } from '../../src/app';
 import { defaultConfig } from '../../src/config';
+import { checkStepOrder, type StepMessage } from '../streaming/order';
 
 export const KEY_A = 'ws-test-key-aaaa-0001';
 export const KEY_B = 'ws-test-key-bbbb-0002';
@@ -86,16 +87,14 @@ export async function wsStream(
 }
 
 /**
- * Checks the protocol of step messages (docs/streaming.md) and splits them: every step message
- * has a boolean `final`; finals come in timestamp order, one per step; a step's provisional
- * result comes before its final, at most once, and provisionals are in order too. Returns the
- * messages without the provisionals and the provisionals, both without `final`.
+ * Checks the protocol of step messages (test/streaming/order.ts) and splits them: every step
+ * message has a boolean `final`, a provisional one holds only timestamp, results and raw. Returns
+ * the messages without the provisionals and the provisionals, both without `final`.
  */
 export function splitProvisional(messages: Array<Record<string, unknown>>): { finals: Array<Record<string, unknown>>; provisional: WsOutcome['steps'] } {
   const finals: Array<Record<string, unknown>> = [];
   const provisional: WsOutcome['steps'] = [];
-  let lastFinal = -1;
-  let lastProv = -1;
+  const steps: StepMessage[] = [];
   for (const m of messages) {
     if (m.type !== undefined) {
       finals.push(m);
@@ -103,18 +102,14 @@ export function splitProvisional(messages: Array<Record<string, unknown>>): { fi
     }
     const { final, ...step } = m;
     assert.equal(typeof final, 'boolean', `step message without a boolean final: ${JSON.stringify(m)}`);
-    const t = step.timestamp as number;
+    steps.push({ timestamp: step.timestamp as number, final: final as boolean, results: step.results as StepMessage['results'] });
     if (final) {
-      assert.ok(t > lastFinal, `final of ${t} after the final of ${lastFinal}`);
-      lastFinal = t;
       finals.push(step);
     } else {
-      assert.ok(t > lastFinal, `provisional of ${t} after the final of ${lastFinal}`);
-      assert.ok(t > lastProv, `provisional of ${t} after the provisional of ${lastProv}`);
       assert.equal(Object.keys(step).filter((k) => k !== 'timestamp' && k !== 'results' && k !== 'raw').length, 0, `provisional with more than results: ${JSON.stringify(m)}`);
-      lastProv = t;
       provisional.push(step as unknown as WsOutcome['steps'][number]);
     }
   }
+  checkStepOrder(steps);
   return { finals, provisional };
 }

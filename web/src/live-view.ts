@@ -89,8 +89,13 @@ export class LiveView {
     this.renderSummary();
   }
 
-  /** A provisional step: lighter blocks (class live-provisional) and the latest label marked as provisional. */
+  /**
+   * A provisional step: lighter blocks (class live-provisional) and the latest label marked as
+   * provisional. A step may get several (speech first, then every model: docs/streaming.md); each
+   * holds all that the earlier ones held, so it replaces them.
+   */
   private addProvisional(step: TimeStep, periodMs: number): void {
+    for (const b of this.provisional.get(step.timestamp) ?? []) b.remove();
     const blocks: HTMLElement[] = [];
     for (const [model, r] of Object.entries(step.results)) {
       if (model === SPEAKERS_MODEL) continue; // the server sends none for the speaker map

@@ -168,7 +168,7 @@ function streamMicrophone(
   };
   ctx.createMediaStreamSource(mic).connect(node);
   let serverError: string | undefined;
-  ws.onopen = () => ui.say(`Listening at ${ctx.sampleRate} Hz… provisional results appear after about 130 ms (lighter), final ones after the models' lookahead (up to 1.5 s).`);
+  ws.onopen = () => ui.say(`Listening at ${ctx.sampleRate} Hz… provisional results appear after about 70 ms for speech, 0.3 s for the other models (lighter), final ones after the models' lookahead (up to 1.5 s).`);
   ws.onmessage = (ev: MessageEvent<string>) => {
     const msg = JSON.parse(ev.data) as TimeStep & { type?: string; final?: boolean; code?: string; message?: string };
     // provisional results (final false) first, each replaced by its step's final one

@@ -1,0 +1,190 @@
+/**
+ * Provisional results of one live stream (docs/streaming.md "Provisional results"): every network
+ * answers each output step again before its final, with its own lookahead and cadence
+ * (provisionalPlan: speech after 64 ms, every step; the speaker models after 128 ms, a call every
+ * 4 steps), by src/inference/provisional-runner.ts.
+ *
+ * Models that answer alike form a tier; tiers are ordered by how soon they answer. A tier's
+ * message for an output step carries the requested models of that tier and of every faster
+ * one, so each message of a step holds all that the ones before it held: a client that keeps
+ * the latest message per timestamp always has every model answered so far. With speech and
+ * gender: `{speech}` about 70 ms after the step's audio, then `{speech, gender}`, then the final.
+ * A tier with no requested model of its own sends nothing (gender alone: speech only gates it).
+ */
+import { STEP_MS } from '../analysis/options';
+import { StepDecider, type PostProcessOptions, type TimeStepResult } from '../analysis/postprocess';
+import type { InferenceEngine } from '../inference/engine';
+import { ProvisionalRunner, provisionalPlan, type ProvisionalPlan } from '../inference/provisional-runner';
+import type { ModelInfo } from '../inference/registry';
+import { StepBuffer } from '../inference/step-buffer';
+
+export interface ProvisionalResultsOptions {
+  engine: InferenceEngine;
+  /** The networks that run (requested ones and speech when it gates them). */
+  networks: readonly ModelInfo[];
+  /** The stream's post-processing (its `models` are the requested ones). */
+  decider: PostProcessOptions;
+  /** Steps per output step. */
+  per: number;
+  outputPeriodMs: number;
+  /** The same plan for every model instead of each model's own (benchmarks, tests). */
+  plan?: ProvisionalPlan;
+  /** Step levels (dBFS) of the steps whose final is not sent yet. */
+  levels: StepBuffer;
+  /** Next output step whose final is not sent. */
+  nextFinal: () => number;
+  /** Steps received so far. */
+  stepsReceived: () => number;
+  onStep: (step: TimeStepResult) => void;
+  onError: (e: Error) => void;
+}
+
+interface Tier {
+  plan: ProvisionalPlan;
+  /** Networks whose outputs this tier's messages need (its own and every faster tier's). */
+  inputs: string[];
+  decider: StepDecider;
+  /** Next output step to answer. */
+  next: number;
+  sent: number;
+}
+
+const planKey = (p: ProvisionalPlan): string => `${p.lookahead}/${p.stride}`;
+/** Steps a group's first step waits for its answer: the order of tiers. */
+const delayOf = (p: ProvisionalPlan): number => p.lookahead + p.stride - 1;
+
+export class ProvisionalResults {
+  private readonly runners: ProvisionalRunner[] = [];
+  private readonly probs = new Map<string, StepBuffer>();
+  private readonly tiers: Tier[] = [];
+  private stopped = false;
+
+  constructor(private readonly o: ProvisionalResultsOptions) {
+    const plans = new Map<string, { plan: ProvisionalPlan; models: ModelInfo[] }>();
+    for (const m of o.networks) {
+      const plan = provisionalPlan(m, o.per, o.plan);
+      const g = plans.get(planKey(plan)) ?? { plan, models: [] };
+      g.models.push(m);
+      plans.set(planKey(plan), g);
+      this.startRunner(m, plan);
+    }
+    const requested = new Set(o.decider.models);
+    const inputs: string[] = [];
+    const shown: string[] = [];
+    for (const { plan, models } of [...plans.values()].sort((a, b) => delayOf(a.plan) - delayOf(b.plan))) {
+      inputs.push(...models.map((m) => m.name));
+      const own = models.map((m) => m.name).filter((n) => requested.has(n));
+      if (own.length === 0) continue;
+      shown.push(...own);
+      this.tiers.push({
+        plan,
+        inputs: [...inputs],
+        // a provisional label stands alone: the gender segment mean is the finals' (it would need the finals' history)
+        decider: new StepDecider({ ...o.decider, models: o.decider.models.filter((n) => shown.includes(n)), segmentSmoothing: false }),
+        next: 0,
+        sent: 0,
+      });
+    }
+  }
+
+  /** Model calls made so far (all models). */
+  get calls(): number {
+    return this.runners.reduce((a, r) => a + r.calls, 0);
+  }
+
+  /** Provisional messages sent. */
+  get sent(): number {
+    return this.tiers.reduce((a, t) => a + t.sent, 0);
+  }
+
+  push(features: Float32Array, steps: number): void {
+    for (const r of this.runners) r.push(features, steps);
+  }
+
+  /** No more audio: no more provisional results (the finals follow at once). */
+  end(): void {
+    this.stopped = true;
+    for (const r of this.runners) r.end();
+  }
+
+  hold(on: boolean): void {
+    for (const r of this.runners) r.hold(on);
+  }
+
+  close(): void {
+    this.stopped = true;
+    for (const r of this.runners) r.close();
+  }
+
+  /** The finals of output steps before `nextFinal` are sent: their provisional outputs are not needed any more. */
+  finalsSent(nextFinal: number): void {
+    for (const t of this.tiers) t.next = Math.max(t.next, nextFinal);
+    this.trim();
+  }
+
+  private startRunner(m: ModelInfo, plan: ProvisionalPlan): void {
+    const store = new StepBuffer(m.rawKeys.length);
+    this.probs.set(m.name, store);
+    this.runners.push(
+      new ProvisionalRunner({
+        model: m,
+        // the network alone: encoder views (gender) fuse into finals only
+        infer: (features, steps) => this.o.engine.infer(m, features, steps),
+        onOutput: (start, probs) => {
+          if (store.end < start) {
+            store.clear();
+            store.start = start;
+          }
+          store.append(probs);
+          this.emit();
+        },
+        onError: (e) => this.o.onError(e),
+        lookahead: plan.lookahead,
+        align: plan.stride,
+        finalFrom: () => this.o.nextFinal() * this.o.per,
+      }),
+    );
+  }
+
+  /**
+   * Sends, tier by tier (fastest first), the provisional message of every output step whose
+   * final is not sent yet and which has this tier's inputs; a step some input skipped (its
+   * final came first there) gets none from this tier.
+   */
+  private emit(): void {
+    if (this.stopped) return;
+    const { per } = this.o;
+    for (const tier of this.tiers) {
+      let available = Infinity;
+      for (const n of tier.inputs) available = Math.min(available, this.probs.get(n)!.end);
+      for (let k = Math.max(tier.next, this.o.nextFinal()); ; k++) {
+        const from = k * per;
+        const to = from + per;
+        if (available < to || to > this.o.stepsReceived()) break;
+        tier.next = k + 1;
+        const probs: Record<string, Float32Array> = {};
+        let complete = true;
+        for (const n of tier.inputs) {
+          const store = this.probs.get(n)!;
+          if (store.start > from) complete = false;
+          else probs[n] = store.view(from, to);
+        }
+        if (!complete) continue;
+        const agg = tier.decider.aggregate(this.o.levels.view(from, to), probs, 0, to - from, () => STEP_MS);
+        const { step } = tier.decider.timeStep(k * this.o.outputPeriodMs, agg.levelDb, agg.avg, tier.decider.options.includeRaw === true);
+        tier.sent++;
+        this.o.onStep(step);
+        if (this.stopped) return;
+      }
+    }
+    this.trim();
+  }
+
+  /** Keeps each model's outputs from the first step a tier still needs. */
+  private trim(): void {
+    let from = Infinity;
+    for (const t of this.tiers) from = Math.min(from, t.next);
+    if (from === Infinity) from = this.o.nextFinal();
+    for (const store of this.probs.values()) store.dropBefore(from * this.o.per);
+  }
+}

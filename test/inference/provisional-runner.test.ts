@@ -1,0 +1,83 @@
+/**
+ * ProvisionalRunner with a fake model (no ONNX) and the models' provisional plans: a call starts
+ * once its steps plus the lookahead have arrived, covers `stride` steps (aligned), its window is
+ * [a - left, b + P) clipped to the signal, and steps whose final was sent are never computed.
+ */
+import { strict as assert } from 'node:assert';
+import { describe, it } from 'node:test';
+import { FAST_PROVISIONAL, ProvisionalRunner, provisionalPlan, SLOW_PROVISIONAL } from '../../src/inference/provisional-runner';
+import { FLOATS_PER_STEP } from '../../src/inference/registry';
+
+const speechLike = { context: { leftSteps: 12, rightSteps: 12 } };
+const speakerLike = { context: { leftSteps: 24, rightSteps: 24 } };
+
+/** Features of steps [from, from+n): every float of step s is s. */
+function features(from: number, n: number): Float32Array {
+  const f = new Float32Array(n * FLOATS_PER_STEP);
+  for (let i = 0; i < n; i++) f.fill(from + i, i * FLOATS_PER_STEP, (i + 1) * FLOATS_PER_STEP);
+  return f;
+}
+
+describe('provisional plans', () => {
+  it('speech answers every step after 1 step, the speaker models every 4 steps after 2', () => {
+    assert.deepEqual(provisionalPlan(speechLike, 1), FAST_PROVISIONAL);
+    assert.deepEqual(FAST_PROVISIONAL, { lookahead: 1, stride: 1 });
+    assert.deepEqual(provisionalPlan(speakerLike, 1), SLOW_PROVISIONAL);
+    assert.deepEqual(SLOW_PROVISIONAL, { lookahead: 2, stride: 4 });
+  });
+
+  it('strides are whole output steps; the lookahead never exceeds the right context; an override applies to every model', () => {
+    assert.deepEqual(provisionalPlan(speechLike, 4), { lookahead: 1, stride: 4 });
+    assert.deepEqual(provisionalPlan(speakerLike, 3), { lookahead: 2, stride: 6 });
+    assert.deepEqual(provisionalPlan({ context: { leftSteps: 1, rightSteps: 1 } }, 1, { lookahead: 2, stride: 1 }), { lookahead: 1, stride: 1 });
+    assert.deepEqual(provisionalPlan(speechLike, 1, { lookahead: 2, stride: 1 }), { lookahead: 2, stride: 1 });
+  });
+});
+
+describe('ProvisionalRunner', () => {
+  it('a call every 4 steps once they and 2 more have arrived, over [a - left, a + 4 + 2), outputs of the 4 steps', async () => {
+    const LEFT = 3;
+    const calls: { first: number; steps: number }[] = [];
+    const outputs: Array<{ start: number; values: number[] }> = [];
+    let finalFrom = 0;
+    const runner = new ProvisionalRunner({
+      model: { name: 'fake', rawKeys: ['a', 'b'], context: { leftSteps: LEFT, rightSteps: 6 } },
+      lookahead: 2,
+      align: 4,
+      finalFrom: () => finalFrom,
+      infer: (f, steps) => {
+        calls.push({ first: f[0]!, steps });
+        // "Model": class a = the step's own index (read back from its features), b = 0.
+        const probs = new Float32Array(steps * 2);
+        for (let i = 0; i < steps; i++) probs[i * 2] = f[i * FLOATS_PER_STEP]!;
+        return Promise.resolve(probs);
+      },
+      onOutput: (start, probs, steps) => outputs.push({ start, values: Array.from({ length: steps }, (_, i) => probs[i * 2]!) }),
+      onError: (e) => assert.fail(e),
+    });
+    const tick = (): Promise<void> => new Promise((r) => setImmediate(r));
+    for (let s = 0; s < 5; s++) {
+      runner.push(features(s, 1), 1);
+      await tick();
+    }
+    assert.equal(calls.length, 0, 'steps 0-3 wait for steps 4 and 5');
+    runner.push(features(5, 1), 1);
+    await tick();
+    assert.deepEqual(calls, [{ first: 0, steps: 6 }], 'window [0, 6): no left context before the signal start');
+    assert.deepEqual(outputs, [{ start: 0, values: [0, 1, 2, 3] }]);
+    for (let s = 6; s < 10; s++) {
+      runner.push(features(s, 1), 1);
+      await tick();
+    }
+    assert.deepEqual(calls[1], { first: 4 - LEFT, steps: LEFT + 4 + 2 }, 'window [a - left, b + P)');
+    assert.deepEqual(outputs[1], { start: 4, values: [4, 5, 6, 7] });
+    // the finals of steps up to 13 are sent: the group [8, 12) is skipped, the next call starts at 16
+    finalFrom = 13;
+    for (let s = 10; s < 22; s++) {
+      runner.push(features(s, 1), 1);
+      await tick();
+    }
+    assert.deepEqual(outputs.slice(2), [{ start: 16, values: [16, 17, 18, 19] }]);
+    runner.close();
+  });
+});
