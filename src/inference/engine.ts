@@ -74,10 +74,13 @@ export class InferenceEngine {
     return this.registry.get(name);
   }
 
-  /** Runs one window of `model` (features [steps*4][64], ownership passes to the pool). */
-  infer(model: string | ModelInfo, features: Float32Array, steps: number): Promise<Float32Array> {
+  /**
+   * Runs one window of `model` (features [steps*4][64], ownership passes to the pool); an
+   * urgent window is dispatched before the queued ones (InferencePool.run).
+   */
+  infer(model: string | ModelInfo, features: Float32Array, steps: number, urgent = false): Promise<Float32Array> {
     const info = typeof model === 'string' ? this.registry.get(model) : model;
-    return this.pool.run(info, features, steps);
+    return this.pool.run(info, features, steps, urgent);
   }
 
   /**

@@ -82,6 +82,8 @@ interface Job {
   features: Float32Array;
   /** Stateful graphs: this stream's state ([stateSize]). */
   state?: Float32Array;
+  /** Dispatched before every other job (a live answer whose latency is its point: speech's provisional results). */
+  urgent?: boolean;
   resolve: (out: StatefulResult) => void;
   reject: (e: Error) => void;
 }
@@ -257,8 +259,8 @@ export class InferencePool {
    * (time-major). Resolves with [steps][C] probabilities. The pool takes ownership of
    * `features` (its buffer may be transferred to a worker, detaching it here).
    */
-  run(model: PoolModel, features: Float32Array, steps: number): Promise<Float32Array> {
-    return this.submit(model, features, steps).then((out) => out.probs);
+  run(model: PoolModel, features: Float32Array, steps: number, urgent = false): Promise<Float32Array> {
+    return this.submit(model, features, steps, undefined, urgent).then((out) => out.probs);
   }
 
   /**
@@ -278,7 +280,7 @@ export class InferencePool {
     return this.submit(model, features, steps, state);
   }
 
-  private submit(model: PoolModel | StatefulPoolModel, features: Float32Array, steps: number, state?: Float32Array): Promise<StatefulResult> {
+  private submit(model: PoolModel | StatefulPoolModel, features: Float32Array, steps: number, state?: Float32Array, urgent = false): Promise<StatefulResult> {
     if (this.closed) return Promise.reject(new AurisError('CLOSED', 'inference pool is closed'));
     if (!Number.isInteger(steps) || steps < 1 || features.length !== inputFloats(model, steps)) {
       return Promise.reject(
@@ -288,6 +290,7 @@ export class InferencePool {
     return new Promise<StatefulResult>((resolve, reject) => {
       const job: Job = { key: `${model.modelPath}\0${steps}`, model, steps, features, resolve, reject };
       if (state) job.state = state;
+      if (urgent) job.urgent = true;
       this.queue.push(job);
       this.schedule(true);
     });
@@ -327,7 +330,8 @@ export class InferencePool {
     const idle = this.workers.filter((w) => !w.busy && !w.dead);
     if (idle.length > 0) this.lastDispatchAt = performance.now();
     while (idle.length > 0 && this.queue.length > 0) {
-      const head = this.queue[0]!;
+      // urgent jobs first (in their order), then every other job in its order
+      const head = this.queue.find((j) => j.urgent) ?? this.queue[0]!;
       const same = this.queue.filter((j) => j.key === head.key);
       const share = Math.ceil(same.length / idle.length);
       const n = Math.max(1, Math.min(share, this.maxBatch, Math.floor(this.maxBatchSteps / head.steps)));

@@ -66,8 +66,10 @@ export class ProvisionalResults {
       const g = plans.get(planKey(plan)) ?? { plan, models: [] };
       g.models.push(m);
       plans.set(planKey(plan), g);
-      this.startRunner(m, plan);
     }
+    // the fastest tier's calls are urgent: its answers are the ones that need to arrive first (speech, ~70 ms)
+    const fastest = Math.min(...[...plans.values()].map((g) => delayOf(g.plan)));
+    for (const { plan, models } of plans.values()) for (const m of models) this.startRunner(m, plan, delayOf(plan) === fastest);
     const requested = new Set(o.decider.models);
     const inputs: string[] = [];
     const shown: string[] = [];
@@ -122,14 +124,14 @@ export class ProvisionalResults {
     this.trim();
   }
 
-  private startRunner(m: ModelInfo, plan: ProvisionalPlan): void {
+  private startRunner(m: ModelInfo, plan: ProvisionalPlan, urgent: boolean): void {
     const store = new StepBuffer(m.rawKeys.length);
     this.probs.set(m.name, store);
     this.runners.push(
       new ProvisionalRunner({
         model: m,
         // the network alone: encoder views (gender) fuse into finals only
-        infer: (features, steps) => this.o.engine.infer(m, features, steps),
+        infer: (features, steps) => this.o.engine.infer(m, features, steps, urgent),
         onOutput: (start, probs) => {
           if (store.end < start) {
             store.clear();

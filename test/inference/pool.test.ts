@@ -94,6 +94,23 @@ describe('inference pool', () => {
     }
   });
 
+  it('runs an urgent job before the jobs queued ahead of it', async () => {
+    const pool = new InferencePool({ size: 1, maxBatch: 1 });
+    try {
+      const sp = reg.get('speech');
+      await pool.run(sp, randomFeatures(30, 1), 30); // warm-up: session creation
+      const order: string[] = [];
+      const job = (name: string, steps: number, urgent: boolean): Promise<void> => pool.run(sp, randomFeatures(steps, steps), steps, urgent).then(() => void order.push(name));
+      // the first job takes the worker; the others queue behind it in this order
+      const running = job('running', 30, false);
+      await new Promise((r) => setImmediate(r));
+      await Promise.all([running, job('queued 1', 31, false), job('queued 2', 32, false), job('urgent', 33, true)]);
+      assert.deepEqual(order, ['running', 'urgent', 'queued 1', 'queued 2']);
+    } finally {
+      await pool.close();
+    }
+  });
+
   it('spreads jobs over idle workers before batching', async () => {
     const pool = new InferencePool({ size: 2 });
     try {

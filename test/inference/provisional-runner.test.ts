@@ -4,10 +4,13 @@
  * [a - left, b + P) clipped to the signal, and steps whose final was sent are never computed.
  */
 import { strict as assert } from 'node:assert';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
 import { describe, it } from 'node:test';
 import { FAST_PROVISIONAL, ProvisionalRunner, provisionalPlan, SLOW_PROVISIONAL } from '../../src/inference/provisional-runner';
 import { FLOATS_PER_STEP } from '../../src/inference/registry';
 
+const MODELS = path.join(__dirname, '..', '..', '..', 'models');
 const speechLike = { context: { leftSteps: 12, rightSteps: 12 } };
 const speakerLike = { context: { leftSteps: 24, rightSteps: 24 } };
 
@@ -24,6 +27,15 @@ describe('provisional plans', () => {
     assert.deepEqual(FAST_PROVISIONAL, { lookahead: 1, stride: 1 });
     assert.deepEqual(provisionalPlan(speakerLike, 1), SLOW_PROVISIONAL);
     assert.deepEqual(SLOW_PROVISIONAL, { lookahead: 2, stride: 4 });
+  });
+
+  it('each scored model runs the plan its card reports (models/<task>/provisional.json, training/validate/provisional.py)', () => {
+    for (const task of ['speech', 'gender', 'arousal']) {
+      const manifest = JSON.parse(fs.readFileSync(path.join(MODELS, task, 'manifest.json'), 'utf8')) as { context: { left_steps: number; right_steps: number } };
+      const scored = JSON.parse(fs.readFileSync(path.join(MODELS, task, 'provisional.json'), 'utf8')) as { shipped: { lookahead_steps: number; stride_steps: number } };
+      const plan = provisionalPlan({ context: { leftSteps: manifest.context.left_steps, rightSteps: manifest.context.right_steps } }, 1);
+      assert.deepEqual(plan, { lookahead: scored.shipped.lookahead_steps, stride: scored.shipped.stride_steps }, task);
+    }
   });
 
   it('strides are whole output steps; the lookahead never exceeds the right context; an override applies to every model', () => {

@@ -1,6 +1,6 @@
 """MODEL_CARD.md of every model, from the files of its folder: manifest.json, metrics.json, and the reports that
 validation wrote beside them (loco.json, loco_added_member.json, loco_fused.json, loco_prior.json,
-learning_curve.json).  One renderer: the recipe family (the manifest's training section) picks the texts of
+learning_curve.json, provisional.json).  One renderer: the recipe family (the manifest's training section) picks the texts of
 cards/text_longform.py or cards/text_speaker.py; the sections of cards/sections.py join where their report exists.
 
     python -m training.cards [MODELS_DIR]     # re-renders the cards of the shipped folders (models/ by default)
@@ -14,7 +14,7 @@ from training.cards import text_longform as TL
 from training.cards import text_speaker as TS
 from training.cards.experiments import EXPERIMENTS
 from training.cards.sections import (added_member_section, fused_line, fused_section, kept_model_addendum,
-                                     learning_curve_section, prior_shift_section)
+                                     learning_curve_section, prior_shift_section, provisional_section)
 from training.cards.tables import (added_member_sources, licences, loco_section, metric_table, shipped_section,
                                    source_licences, table, trained_sources)
 from training.data import clips as D
@@ -204,6 +204,7 @@ def write_card(d, clips) -> str:
         from training.encoders.card import section
         network = m["training"]["encoder_view"]["network"].split(" (")[0]
         text = section(d, m) + f"# The network ({network}, unchanged inside {m['version']})" + text[text.index("\n"):]
+    text = text.rstrip("\n") + "\n" + provisional_section(d)
     fn = os.path.join(d, "MODEL_CARD.md")
     with open(fn, "w") as fh:
         fh.write(text)

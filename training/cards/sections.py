@@ -208,3 +208,33 @@ held-out corpus). Columns per corpus: {name} on that corpus, clean, by the model
 Per doubling of the labelled voices (same corpora; least squares over the voices points): mean {name}
 {slope['mean_clean']:+.3f} clean, {slope['mean_phone']:+.3f} through a telephone codec (what the points mean: "What was tried").
 """
+
+
+def provisional_section(d) -> str:
+    """What a live stream's provisional results of this model cost in accuracy (validate/provisional.py); empty for a
+    model without provisional.json."""
+    fn = os.path.join(d, "provisional.json")
+    if not os.path.exists(fn):
+        return ""
+    z = json.load(open(fn))
+    speech = z["task"] == "speech"
+    metric = "speech_f1" if speech else ("uar" if z["task"] == "arousal" else "accuracy")
+    name = {"speech_f1": "speech F1 (speech vs music + other)", "uar": "UAR", "accuracy": "accuracy"}[metric]
+    shipped = z["shipped"]["key"]
+    rows = ["| answer | " + name + " | labels the final changes |", "|---|---|---|",
+            f"| final (full lookahead) | {z['final'][metric]:.3f} | - |"]
+    for key, r in z["provisional"].items():
+        label = f"**provisional, {key} (shipped)**" if key == shipped else f"provisional, {key}"
+        rows.append(f"| {label} | {r[metric]:.3f} | {100 * r['changed_by_final']:.1f} % |")
+    return f"""
+## Live streams: provisional results
+
+A live stream answers each step first from this network with the missing future treated as the signal end,
+{shipped.replace("lookahead", "with a lookahead of")} (src/inference/provisional-runner.ts), then with the final
+result above (docs/streaming.md "Provisional results"). Scored per step against the truth on long-form sequences of
+this model's {z['clips']} validation clips (8-16 clips in a row, quiet gaps between them; voiced steps;
+`{z['command']}`). Both rows are this network alone, step by step (no segment mean; encoder views, where the model
+has them, fuse into finals only):
+
+{chr(10).join(rows)}
+"""

@@ -1,6 +1,7 @@
 """What a live stream's provisional results cost in accuracy, against the truth (docs/streaming.md, issue 30).
 
     python -m training.validate.provisional [--tasks speech,arousal,gender] [--plans 0x1,1x1,2x1,2x4] [--out FILE]
+    python -m training.validate.provisional --write     # models/<task>/provisional.json, shown in the cards
 
 A provisional result for step s is what the shipped network says when the signal ends P steps after s: the
 whole-file model (`models/<task>/model.onnx`) over the window [s - left, s + P], zero padding beyond, exactly what
@@ -30,6 +31,13 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 FRAMES = 4
 VOICED_DBFS = -50.0
 CLASSES = {"speech": D.SPEECH_CLASSES, "gender": D.GENDER_CLASSES, "arousal": D.AROUSAL_CLASSES}
+# The service's plans (lookahead, stride) in steps: src/inference/provisional-runner.ts provisionalPlan, which
+# test/inference/provisional-runner.test.ts holds to the `shipped` plan of each models/<task>/provisional.json.
+SHIPPED = {"speech": (1, 1), "arousal": (2, 4), "gender": (2, 4)}
+
+
+def plan_name(P: int, stride: int) -> str:
+    return f"lookahead {P * 64} ms, " + ("every step" if stride == 1 else f"a call every {stride} steps")
 
 
 def sequences(task: str, store: D.AudioStore, items, seed: int = 7):
@@ -134,7 +142,7 @@ def evaluate(task: str, plans, models_dir: str, store: D.AudioStore, store_clips
         prov = np.concatenate(prov_all[(P, stride)])
         r = score(task, truth, prov)
         r["changed_by_final"] = round(float((prov[m] != final[m]).mean()), 4)
-        res["provisional"][f"lookahead {P * 64} ms, every {stride} steps"] = r
+        res["provisional"][plan_name(P, stride)] = r
     return res
 
 
@@ -144,8 +152,11 @@ def main(argv=None) -> None:
     ap.add_argument("--plans", default="0x1,1x1,2x1,2x4", help="lookahead x stride, steps, comma-separated")
     ap.add_argument("--models", default=os.path.join(ROOT, "models"))
     ap.add_argument("--out", default=None)
+    ap.add_argument("--write", action="store_true", help="models/<task>/provisional.json (the shipped plan and its neighbours)")
     a = ap.parse_args(argv)
     plans = [tuple(int(v) for v in pl.split("x")) for pl in a.plans.split(",")]
+    if a.write:
+        plans = sorted(set(plans) | set(SHIPPED.values()))
     tasks = a.tasks.split(",")
     store, store_clips = validation_store(tasks)
     out = {}
@@ -155,6 +166,15 @@ def main(argv=None) -> None:
     if a.out:
         with open(a.out, "w") as fh:
             json.dump(out, fh, indent=1)
+    if a.write:
+        for task, res in out.items():
+            P, stride = SHIPPED[task]
+            res = {"task": task, "command": "python -m training.validate.provisional --write",
+                   "shipped": {"lookahead_steps": P, "stride_steps": stride, "key": plan_name(P, stride)},
+                   **res}
+            with open(os.path.join(a.models, task, "provisional.json"), "w") as fh:
+                json.dump(res, fh, indent=1)
+                fh.write("\n")
 
 
 if __name__ == "__main__":
