@@ -183,7 +183,7 @@ async function labelsOf(file: string, models: string[]): Promise<Record<string, 
   const seen = new Set<number>();
   const session = new StreamSession(
     engine,
-    { models, outputPeriodMs: 64, sampleRate: info.sampleRate, encoding: 'f32le', channels: info.channels, channel: 0, includeRaw: false, includeSummary: false, includeTransitions: false, provisional: true, provisionalPlan: { lookahead: P, stride: 1 } },
+    { models, outputPeriodMs: 64, sampleRate: info.sampleRate, encoding: 'f32le', channels: info.channels, channel: 0, includeRaw: false, includeSummary: false, includeTransitions: false, provisional: true, provisionalPlan: { lookahead: P, stride: 1, leftContext: 24 } },
     {
       onStep: (step, final) => {
         const k = step.timestamp / 64;

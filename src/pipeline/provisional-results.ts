@@ -2,7 +2,8 @@
  * Provisional results of one live stream (docs/streaming.md "Provisional results"): every network
  * answers each output step again before its final, with its own lookahead and cadence
  * (provisionalPlan: speech after 64 ms, every step; the speaker models after 128 ms, a call every
- * 4 steps), by src/inference/provisional-runner.ts.
+ * 4 steps; each over a window with less left context than the finals'), by
+ * src/inference/provisional-runner.ts.
  *
  * Models that answer alike form a tier; tiers are ordered by how soon they answer. A tier's
  * message for an output step carries the requested models of that tier and of every faster
@@ -49,7 +50,7 @@ interface Tier {
   sent: number;
 }
 
-const planKey = (p: ProvisionalPlan): string => `${p.lookahead}/${p.stride}`;
+const planKey = (p: ProvisionalPlan): string => `${p.lookahead}/${p.stride}/${p.leftContext}`;
 /** Steps a group's first step waits for its answer: the order of tiers. */
 const delayOf = (p: ProvisionalPlan): number => p.lookahead + p.stride - 1;
 
@@ -143,6 +144,7 @@ export class ProvisionalResults {
         onError: (e) => this.o.onError(e),
         lookahead: plan.lookahead,
         align: plan.stride,
+        leftContext: plan.leftContext,
         finalFrom: () => this.o.nextFinal() * this.o.per,
       }),
     );

@@ -1,7 +1,8 @@
 /**
  * ProvisionalRunner with a fake model (no ONNX) and the models' provisional plans: a call starts
  * once its steps plus the lookahead have arrived, covers `stride` steps (aligned), its window is
- * [a - left, b + P) clipped to the signal, and steps whose final was sent are never computed.
+ * [a - left, b + P) clipped to the signal (left: the plan's left context), and steps whose final
+ * was sent are never computed.
  */
 import { strict as assert } from 'node:assert';
 import * as fs from 'node:fs';
@@ -22,27 +23,27 @@ function features(from: number, n: number): Float32Array {
 }
 
 describe('provisional plans', () => {
-  it('speech answers every step after 1 step, the speaker models every 4 steps after 2', () => {
+  it('speech answers every step after 1 step with 8 steps of left context, the speaker models every 4 steps after 2 with 12', () => {
     assert.deepEqual(provisionalPlan(speechLike, 1), FAST_PROVISIONAL);
-    assert.deepEqual(FAST_PROVISIONAL, { lookahead: 1, stride: 1 });
+    assert.deepEqual(FAST_PROVISIONAL, { lookahead: 1, stride: 1, leftContext: 8 });
     assert.deepEqual(provisionalPlan(speakerLike, 1), SLOW_PROVISIONAL);
-    assert.deepEqual(SLOW_PROVISIONAL, { lookahead: 2, stride: 4 });
+    assert.deepEqual(SLOW_PROVISIONAL, { lookahead: 2, stride: 4, leftContext: 12 });
   });
 
   it('each scored model runs the plan its card reports (models/<task>/provisional.json, training/validate/provisional.py)', () => {
     for (const task of ['speech', 'gender', 'arousal']) {
       const manifest = JSON.parse(fs.readFileSync(path.join(MODELS, task, 'manifest.json'), 'utf8')) as { context: { left_steps: number; right_steps: number } };
-      const scored = JSON.parse(fs.readFileSync(path.join(MODELS, task, 'provisional.json'), 'utf8')) as { shipped: { lookahead_steps: number; stride_steps: number } };
+      const scored = JSON.parse(fs.readFileSync(path.join(MODELS, task, 'provisional.json'), 'utf8')) as { shipped: { lookahead_steps: number; stride_steps: number; left_context_steps: number } };
       const plan = provisionalPlan({ context: { leftSteps: manifest.context.left_steps, rightSteps: manifest.context.right_steps } }, 1);
-      assert.deepEqual(plan, { lookahead: scored.shipped.lookahead_steps, stride: scored.shipped.stride_steps }, task);
+      assert.deepEqual(plan, { lookahead: scored.shipped.lookahead_steps, stride: scored.shipped.stride_steps, leftContext: scored.shipped.left_context_steps }, task);
     }
   });
 
-  it('strides are whole output steps; the lookahead never exceeds the right context; an override applies to every model', () => {
-    assert.deepEqual(provisionalPlan(speechLike, 4), { lookahead: 1, stride: 4 });
-    assert.deepEqual(provisionalPlan(speakerLike, 3), { lookahead: 2, stride: 6 });
-    assert.deepEqual(provisionalPlan({ context: { leftSteps: 1, rightSteps: 1 } }, 1, { lookahead: 2, stride: 1 }), { lookahead: 1, stride: 1 });
-    assert.deepEqual(provisionalPlan(speechLike, 1, { lookahead: 2, stride: 1 }), { lookahead: 2, stride: 1 });
+  it('strides are whole output steps; lookahead and left context never exceed the model\'s; an override applies to every model', () => {
+    assert.deepEqual(provisionalPlan(speechLike, 4), { lookahead: 1, stride: 4, leftContext: 8 });
+    assert.deepEqual(provisionalPlan(speakerLike, 3), { lookahead: 2, stride: 6, leftContext: 12 });
+    assert.deepEqual(provisionalPlan({ context: { leftSteps: 1, rightSteps: 1 } }, 1, { lookahead: 2, stride: 1, leftContext: 12 }), { lookahead: 1, stride: 1, leftContext: 1 });
+    assert.deepEqual(provisionalPlan(speechLike, 1, { lookahead: 2, stride: 1, leftContext: 12 }), { lookahead: 2, stride: 1, leftContext: 12 });
   });
 });
 
@@ -90,6 +91,28 @@ describe('ProvisionalRunner', () => {
       await tick();
     }
     assert.deepEqual(outputs.slice(2), [{ start: 16, values: [16, 17, 18, 19] }]);
+    runner.close();
+  });
+
+  it('a plan with less left context than the model starts each window there', async () => {
+    const calls: { first: number; steps: number }[] = [];
+    const runner = new ProvisionalRunner({
+      model: { name: 'fake', rawKeys: ['a'], context: { leftSteps: 10, rightSteps: 6 } },
+      lookahead: 1,
+      leftContext: 3,
+      finalFrom: () => 0,
+      infer: (f, steps) => {
+        calls.push({ first: f[0]!, steps });
+        return Promise.resolve(new Float32Array(steps));
+      },
+      onOutput: () => undefined,
+      onError: (e) => assert.fail(e),
+    });
+    for (let s = 0; s < 12; s++) {
+      runner.push(features(s, 1), 1);
+      await new Promise((r) => setImmediate(r));
+    }
+    assert.deepEqual(calls.at(-1), { first: 10 - 3, steps: 3 + 1 + 1 }, 'step 10: window [7, 12)');
     runner.close();
   });
 });

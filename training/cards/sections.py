@@ -233,8 +233,9 @@ A live stream answers each step first from this network with the missing future 
 {shipped.replace("lookahead", "with a lookahead of")} (src/inference/provisional-runner.ts), then with the final
 result above (docs/streaming.md "Provisional results"). Scored per step against the truth on long-form sequences of
 this model's {z['clips']} validation clips (8-16 clips in a row, quiet gaps between them; voiced steps;
-`{z['command']}`). Both rows are this network alone, step by step (no segment mean; encoder views, where the model
-has them, fuse into finals only):
+`{z['command']}`). Every row is this network alone, step by step (no segment mean; encoder views, where the
+model has them, fuse into finals only); "left context": the window starts that many steps back, as a signal would
+(otherwise the model's whole reach):
 
 {chr(10).join(rows)}
 """

@@ -33,11 +33,16 @@ VOICED_DBFS = -50.0
 CLASSES = {"speech": D.SPEECH_CLASSES, "gender": D.GENDER_CLASSES, "arousal": D.AROUSAL_CLASSES}
 # The service's plans (lookahead, stride) in steps: src/inference/provisional-runner.ts provisionalPlan, which
 # test/inference/provisional-runner.test.ts holds to the `shipped` plan of each models/<task>/provisional.json.
-SHIPPED = {"speech": (1, 1), "arousal": (2, 4), "gender": (2, 4)}
+SHIPPED = {"speech": (1, 1, 8), "arousal": (2, 4, 12), "gender": (2, 4, 12)}
+# --write: the shipped plan and its neighbours (lookahead, stride[, left context]); the whole left context when absent
+WRITE_PLANS = {"speech": [(0, 1), (1, 1), (2, 1), (1, 1, 8), (1, 1, 6)],
+               "arousal": [(2, 1), (2, 4), (2, 4, 16), (2, 4, 12)],
+               "gender": [(2, 1), (2, 4), (2, 4, 16), (2, 4, 12)]}
 
 
-def plan_name(P: int, stride: int) -> str:
-    return f"lookahead {P * 64} ms, " + ("every step" if stride == 1 else f"a call every {stride} steps")
+def plan_name(P: int, stride: int, left: int | None = None) -> str:
+    return (f"lookahead {P * 64} ms, " + ("every step" if stride == 1 else f"a call every {stride} steps")
+            + (f", left context {left} steps" if left is not None else ""))
 
 
 def sequences(task: str, store: D.AudioStore, items, seed: int = 7):
@@ -132,45 +137,46 @@ def evaluate(task: str, plans, models_dir: str, store: D.AudioStore, store_clips
         final = sess.run(None, {sess.get_inputs()[0].name: feats[None]})[0][0]
         truth_all.append(truth)
         final_all.append(final.argmax(1))
-        for P, stride in plans:
-            prov_all[(P, stride)].append(run_windows(sess, feats, left, P, S, stride).argmax(1))
+        for plan in plans:
+            P, stride = plan[:2]
+            prov_all[plan].append(run_windows(sess, feats, plan[2] if len(plan) > 2 else left, P, S, stride).argmax(1))
     truth = np.concatenate(truth_all)
     final = np.concatenate(final_all)
     res = {"clips": len(items), "final": score(task, truth, final), "provisional": {}}
     m = truth >= 0
-    for P, stride in plans:
-        prov = np.concatenate(prov_all[(P, stride)])
+    for plan in plans:
+        P, stride = plan[:2]
+        prov = np.concatenate(prov_all[plan])
         r = score(task, truth, prov)
         r["changed_by_final"] = round(float((prov[m] != final[m]).mean()), 4)
-        res["provisional"][plan_name(P, stride)] = r
+        res["provisional"][plan_name(*plan)] = r
     return res
 
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--tasks", default="speech,arousal,gender")
-    ap.add_argument("--plans", default="0x1,1x1,2x1,2x4", help="lookahead x stride, steps, comma-separated")
+    ap.add_argument("--plans", default="0x1,1x1,2x1,2x4", help="lookahead x stride[x left context], steps, comma-separated")
     ap.add_argument("--models", default=os.path.join(ROOT, "models"))
     ap.add_argument("--out", default=None)
     ap.add_argument("--write", action="store_true", help="models/<task>/provisional.json (the shipped plan and its neighbours)")
     a = ap.parse_args(argv)
     plans = [tuple(int(v) for v in pl.split("x")) for pl in a.plans.split(",")]
-    if a.write:
-        plans = sorted(set(plans) | set(SHIPPED.values()))
     tasks = a.tasks.split(",")
     store, store_clips = validation_store(tasks)
     out = {}
     for task in tasks:
-        out[task] = evaluate(task, plans, a.models, store, store_clips)
+        out[task] = evaluate(task, WRITE_PLANS[task] if a.write else plans, a.models, store, store_clips)
         print(task, json.dumps(out[task]), flush=True)
     if a.out:
         with open(a.out, "w") as fh:
             json.dump(out, fh, indent=1)
     if a.write:
         for task, res in out.items():
-            P, stride = SHIPPED[task]
+            P, stride, left = SHIPPED[task]
             res = {"task": task, "command": "python -m training.validate.provisional --write",
-                   "shipped": {"lookahead_steps": P, "stride_steps": stride, "key": plan_name(P, stride)},
+                   "shipped": {"lookahead_steps": P, "stride_steps": stride, "left_context_steps": left,
+                               "key": plan_name(P, stride, left)},
                    **res}
             with open(os.path.join(a.models, task, "provisional.json"), "w") as fh:
                 json.dump(res, fh, indent=1)
