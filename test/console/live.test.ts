@@ -25,11 +25,14 @@ describe('console Live view (Chromium, fake microphone, real service)', { timeou
     await app?.cleanup();
   });
 
-  async function openConsole(context: Awaited<ReturnType<typeof launchBrowser>>['context']): Promise<{ page: Page; problems: string[] }> {
+  async function openConsole(context: Awaited<ReturnType<typeof launchBrowser>>['context'], models: readonly string[] = ['speech']): Promise<{ page: Page; problems: string[] }> {
     const { page, problems } = await openConsolePage(context, app.url, KEY_A, 60_000);
     await page.locator('#models input[value="speech"]').waitFor();
-    // Speech only, 256 ms steps: the fastest timeline.
-    for (const box of await page.locator('#models input').all()) if ((await box.getAttribute('value')) !== 'speech') await box.uncheck();
+    // Speech only unless asked, 256 ms steps: the fastest timeline.
+    for (const box of await page.locator('#models input').all()) {
+      if (models.includes((await box.getAttribute('value'))!)) await box.check();
+      else await box.uncheck();
+    }
     await page.getByLabel('Output period (ms)').fill('256');
     return { page, problems };
   }
@@ -78,6 +81,31 @@ describe('console Live view (Chromium, fake microphone, real service)', { timeou
       assert.equal(await page.locator('.live-step').count(), 0);
       assert.equal(await page.locator('.live-tick').count(), 0);
       assert.equal(await page.locator('.live-legend li').count(), 0);
+      assert.deepEqual(problems, []);
+    } finally {
+      await browser.close();
+    }
+  });
+
+  test('speech and gender: the later provisional message of a step replaces the earlier one, and the final replaces both', async () => {
+    const browser = await launchBrowser(['--use-fake-ui-for-media-stream', '--use-fake-device-for-media-stream', `--use-file-for-fake-audio-capture=${FIXTURE}`]);
+    try {
+      const { page, problems } = await openConsole(browser.context, ['speech', 'gender']);
+      await page.getByRole('button', { name: 'Start' }).click();
+      await page.locator('#live-status', { hasText: 'Listening' }).waitFor();
+      // finals of both lanes, several steps in (gender's finals come 24 steps after the audio)
+      await page.locator('[data-model="gender"] .live-step:not(.live-provisional)').nth(3).waitFor({ timeout: 60_000 });
+      for (const model of ['speech', 'gender']) {
+        const blocks = await page.locator(`[data-model="${model}"] .live-step`).evaluateAll((els) =>
+          els.map((e) => ({ t: (e as unknown as { dataset: { t: string } }).dataset.t, provisional: (e as unknown as { classList: { contains(c: string): boolean } }).classList.contains('live-provisional') })),
+        );
+        const perStep = new Map<string, number>();
+        for (const b of blocks) perStep.set(b.t, (perStep.get(b.t) ?? 0) + 1);
+        for (const [t, n] of perStep) assert.equal(n, 1, `${model}: ${n} blocks at ${t} ms (a provisional block left behind)`);
+        assert.ok(blocks.some((b) => !b.provisional), `${model}: no final block`);
+      }
+      await page.getByRole('button', { name: 'Stop' }).click();
+      await page.locator('#live-status', { hasText: 'Stopped.' }).waitFor();
       assert.deepEqual(problems, []);
     } finally {
       await browser.close();
