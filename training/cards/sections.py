@@ -94,13 +94,18 @@ def fused_line(training) -> str:
             f"below; the leave-one-corpus-out tables that follow it are the network alone).") if f else ""
 
 
+def _report(d, name):
+    """A validation report beside the model (<d>/<name>, JSON), or None when that validation was not run for it."""
+    fn = os.path.join(d, name)
+    return json.load(open(fn)) if os.path.exists(fn) else None
+
+
 def fused_section(d) -> str:
     """emotions 1.1.0 and later: the network weighed by arousal 1.0.0 (emotions_fuse.py), estimated
     leave-one-corpus-out from loco_fused.json; empty for a model without it."""
-    fn = os.path.join(d, "loco_fused.json")
-    if not os.path.exists(fn):
+    z = _report(d, "loco_fused.json")
+    if z is None:
         return ""
-    z = json.load(open(fn))
     rows = ["| held-out corpus | recording | emotions network alone (UAR) | **fused (UAR)** | fused recall happy / irritated / neutral / tired |",
             "|---|---|---|---|---|"]
     mean = {"clean": ([], []), "phone": ([], [])}
@@ -137,10 +142,9 @@ weight 1 (a plain product of the two opinions) was not tuned; 0.5 scores about t
 def prior_shift_section(d) -> str:
     """A released network with one class's logit raised (prior_shift.py), estimated leave-one-corpus-out from
     loco_prior.json; empty for a model without it."""
-    fn = os.path.join(d, "loco_prior.json")
-    if not os.path.exists(fn):
+    z = _report(d, "loco_prior.json")
+    if z is None:
         return ""
-    z = json.load(open(fn))
     cls = list(next(iter(z["folds"].values()))["clean"]["before"]["recall"])
     rows = [f"| held-out corpus | recording | shift chosen on the other three | UAR {z['from_version']} | **UAR shifted** | "
             f"recall {' / '.join(cls)}, {z['from_version']} | recall, shifted |", "|---|---|---|---|---|---|---|"]
@@ -176,10 +180,9 @@ and, on recordings the network never heard, a small rise in UAR. The emotions mo
 def learning_curve_section(d) -> str:
     """Leave-one-corpus-out figures against the labelled data a fold learnt from (learning_curve.py); empty for a
     model without learning_curve.json."""
-    fn = os.path.join(d, "learning_curve.json")
-    if not os.path.exists(fn):
+    z = _report(d, "learning_curve.json")
+    if z is None:
         return ""
-    z = json.load(open(fn))
     pts = z["points"]
     corpora = sorted(pts[0]["folds"])
     name = "accuracy" if z["task"] == "gender" else "UAR"
@@ -213,10 +216,9 @@ Per doubling of the labelled voices (same corpora; least squares over the voices
 def provisional_section(d) -> str:
     """What a live stream's provisional results of this model cost in accuracy (validate/provisional.py); empty for a
     model without provisional.json."""
-    fn = os.path.join(d, "provisional.json")
-    if not os.path.exists(fn):
+    z = _report(d, "provisional.json")
+    if z is None:
         return ""
-    z = json.load(open(fn))
     speech = z["task"] == "speech"
     metric = "speech_f1" if speech else ("uar" if z["task"] == "arousal" else "accuracy")
     name = {"speech_f1": "speech F1 (speech vs music + other)", "uar": "UAR", "accuracy": "accuracy"}[metric]
