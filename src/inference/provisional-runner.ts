@@ -16,8 +16,7 @@
  * whose final output was already sent (`finalFrom()`) are skipped, never computed.
  */
 import { AurisError } from '../errors';
-import { FLOATS_PER_STEP } from './registry';
-import { StepBuffer } from './step-buffer';
+import { LiveRunner } from './live-runner';
 import type { InferFn, OutputFn, RunnerModel } from './runner';
 
 /** How soon and how often a model answers provisionally (docs/streaming.md "Different delays per model"). */
@@ -75,52 +74,33 @@ export interface ProvisionalRunnerOptions {
   finalFrom: () => number;
 }
 
-export class ProvisionalRunner {
-  readonly model: RunnerModel;
+export class ProvisionalRunner extends LiveRunner {
   readonly lookahead: number;
   private readonly left: number;
-  private readonly C: number;
   private readonly align: number;
   private readonly maxWindow: number;
-  private readonly buf: StepBuffer;
-  private received = 0;
-  /** First step not yet sent to the model. */
-  private next = 0;
-  private inFlight = false;
-  private ended = false;
-  private closed = false;
-  private failed = false;
-  private held = false;
-  /** Model calls made. */
-  calls = 0;
 
   constructor(private readonly options: ProvisionalRunnerOptions) {
-    this.model = options.model;
-    this.left = Math.max(0, Math.min(options.leftContext ?? options.model.context.leftSteps, options.model.context.leftSteps));
-    this.C = options.model.rawKeys.length;
-    this.lookahead = Math.max(0, Math.min(options.lookahead, options.model.context.rightSteps));
-    if (!Number.isInteger(this.lookahead)) throw new AurisError('INVALID_ARGUMENT', `provisional lookahead must be an integer, got ${options.lookahead}`);
-    this.align = Math.max(1, options.align ?? 1);
-    this.maxWindow = Math.max(this.align, Math.floor((options.maxWindowSteps ?? 64) / this.align) * this.align);
-    this.buf = new StepBuffer(FLOATS_PER_STEP, this.left + this.lookahead + this.align + 16);
+    const model = options.model;
+    const left = Math.max(0, Math.min(options.leftContext ?? model.context.leftSteps, model.context.leftSteps));
+    const align = Math.max(1, options.align ?? 1);
+    const lookahead = Math.max(0, Math.min(options.lookahead, model.context.rightSteps));
+    super(model, left + lookahead + align + 16, options.onError);
+    if (!Number.isInteger(lookahead)) throw new AurisError('INVALID_ARGUMENT', `provisional lookahead must be an integer, got ${options.lookahead}`);
+    this.left = left;
+    this.align = align;
+    this.lookahead = lookahead;
+    this.maxWindow = Math.max(align, Math.floor((options.maxWindowSteps ?? 64) / align) * align);
   }
 
   /** Appends `steps` steps of features ([steps*4][64], copied) and runs what became ready. */
   push(features: Float32Array, steps: number): void {
-    if (this.closed || this.failed || this.ended || steps === 0) return;
-    this.buf.append(features);
-    this.received += steps;
-    this.pump();
+    if (!this.ended && this.append(features, steps)) this.pump();
   }
 
   /** No more input: no more provisional calls (the finals follow at once). */
   end(): void {
     this.ended = true;
-  }
-
-  hold(on: boolean): void {
-    this.held = on;
-    if (!on) this.pump();
   }
 
   close(): void {
@@ -129,44 +109,28 @@ export class ProvisionalRunner {
   }
 
   /** Starts a call for the ready output steps not yet covered and whose final is not sent. */
-  private pump(): void {
+  protected pump(): void {
     if (this.inFlight || this.closed || this.failed || this.held || this.ended) return;
     const finalFrom = this.options.finalFrom();
     const a = Math.max(this.next, Math.ceil(finalFrom / this.align) * this.align);
-    const ready = this.received - this.lookahead;
+    const ready = this.receivedSteps - this.lookahead;
     const b = Math.min(a + this.maxWindow, a + Math.floor((ready - a) / this.align) * this.align);
     if (b <= a) {
       this.trim(a);
       return;
     }
     const inStart = Math.max(0, a - this.left);
-    const inEnd = Math.min(this.received, b + this.lookahead);
+    const inEnd = Math.min(this.receivedSteps, b + this.lookahead);
     const features = this.buf.copy(inStart, inEnd);
     this.next = b;
     this.trim(b);
     const steps = inEnd - inStart;
-    this.inFlight = true;
-    this.calls++;
-    let job: Promise<Float32Array>;
-    try {
-      job = this.options.infer(features, steps);
-    } catch (e) {
-      job = Promise.reject(e);
-    }
-    job.then(
+    this.call(
+      () => this.options.infer(features, steps),
       (probs) => {
-        this.inFlight = false;
-        if (this.closed || this.failed) return;
-        if (probs.length !== steps * this.C) {
-          this.fail(new AurisError('INFERENCE_FAILED', `model ${this.model.name} returned ${probs.length} values for ${steps} steps x ${this.C} classes`));
-          return;
-        }
+        if (!this.checkOutput(probs.length, steps)) return;
         this.options.onOutput(a, probs.subarray((a - inStart) * this.C, (b - inStart) * this.C), b - a);
         this.pump();
-      },
-      (e: unknown) => {
-        this.inFlight = false;
-        if (!this.closed) this.fail(e instanceof Error ? e : new Error(String(e)));
       },
     );
   }
@@ -174,11 +138,5 @@ export class ProvisionalRunner {
   /** Keeps only the left context of the next call's first step. */
   private trim(nextStart: number): void {
     this.buf.dropBefore(nextStart - this.left);
-  }
-
-  private fail(e: Error): void {
-    if (this.failed) return;
-    this.failed = true;
-    this.options.onError(e);
   }
 }

@@ -24,9 +24,8 @@
  * windowed (their right context is the end). Both give the whole-file model's numbers.
  */
 import { AurisError } from '../errors';
+import { LiveRunner } from './live-runner';
 import { sharedState } from './protocol';
-import { FLOATS_PER_STEP } from './registry';
-import { StepBuffer } from './step-buffer';
 import type { InferFn, OutputFn, RunnerModel } from './runner';
 
 /** Runs the stateful graph over steps [firstStep, firstStep + steps) of a stream; takes ownership of the arrays. */
@@ -55,39 +54,23 @@ export interface StreamRunnerOptions {
   stateful?: StatefulGraphOptions;
 }
 
-export class StreamRunner {
-  readonly model: RunnerModel;
+export class StreamRunner extends LiveRunner {
   private readonly left: number;
   private readonly right: number;
-  private readonly C: number;
   private readonly align: number;
   private readonly maxWindow: number;
-  /** Features of steps [buf.start, received). */
-  private readonly buf: StepBuffer;
-  private _received = 0;
-  /** First step not yet sent to the model. */
-  private next = 0;
   private _emitted = 0;
-  private inFlight = false;
-  private ended = false;
-  private closed = false;
-  private failed = false;
-  private held = false;
   private readonly stateful: StatefulGraphOptions | undefined;
   /** Stateful graph: steps fed so far, and the state after them (undefined while a call has it). */
   private fed = 0;
   private state: Float32Array | undefined;
-  /** Model calls made. */
-  calls = 0;
 
   constructor(private readonly options: StreamRunnerOptions) {
-    this.model = options.model;
+    super(options.model, options.model.context.leftSteps + options.model.context.rightSteps + 16, options.onError);
     this.left = options.model.context.leftSteps;
     this.right = options.model.context.rightSteps;
-    this.C = options.model.rawKeys.length;
     this.align = Math.max(1, options.align ?? 1);
     this.maxWindow = Math.max(1, options.maxWindowSteps ?? 256);
-    this.buf = new StepBuffer(FLOATS_PER_STEP, this.left + this.right + 16);
     const st = options.stateful;
     if (st) {
       if (st.delaySteps !== this.right) {
@@ -99,7 +82,7 @@ export class StreamRunner {
   }
 
   get received(): number {
-    return this._received;
+    return this.receivedSteps;
   }
 
   /** Steps whose outputs were delivered. */
@@ -109,25 +92,18 @@ export class StreamRunner {
 
   /** Steps received whose output is not delivered yet beyond the model's own lookahead (backlog). */
   get backlog(): number {
-    return Math.max(0, this._received - this.right - this._emitted);
+    return Math.max(0, this.receivedSteps - this.right - this._emitted);
   }
 
   /** True once end() was called and every step's output was delivered. */
   get done(): boolean {
-    return this.ended && this._emitted === this._received && !this.inFlight;
+    return this.ended && this._emitted === this.receivedSteps && !this.inFlight;
   }
 
   /** Appends `steps` steps of features ([steps*4][64], copied) and sends what became ready. */
   push(features: Float32Array, steps: number): void {
-    if (this.closed || this.failed) return;
-    if (this.ended) throw new AurisError('CLOSED', 'push() after end()');
-    if (features.length !== steps * FLOATS_PER_STEP) {
-      throw new AurisError('INVALID_ARGUMENT', `expected ${FLOATS_PER_STEP} floats per step, got ${features.length} for ${steps} steps`);
-    }
-    if (steps === 0) return;
-    this.buf.append(features);
-    this._received += steps;
-    this.pump();
+    if (this.ended && !this.closed && !this.failed) throw new AurisError('CLOSED', 'push() after end()');
+    if (this.append(features, steps)) this.pump();
   }
 
   /** No more input: the remaining steps are run with the signal end as their right context. */
@@ -137,12 +113,6 @@ export class StreamRunner {
     this.pump();
   }
 
-  /** While held, no new model call starts (the one in flight completes); release resumes. */
-  hold(on: boolean): void {
-    this.held = on;
-    if (!on) this.pump();
-  }
-
   /** Drops the buffers; pending and later outputs are discarded. */
   close(): void {
     this.closed = true;
@@ -150,16 +120,16 @@ export class StreamRunner {
     this.state = undefined;
   }
 
-  private pump(): void {
+  protected pump(): void {
     if (this.inFlight || this.closed || this.failed || this.held) return;
     const st = this.stateful;
     // Stateful: feed the graph while it can still give steps the end window would not give.
-    if (st && this.fed < this._received && !(this.ended && this._received - st.delaySteps <= this._emitted)) {
+    if (st && this.fed < this.receivedSteps && !(this.ended && this.receivedSteps - st.delaySteps <= this._emitted)) {
       this.pumpStateful(st);
       return;
     }
     if (st && !this.ended) return;
-    const limit = this.ended ? this._received : this._received - this.right;
+    const limit = this.ended ? this.receivedSteps : this.receivedSteps - this.right;
     const b = this.callEnd(this.next, limit, 0);
     if (b > this.next) this.run(this.next, b);
   }
@@ -180,7 +150,7 @@ export class StreamRunner {
   /** Feeds the graph the steps not yet fed, ending (until end()) where an output step ends. */
   private pumpStateful(st: StatefulGraphOptions): void {
     const a = this.fed;
-    const b = this.callEnd(a, this._received, st.delaySteps);
+    const b = this.callEnd(a, this.receivedSteps, st.delaySteps);
     if (b <= a) return;
     const features = this.buf.copy(a, b);
     // zeros before the first call; a shared buffer, which the inference worker updates in place
@@ -191,8 +161,9 @@ export class StreamRunner {
     this.call(
       () => st.infer(a, features, b - a, state),
       (out) => {
-        if (out.probs.length !== (b - a) * this.C || out.state.length !== st.stateSize) {
-          this.fail(new AurisError('INFERENCE_FAILED', `streaming graph of ${this.model.name} returned ${out.probs.length} values for ${b - a} steps x ${this.C} classes`));
+        if (!this.checkOutput(out.probs.length, b - a, `streaming graph of ${this.model.name}`)) return;
+        if (out.state.length !== st.stateSize) {
+          this.fail(new AurisError('INFERENCE_FAILED', `streaming graph of ${this.model.name} returned a state of ${out.state.length} floats, expected ${st.stateSize}`));
           return;
         }
         this.state = out.state;
@@ -210,28 +181,6 @@ export class StreamRunner {
     );
   }
 
-  /** Starts a model call (the one in flight); `done` gets its answer unless the runner was closed or failed meanwhile. */
-  private call<T>(start: () => Promise<T>, done: (out: T) => void): void {
-    this.inFlight = true;
-    this.calls++;
-    let job: Promise<T>;
-    try {
-      job = start();
-    } catch (e) {
-      job = Promise.reject(e);
-    }
-    job.then(
-      (out) => {
-        this.inFlight = false;
-        if (!this.closed && !this.failed) done(out);
-      },
-      (e: unknown) => {
-        this.inFlight = false;
-        if (!this.closed) this.fail(e instanceof Error ? e : new Error(String(e)));
-      },
-    );
-  }
-
   /** Drops buffered features no call can need again: before the next window's left context and (stateful) before the next step to feed. */
   private trim(): void {
     let keepFrom = this.next - this.left;
@@ -242,7 +191,7 @@ export class StreamRunner {
   /** Runs the model for output steps [a, b). */
   private run(a: number, b: number): void {
     const inStart = Math.max(0, a - this.left);
-    const inEnd = Math.min(this._received, b + this.right);
+    const inEnd = Math.min(this.receivedSteps, b + this.right);
     const features = this.buf.copy(inStart, inEnd);
     this.next = b;
     this.trim();
@@ -250,20 +199,11 @@ export class StreamRunner {
     this.call(
       () => this.options.infer(features, steps),
       (probs) => {
-        if (probs.length !== steps * this.C) {
-          this.fail(new AurisError('INFERENCE_FAILED', `model ${this.model.name} returned ${probs.length} values for ${steps} steps x ${this.C} classes`));
-          return;
-        }
+        if (!this.checkOutput(probs.length, steps)) return;
         this._emitted = b;
         this.options.onOutput(a, probs.subarray((a - inStart) * this.C, (b - inStart) * this.C), b - a);
         this.pump();
       },
     );
-  }
-
-  private fail(e: Error): void {
-    if (this.failed) return;
-    this.failed = true;
-    this.options.onError(e);
   }
 }
