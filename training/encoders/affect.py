@@ -21,6 +21,8 @@ import numpy as np
 import torch
 
 from training.data.speakers import AROUSAL_CLASSES, EMOTION_CLASSES
+from training.encoders.heads import class_balanced_weights, softmax_regression
+from training.validate.evaluation import recall_table
 from training.encoders.windows import GATE_DB, MIN_VOICED_STEPS, WINDOW_STEPS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -69,38 +71,6 @@ def task_recs(recs: list[dict], task: str) -> list[dict]:
     return out
 
 
-def weights(speakers: np.ndarray, y: np.ndarray, C: int) -> np.ndarray:
-    """Each speaker sums to 1 within its class, then each class sums to 1/C of the total."""
-    w = np.zeros(len(y))
-    for c in range(C):
-        m = y == c
-        if not m.any():
-            continue
-        _, inv, counts = np.unique(speakers[m], return_inverse=True, return_counts=True)
-        wc = 1.0 / counts[inv]
-        w[m] = wc / wc.sum()
-    return w / w.mean()
-
-
-def softmax_regression(X: np.ndarray, y: np.ndarray, w: np.ndarray, C: int, l2: float, iters: int = 300):
-    """argmin mean(w * CE) + l2/2 |W|^2 -> (W [C, d], b [C])."""
-    Xt = torch.from_numpy(np.asarray(X, np.float64))
-    yt = torch.from_numpy(np.asarray(y, np.int64))
-    wt = torch.from_numpy(np.asarray(w, np.float64))
-    W = torch.zeros(C, Xt.shape[1], dtype=torch.float64, requires_grad=True)
-    b = torch.zeros(C, dtype=torch.float64, requires_grad=True)
-    opt = torch.optim.LBFGS([W, b], max_iter=iters, line_search_fn="strong_wolfe")
-
-    def closure():
-        opt.zero_grad()
-        loss = (wt * torch.nn.functional.cross_entropy(Xt @ W.T + b, yt, reduction="none")).mean() + 0.5 * l2 * (W * W).sum()
-        loss.backward()
-        return loss
-
-    opt.step(closure)
-    return W.detach().numpy(), b.detach().numpy()
-
-
 _HEADS: dict = {}
 
 
@@ -118,7 +88,7 @@ def fit_head(recs: list[dict], key: str, C: int, l2: float = HEAD_L2):
     y = np.concatenate([np.full(len(r["windows"]), r["y"]) for r in recs])
     spk = np.concatenate([np.full(len(r["windows"]), r["speaker"]) for r in recs])
     mu, sd = X.mean(0), X.std(0) + 1e-6
-    W, b = softmax_regression((X - mu) / sd, y, weights(spk, y, C), C, l2)
+    W, b = softmax_regression((X - mu) / sd, y, class_balanced_weights(spk, y, C), C, l2)
     W = W / sd
     return W, b - W @ mu
 
@@ -178,7 +148,7 @@ def fit_fusion(recs: list[dict], task: str, views: list[list[np.ndarray]], C: in
             spks.append(np.full(m.sum(), r["speaker"]))
     X = torch.from_numpy(np.concatenate(rows))  # [N, 1 + V, C]
     y = torch.from_numpy(np.concatenate(ys))
-    wt = torch.from_numpy(weights(np.concatenate(spks), np.concatenate(ys), C))
+    wt = torch.from_numpy(class_balanced_weights(np.concatenate(spks), np.concatenate(ys), C))
     a = torch.ones(X.shape[1], dtype=torch.float64, requires_grad=True)
     b = torch.zeros(C, dtype=torch.float64, requires_grad=True)
     opt = torch.optim.LBFGS([a, b], max_iter=200, line_search_fn="strong_wolfe")
@@ -225,7 +195,7 @@ def loco(recs: list[dict], task: str, keys: list[str], every: int, use_net: bool
 
 
 def uar(y: np.ndarray, d: np.ndarray, C: int) -> tuple[float, list[float]]:
-    rec = [float((d[y == c] == c).mean()) if (y == c).any() else float("nan") for c in range(C)]
+    rec = list(recall_table(y, d, C).values())
     return float(np.nanmean(rec)), rec
 
 

@@ -25,13 +25,11 @@ import os
 import numpy as np
 
 from training.data import clips as D
-from training.features import logmel_fast, step_levels
+from training.features import FRAMES_PER_STEP as FRAMES, logmel_fast, step_levels
+from training.validate.evaluation import CLASSES, VOICED_DBFS, recall_table
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-FRAMES = 4
-VOICED_DBFS = -50.0
-CLASSES = {"speech": D.SPEECH_CLASSES, "gender": D.GENDER_CLASSES, "arousal": D.AROUSAL_CLASSES}
-# The service's plans (lookahead, stride) in steps: src/inference/provisional-runner.ts provisionalPlan, which
+# The service's plans (lookahead, stride, left context) in steps: src/inference/provisional-runner.ts provisionalPlan, which
 # test/inference/provisional-runner.test.ts holds to the `shipped` plan of each models/<task>/provisional.json.
 SHIPPED = {"speech": (1, 1, 8), "arousal": (2, 4, 12), "gender": (2, 4, 12)}
 # --write: the shipped plan and its neighbours (lookahead, stride[, left context]); the whole left context when absent
@@ -97,8 +95,8 @@ def score(task: str, truth: np.ndarray, pred: np.ndarray) -> dict:
     m = truth >= 0
     y, p = truth[m], pred[m]
     n = len(CLASSES[task])
-    rec = [float((p[y == k] == k).mean()) for k in range(n) if (y == k).any()]
-    r = {"steps": int(m.sum()), "uar": round(float(np.mean(rec)), 4), "accuracy": round(float((y == p).mean()), 4)}
+    rec = list(recall_table(y, p, n).values())
+    r = {"steps": int(m.sum()), "uar": round(float(np.nanmean(rec)), 4), "accuracy": round(float((y == p).mean()), 4)}
     if task == "speech":
         si = CLASSES[task].index("speech")
         tp, fp, fn = ((y == si) & (p == si)).sum(), ((y != si) & (p == si)).sum(), ((y == si) & (p != si)).sum()
