@@ -1,9 +1,9 @@
 /**
  * Encoder views of a model (manifest "views"): pretrained encoders (models/encoders/<name>/, run
  * on the same fixed windows of voiced audio) each with a linear head of ours on its embeddings,
- * fused with the model's own per-step network. Gender 2.0, arousal 2.0 and emotions 2.0 read
- * the voice this way (their MODEL_CARD.md); docs/features.md describes the window schedule and
- * the fusion.
+ * fused with the model's own per-step network. Gender 2.0 reads a speaker's gender this way
+ * (its MODEL_CARD.md); the rule takes any number of classes (arousal and emotions views were
+ * tried, not shipped: their cards). docs/features.md describes the window schedule and the fusion.
  *
  *   manifest.views = {
  *     schedule: { window_steps, every, min_voiced_steps, gate_db },

@@ -162,7 +162,6 @@ export class StreamSession {
         ...(options.provisionalPlan ? { plan: options.provisionalPlan } : {}),
         levels: this.levels,
         nextFinal: () => this.nextOut,
-        stepsReceived: () => this.steps,
         onStep: (step) => {
           if (!this.closed && !this.failure) this.events.onStep(step, false);
         },

@@ -34,14 +34,11 @@ export interface ProvisionalResultsOptions {
   levels: StepBuffer;
   /** Next output step whose final is not sent. */
   nextFinal: () => number;
-  /** Steps received so far. */
-  stepsReceived: () => number;
   onStep: (step: TimeStepResult) => void;
   onError: (e: Error) => void;
 }
 
 interface Tier {
-  plan: ProvisionalPlan;
   /** Networks whose outputs this tier's messages need (its own and every faster tier's). */
   inputs: string[];
   decider: StepDecider;
@@ -68,19 +65,19 @@ export class ProvisionalResults {
       g.models.push(m);
       plans.set(planKey(plan), g);
     }
-    // the fastest tier's calls are urgent: its answers are the ones that need to arrive first (speech, ~70 ms)
-    const fastest = Math.min(...[...plans.values()].map((g) => delayOf(g.plan)));
-    for (const { plan, models } of plans.values()) for (const m of models) this.startRunner(m, plan, delayOf(plan) === fastest);
+    const groups = [...plans.values()].sort((a, b) => delayOf(a.plan) - delayOf(b.plan));
     const requested = new Set(o.decider.models);
     const inputs: string[] = [];
     const shown: string[] = [];
-    for (const { plan, models } of [...plans.values()].sort((a, b) => delayOf(a.plan) - delayOf(b.plan))) {
+    for (const { plan, models } of groups) {
+      // the fastest tier's calls are urgent: its answers are the ones that need to arrive first (speech, ~70 ms)
+      const urgent = delayOf(plan) === delayOf(groups[0]!.plan);
+      for (const m of models) this.startRunner(m, plan, urgent);
       inputs.push(...models.map((m) => m.name));
       const own = models.map((m) => m.name).filter((n) => requested.has(n));
       if (own.length === 0) continue;
       shown.push(...own);
       this.tiers.push({
-        plan,
         inputs: [...inputs],
         // a provisional label stands alone: the gender segment mean is the finals' (it would need the finals' history)
         decider: new StepDecider({ ...o.decider, models: o.decider.models.filter((n) => shown.includes(n)), segmentSmoothing: false }),
@@ -164,7 +161,7 @@ export class ProvisionalResults {
       for (let k = Math.max(tier.next, this.o.nextFinal()); ; k++) {
         const from = k * per;
         const to = from + per;
-        if (available < to || to > this.o.stepsReceived()) break;
+        if (available < to) break;
         tier.next = k + 1;
         const probs: Record<string, Float32Array> = {};
         let complete = true;
