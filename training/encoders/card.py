@@ -15,6 +15,13 @@ ENCODERS = {
 }
 SLICES = ["all", "clean", "telephone", "high-arousal men", "low-arousal women"]
 TRIED = [
+    "2.0.0 (the heads and the fusion fitted on every label, the audit's suspects included), scored as labelled: all "
+    "0.931, ASED 0.883 / 0.837 (clean / telephone), AudioMNIST_AZ 0.875 / 0.881, hyke 0.923 / 0.930, speechocean "
+    "0.923 / 0.927, URDU 0.966 / 0.948, high-arousal men 0.898, low-arousal women 0.849; 2.0.1 leaves the 12 suspect "
+    "speakers out of the fits (the fusion is fitted on speechocean and AudioMNIST_AZ, where 7 of them are): as labelled "
+    "it gains or holds on every corpus with >= 10 speakers but BAVED clean (1.000 -> 0.997), RAVDESS telephone "
+    "(0.988 -> 0.982) and speechocean telephone (0.927 -> 0.924); the fusion's bias moved from 0.17 to 0.62 and both "
+    "weights from ~0.55 to ~0.94 (mislabelled speakers had taught it to trust both witnesses less)",
     "head L2 1e-2 / 1e-3 / 1e-4 / 1e-5 / 1e-6 (speaker view alone, mean over six held-out corpora 0.59 / 0.86 / 0.886 / "
     "0.882 / 0.872, unknown 35 % / 9 % / 7 % / 6 % / 7 %): strong L2 only makes the head unsure; 1e-4 kept",
     "every window embedded instead of every 4th (speaker view, L2 1e-3, 0.65 threshold): fused 0.904 both ways; every 4th "
@@ -39,6 +46,40 @@ def _table(t: dict, rows: list[str], first: str) -> str:
         cells = [f"**{t[c][k]['accuracy']:.3f}**" if t[c][k]["accuracy"] == best else f"{t[c][k]['accuracy']:.3f}" for c in cols]
         out.append(f"| {k} | {t[cols[0]][k]['clips']} | " + " | ".join(cells) + " |")
     return "\n".join(out)
+
+
+def _audit(d: str, ta: dict, shipped: str) -> str:
+    """The label audit's rule, its suspects with their evidence, and the accuracy with them left out."""
+    path = os.path.join(d, "label_audit.json")
+    if not os.path.exists(path):
+        return ""
+    a = json.load(open(path))
+    r = a["rule"]
+    rows = "\n".join(f"| {s} | {e['source']} | {e['label']} | {e['clips']} | {e['median_f0_hz']:.0f} | {e['net_p_male']:.2f} | "
+                     f"{e['view_p_male']:.2f} |" for s, e in a["suspect"].items())
+    alone = a["each_witness_alone_against"]
+    corpora = [k for k in ta[shipped] if "/" in k]
+    reached = ", ".join(f"{k} {ta[shipped][k]['accuracy']:.3f}" for k in corpora)
+    slices = ", ".join(f"{k} {ta[shipped][k]['accuracy']:.3f}" for k in SLICES)
+    return f"""
+### Label audit: {len(a['suspect'])} of {a['speakers_audited']} speakers' labels doubted
+
+Corpus gender labels are metadata typed by people, and some contradict the voice. `python -m training.encoders.label_audit`
+(`models/gender/label_audit.json`) doubts a speaker's label only when three witnesses all say the other gender over
+their clean clips: the median F0 of up to {r['clips_per_speaker_for_f0']} clips, neutral ones first (a "male" label at >= {r['f0_male_min_hz']:.0f} Hz, a
+"female" one at <= {r['f0_female_max_hz']:.0f} Hz), gender 1.3.0's network and the speaker-encoder head fitted without the speaker's corpus
+(each with mean P(other gender) >= {r['p_against']}). Alone, pitch contradicts {alone['pitch']} labels (shouted men, sad women,
+8 kHz calls where the F0 tracker halves or doubles), the network {alone['network']}, the speaker view {alone['speaker view']}: pitch is never
+the only witness. Doubted speakers take no part in fitting the heads or the fusion, and are scored apart:
+
+| speaker | corpus | label | clips | median F0 (Hz) | network P(male) | speaker view P(male) |
+|---|---|---|---|---|---|---|
+{rows}
+
+The three ASED "male" speakers have a single clip each (the corpus's other speakers have 7); the datasets folder
+already left 6 ASED labels empty for the same reason. With the doubted speakers left out of the scoring
+(the shipped column): {reached}; {slices}.
+"""
 
 
 def section(d: str, m: dict) -> str:
@@ -97,9 +138,10 @@ only fair comparison for it. Shipped: `{shipped}`.
 {_table(t, SLICES, "slice")}
 
 **Reached vs the release target (0.97 on every held-out corpus with >= 10 speakers, 0.95 in each stress slice):** not
-reached. Shipped column: {reached}; {slices}. Pitch-moved clips were not re-scored for 2.0.
-
+reached. Shipped column, as labelled: {reached}; {slices}. Pitch-moved clips were not re-scored for 2.0.
+{_audit(d, ev.get("tables_audited", {}), shipped)}
 What limits it, measured here:
+- Labels: 12 of 493 speakers are labelled against their voice (above); they cost up to 0.05 on a corpus as labelled.
 - Short clips: AudioMNIST_AZ's single digits (~0.6 s) fill a 1.6 s window with silence, and every view is weakest there.
 - Emotional Amharic (ASED) is where every view errs most; the fusion weights come from two corpora of read speech and
   digits and may under-trust the views on emotional speech (low-arousal women).

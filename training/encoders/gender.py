@@ -5,6 +5,9 @@ leave-one-corpus-out on the embeddings of training/encoders/embed.py.
   python -m training.encoders.gender evaluate   # LOCO tables -> models/gender/encoder_view.json
   python -m training.encoders.gender ship       # head on every corpus + fusion -> models/gender/manifest.json "views"
 
+Speakers the label audit (label_audit.py, models/gender/label_audit.json) finds suspect are left out of every
+head and fusion fit, and scored apart (`tables_audited`).
+
 Scoring is per clip as the service decides a speech segment: the mean of the fused per-step
 probabilities over its voiced steps (segment.ts), `unknown` under 0.55 (counted as wrong).
 """
@@ -100,11 +103,13 @@ def fit_fusion(recs: list[dict], views: list[list[np.ndarray]]) -> tuple[float, 
     return float(coef[0]), [float(c) for c in coef[1:]], bias
 
 
-def loco_views(recs: list[dict], keys: list[str], every: int, l2: float = HEAD_L2) -> list[list[np.ndarray]]:
-    """Each clip's per-step view log-odds, one array per encoder, from heads fitted without its corpus."""
+def loco_views(recs: list[dict], keys: list[str], every: int, l2: float = HEAD_L2,
+               untrusted: frozenset = frozenset()) -> list[list[np.ndarray]]:
+    """Each clip's per-step view log-odds, one array per encoder, from heads fitted without its corpus
+    (and without the `untrusted` speakers: label_audit.py)."""
     out: list[list[np.ndarray]] = [[] for _ in recs]
     for s in sorted({r["source"] for r in recs}):
-        heads = [fit_head([r for r in recs if r["source"] != s], k, l2) for k in keys]
+        heads = [fit_head([r for r in recs if r["source"] != s and r["speaker"] not in untrusted], k, l2) for k in keys]
         for i, r in enumerate(recs):
             if r["source"] == s:
                 out[i] = [step_view_logits(r, c, b, every, k) for (c, b), k in zip(heads, keys)]
@@ -121,10 +126,12 @@ def slices(r: dict) -> list[str]:
     return out
 
 
-def score(recs: list[dict], decisions: list[str]) -> dict:
-    """Accuracy per corpus x channel and per stress slice (unknown counts as wrong)."""
+def score(recs: list[dict], decisions: list[str], left_out: frozenset = frozenset()) -> dict:
+    """Accuracy per corpus x channel and per stress slice (unknown counts as wrong), `left_out` speakers not scored."""
     cells: dict[str, list[int]] = {}
     for r, d in zip(recs, decisions):
+        if r["speaker"] in left_out:
+            continue
         ok = int(d == r["gender"])
         ch = "clean" if r["channel"] == "clean" else "telephone"
         for key in (f"{r['source']}/{ch}", *slices(r), "all"):
@@ -132,18 +139,21 @@ def score(recs: list[dict], decisions: list[str]) -> dict:
     return {k: {"accuracy": round(float(np.mean(v)), 4), "clips": len(v)} for k, v in sorted(cells.items())}
 
 
-def evaluate(recs: list[dict], every: int, keys: list[str]) -> dict:
-    """Leave-one-corpus-out: heads (and fusion) fitted without the held-out corpus. Columns: the network,
-    each view alone, the speaker view fused (gender 2.0.0), every view fused."""
-    views = loco_views(recs, keys, every)
+def evaluate(recs: list[dict], every: int, keys: list[str], untrusted: frozenset = frozenset()) -> dict:
+    """Leave-one-corpus-out: heads (and fusion) fitted without the held-out corpus and without the `untrusted`
+    speakers. Columns: the network, each view alone, the speaker view fused (gender 2.0), every view fused.
+    `tables` score every clip as labelled; `tables_audited` leave the untrusted speakers out."""
+    views = loco_views(recs, keys, every, untrusted=untrusted)
     sources = sorted({r["source"] for r in recs})
     variants = {"speaker fused": [0], **({"all fused": list(range(len(keys)))} if len(keys) > 1 else {})}
     fusions: dict[str, dict] = {name: {} for name in variants}
     for name, idx in variants.items():
         for s in sources:
-            pick = [i for i, r in enumerate(recs) if r["source"] in UNHEARD_BY_NET and r["source"] != s]
+            pick = [i for i, r in enumerate(recs)
+                    if r["source"] in UNHEARD_BY_NET and r["source"] != s and r["speaker"] not in untrusted]
             fusions[name][s] = fit_fusion([recs[i] for i in pick], [[views[i][j] for j in idx] for i in pick])
-    out = {"every": every, "views": keys, "fusion_per_fold": fusions, "tables": {}}
+    out = {"every": every, "views": keys, "untrusted_speakers": sorted(untrusted), "fusion_per_fold": fusions,
+           "tables": {}, "tables_audited": {}}
     columns = {"net": None, **{f"view {k}": j for j, k in enumerate(keys)}, **variants}
     for name, sel in columns.items():
         dec = []
@@ -156,11 +166,12 @@ def evaluate(recs: list[dict], every: int, keys: list[str]) -> dict:
                 p = fused_steps(r, [v[j] for j in sel], fusions[name][r["source"]])
             dec.append(clip_decision(r, p))
         out["tables"][name] = score(recs, dec)
+        out["tables_audited"][name] = score(recs, dec, untrusted)
     return out
 
 
-def print_table(ev: dict) -> None:
-    t = ev["tables"]
+def print_table(ev: dict, which: str = "tables") -> None:
+    t = ev[which]
     cols = list(t)
     print(f"{'cell':28s} {'clips':>6s} " + " ".join(f"{c[-12:]:>12s}" for c in cols))
     for k in t[cols[0]]:
@@ -170,7 +181,7 @@ def print_table(ev: dict) -> None:
 # ---- shipping: gender 2.0 = gender 1.3.0's network (model.onnx and its streaming graphs, unchanged) plus the views
 
 MANIFEST = ROOT / "models/gender/manifest.json"
-VERSION = "2.0.0"
+VERSION = "2.0.1"
 EVERY = 8
 
 
@@ -178,11 +189,13 @@ ENCODER_OF_KEY = {"emb": "speaker", "emb_whisper": "whisper"}
 
 
 def ship(recs: list[dict], keys: list[str], manifest: Path = MANIFEST, version: str = VERSION, every: int = EVERY,
-         l2: float = HEAD_L2) -> dict:
-    """Writes the views into `manifest` (a network's folder), with its version."""
-    heads = [fit_head(recs, k, l2) for k in keys]
-    loco = loco_views(recs, keys, every, l2)
-    picked = [i for i, r in enumerate(recs) if r["source"] in UNHEARD_BY_NET]
+         l2: float = HEAD_L2, untrusted: frozenset = frozenset()) -> dict:
+    """Writes the views into `manifest` (a network's folder), with its version; `untrusted` speakers (the label
+    audit's suspects) take no part in any fit."""
+    trusted = [r for r in recs if r["speaker"] not in untrusted]
+    heads = [fit_head(trusted, k, l2) for k in keys]
+    loco = loco_views(recs, keys, every, l2, untrusted)
+    picked = [i for i, r in enumerate(recs) if r["source"] in UNHEARD_BY_NET and r["speaker"] not in untrusted]
     fusion = fit_fusion([recs[i] for i in picked], [loco[i] for i in picked])
     m = json.loads(manifest.read_text())
     # the network inside: named once, when the views were first added (a re-ship keeps the name)
@@ -197,11 +210,12 @@ def ship(recs: list[dict], keys: list[str], manifest: Path = MANIFEST, version: 
     m.setdefault("training", {})["encoder_view"] = {
         "network": network,
         "heads": f"one logistic regression per encoder ({', '.join(ENCODER_OF_KEY[k] for k in keys)}) on its window embeddings, speaker- and gender-balanced, "
-                f"L2 {l2}, every labelled corpus clean and through telephone codecs ({len(recs)} clip versions)",
+                f"L2 {l2}, every labelled corpus clean and through telephone codecs ({len(trusted)} clip versions; "
+                f"{len(untrusted)} speakers whose labels the audit doubts left out: models/gender/label_audit.json)",
         "fusion": f"logistic regression of (network log-odds, each head's log-odds) over voiced steps of {', '.join(UNHEARD_BY_NET)} "
                   "(never heard by the network), head outputs leave-one-corpus-out",
         "sources": sorted({r['source'] for r in recs}),
-        "reproduce": f"python -m training.encoders.embed && python -m training.encoders.gender evaluate --views {','.join(keys)} && python -m training.encoders.gender ship --views {','.join(keys)}",
+        "reproduce": f"python -m training.encoders.embed && python -m training.encoders.label_audit && python -m training.encoders.gender evaluate --views {','.join(keys)} && python -m training.encoders.gender ship --views {','.join(keys)}",
     }
     manifest.write_text(json.dumps(m, indent=2) + "\n")
     return m["views"]["fusion"]
@@ -217,7 +231,10 @@ def rebuild_views(built: str, views: dict, version: str, quick: bool) -> None:
         voices = voices[:: max(1, len(voices) // n)][:n]
     encoders = {name: str(ROOT / path) for name, path in views["encoders"].items()}
     recs = embed.embed_voices(voices, encoders, str(Path(built) / "model.onnx"), workers=2)
-    ship(recs, views["keys"], Path(built) / "manifest.json", version=version, every=views["every"], l2=views["head_l2"])
+    from training.encoders.label_audit import suspect_speakers
+    untrusted = frozenset(suspect_speakers(ROOT / views["label_audit"])) if views.get("label_audit") else frozenset()
+    ship(recs, views["keys"], Path(built) / "manifest.json", version=version, every=views["every"], l2=views["head_l2"],
+         untrusted=untrusted)
 
 
 def main() -> None:
@@ -229,16 +246,21 @@ def main() -> None:
     a = ap.parse_args()
     recs = load(Path(a.cache))
     keys = a.views.split(",")
+    from training.encoders.label_audit import suspect_speakers
+    untrusted = frozenset(suspect_speakers())
     if a.command == "evaluate":
-        results = {}
+        # other entries (e.g. "tried_speaker_and_whisper", an earlier run with more views) are kept
+        results = json.loads(OUT_JSON.read_text()) if OUT_JSON.exists() else {}
         for e in a.every:
-            ev = evaluate(recs, e, keys)
-            print(f"\n== every {e}, views {keys}")
+            ev = evaluate(recs, e, keys, untrusted)
+            print(f"\n== every {e}, views {keys}: as labelled")
             print_table(ev)
+            print(f"\n== every {e}, views {keys}: {len(untrusted)} speakers the audit doubts left out")
+            print_table(ev, "tables_audited")
             results[str(e)] = ev
         OUT_JSON.write_text(json.dumps(results, indent=1) + "\n")
         return
-    ship(recs, keys)
+    ship(recs, keys, untrusted=untrusted)
 
 
 if __name__ == "__main__":
