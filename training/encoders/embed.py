@@ -40,6 +40,21 @@ def _net_logit(sess, x: np.ndarray) -> np.ndarray:
     return np.log(p1 / (1 - p1)).astype(np.float32)
 
 
+def record(v: Voice, channel: str, sig: np.ndarray, encs: dict, gnet) -> dict:
+    """One clip version as the service sees it: step levels, voiced windows, each encoder's embeddings
+    ("emb" is the speaker encoder's, gender 2.0's view; others "emb_<name>") and the network's log-odds."""
+    levels = windows.step_levels(sig)
+    idx, pcm = windows.voiced_windows(sig, levels)
+    rec = {"source": v.source, "speaker": v.speaker, "gender": v.gender, "ref": v.ref, "emotion": v.emotion,
+           "channel": channel, "levels": levels.astype(np.float32), "windows": np.array(idx, np.int32),
+           "net": _net_logit(gnet, sig)}
+    for name, enc in encs.items():
+        dim = enc.get_outputs()[0].shape[-1]
+        emb = enc.run(None, {"pcm": pcm})[0] if len(idx) else np.zeros((0, dim), np.float32)
+        rec["emb" if name == "speaker" else f"emb_{name}"] = emb.astype(np.float32)
+    return rec
+
+
 def _work(args) -> list[dict]:
     voices, seed, encoders, net = args
     from training.data.channels import phone_all
@@ -51,17 +66,7 @@ def _work(args) -> list[dict]:
     for v, versions in zip(voices, zip(clean, phone, codecs)):
         x, y, codec = versions
         for channel, sig in (("clean", x), (codec, y)):
-            levels = windows.step_levels(sig)
-            idx, pcm = windows.voiced_windows(sig, levels)
-            rec = {"source": v.source, "speaker": v.speaker, "gender": v.gender, "ref": v.ref, "emotion": v.emotion,
-                   "channel": channel, "levels": levels.astype(np.float32), "windows": np.array(idx, np.int32),
-                   "net": _net_logit(gnet, sig)}
-            for name, enc in encs.items():
-                dim = enc.get_outputs()[0].shape[-1]
-                emb = enc.run(None, {"pcm": pcm})[0] if len(idx) else np.zeros((0, dim), np.float32)
-                # "emb" is the speaker encoder's (gender 2.0's view); other encoders as "emb_<name>"
-                rec["emb" if name == "speaker" else f"emb_{name}"] = emb.astype(np.float32)
-            out.append(rec)
+            out.append(record(v, channel, sig, encs, gnet))
     return out
 
 

@@ -25,6 +25,8 @@ from training.encoders.windows import GATE_DB, MIN_VOICED_STEPS, WINDOW_STEPS
 
 ROOT = Path(__file__).resolve().parents[2]
 CACHE = ROOT / "training/runs/encoders/gender.pkl"
+MOVED_CACHE = ROOT / "training/runs/encoders/gender_pitch.pkl"  # pitch_moved.py: scored, never fitted on
+MOVED = "pitch-moved"
 OUT_JSON = ROOT / "models/gender/encoder_view.json"
 HEAD_L2 = 1e-4
 UNKNOWN = 0.55  # the service's GENDER_UNKNOWN_THRESHOLD (src/analysis/policies.ts)
@@ -38,6 +40,11 @@ HIGH_AROUSAL = {"angry", "happy", "fearful", "surprised", "fear", "anger", "happ
 def load(path: Path = CACHE) -> list[dict]:
     with open(path, "rb") as f:
         return pickle.load(f)["records"]
+
+
+def fitted_on(r: dict, untrusted: frozenset) -> bool:
+    """Whether a record may take part in a fit: not a doubted speaker's, not a pitch-moved re-synthesis."""
+    return r["speaker"] not in untrusted and r["channel"] != MOVED
 
 
 def window_table(recs: list[dict], key: str):
@@ -109,7 +116,7 @@ def loco_views(recs: list[dict], keys: list[str], every: int, l2: float = HEAD_L
     (and without the `untrusted` speakers: label_audit.py)."""
     out: list[list[np.ndarray]] = [[] for _ in recs]
     for s in sorted({r["source"] for r in recs}):
-        heads = [fit_head([r for r in recs if r["source"] != s and r["speaker"] not in untrusted], k, l2) for k in keys]
+        heads = [fit_head([r for r in recs if r["source"] != s and fitted_on(r, untrusted)], k, l2) for k in keys]
         for i, r in enumerate(recs):
             if r["source"] == s:
                 out[i] = [step_view_logits(r, c, b, every, k) for (c, b), k in zip(heads, keys)]
@@ -117,6 +124,8 @@ def loco_views(recs: list[dict], keys: list[str], every: int, l2: float = HEAD_L
 
 
 def slices(r: dict) -> list[str]:
+    if r["channel"] == MOVED:
+        return ["pitch moved"]
     out = ["telephone" if r["channel"] != "clean" else "clean"]
     emo = r["emotion"].lower()
     if r["gender"] == "female" and emo in LOW_AROUSAL:
@@ -134,7 +143,8 @@ def score(recs: list[dict], decisions: list[str], left_out: frozenset = frozense
             continue
         ok = int(d == r["gender"])
         ch = "clean" if r["channel"] == "clean" else "telephone"
-        for key in (f"{r['source']}/{ch}", *slices(r), "all"):
+        keys = slices(r) if r["channel"] == MOVED else (f"{r['source']}/{ch}", *slices(r), "all")
+        for key in keys:
             cells.setdefault(key, []).append(ok)
     return {k: {"accuracy": round(float(np.mean(v)), 4), "clips": len(v)} for k, v in sorted(cells.items())}
 
@@ -150,7 +160,7 @@ def evaluate(recs: list[dict], every: int, keys: list[str], untrusted: frozenset
     for name, idx in variants.items():
         for s in sources:
             pick = [i for i, r in enumerate(recs)
-                    if r["source"] in UNHEARD_BY_NET and r["source"] != s and r["speaker"] not in untrusted]
+                    if r["source"] in UNHEARD_BY_NET and r["source"] != s and fitted_on(r, untrusted)]
             fusions[name][s] = fit_fusion([recs[i] for i in pick], [[views[i][j] for j in idx] for i in pick])
     out = {"every": every, "views": keys, "untrusted_speakers": sorted(untrusted), "fusion_per_fold": fusions,
            "tables": {}, "tables_audited": {}}
@@ -192,10 +202,10 @@ def ship(recs: list[dict], keys: list[str], manifest: Path = MANIFEST, version: 
          l2: float = HEAD_L2, untrusted: frozenset = frozenset()) -> dict:
     """Writes the views into `manifest` (a network's folder), with its version; `untrusted` speakers (the label
     audit's suspects) take no part in any fit."""
-    trusted = [r for r in recs if r["speaker"] not in untrusted]
+    trusted = [r for r in recs if fitted_on(r, untrusted)]
     heads = [fit_head(trusted, k, l2) for k in keys]
     loco = loco_views(recs, keys, every, l2, untrusted)
-    picked = [i for i, r in enumerate(recs) if r["source"] in UNHEARD_BY_NET and r["speaker"] not in untrusted]
+    picked = [i for i, r in enumerate(recs) if r["source"] in UNHEARD_BY_NET and fitted_on(r, untrusted)]
     fusion = fit_fusion([recs[i] for i in picked], [loco[i] for i in picked])
     m = json.loads(manifest.read_text())
     # the network inside: named once, when the views were first added (a re-ship keeps the name)
@@ -249,6 +259,8 @@ def main() -> None:
     from training.encoders.label_audit import suspect_speakers
     untrusted = frozenset(suspect_speakers())
     if a.command == "evaluate":
+        if MOVED_CACHE.exists():  # the pitch-moved slice (pitch_moved.py), when it has been made
+            recs = recs + load(MOVED_CACHE)
         # other entries (e.g. "tried_speaker_and_whisper", an earlier run with more views) are kept
         results = json.loads(OUT_JSON.read_text()) if OUT_JSON.exists() else {}
         for e in a.every:

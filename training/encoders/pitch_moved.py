@@ -1,0 +1,72 @@
+"""The pitch-moved stress slice for gender 2.x: clean clips of every labelled corpus re-synthesised by WORLD with the
+F0 moved towards the other gender and the spectral envelope kept (men x1.5-1.8, women x0.6-0.7, as
+training/validate/slices.py), embedded like the service (embed.record). A voice whose pitch alone moved must keep
+its gender; gender.py scores these clips leave-one-corpus-out as the slice "pitch moved" and never fits on them.
+
+  python -m training.encoders.pitch_moved       # ~5 min on 2 cores -> training/runs/encoders/gender_pitch.pkl
+"""
+from __future__ import annotations
+
+import pickle
+from multiprocessing import Pool
+from pathlib import Path
+
+import numpy as np
+
+from training.encoders import corpora, embed
+from training.encoders.corpora import Voice
+
+ROOT = Path(__file__).resolve().parents[2]
+OUT = ROOT / "training/runs/encoders/gender_pitch.pkl"
+CLIPS = 30  # per corpus and gender (fewer where a corpus has fewer)
+RATIOS = {"female": (0.6, 0.7), "male": (1.5, 1.8)}
+CHANNEL = "pitch-moved"
+
+
+def pick(recs: list[dict], untrusted: set[str], seed: int = 3) -> list[Voice]:
+    """CLIPS clean clips per corpus and gender, at most 2 per speaker, from the records of gender.pkl."""
+    rng = np.random.default_rng(seed)
+    by: dict[tuple, dict[str, list[Voice]]] = {}
+    for r in recs:
+        if r["channel"] == "clean" and r["speaker"] not in untrusted:
+            v = Voice(r["source"], r["speaker"], r["gender"], r["ref"], r["emotion"])
+            by.setdefault((r["source"], r["gender"]), {}).setdefault(r["speaker"], []).append(v)
+    out = []
+    for key in sorted(by):
+        pool = []
+        for spk in sorted(by[key]):
+            vs = by[key][spk]
+            pool += [vs[i] for i in rng.permutation(len(vs))[:2]]
+        out += [pool[i] for i in sorted(rng.permutation(len(pool))[:CLIPS])]
+    return out
+
+
+def _work(args) -> list[dict]:
+    voices, seed = args
+    from training.data.voice_variants import make_variants
+    encs = {"speaker": embed.session(str(ROOT / "models/encoders/speaker/encoder.onnx"))}
+    gnet = embed.session(str(ROOT / "models/gender/model.onnx"))
+    rng = np.random.default_rng(seed)
+    out = []
+    for v in voices:
+        x16 = np.clip(np.round(corpora.load(v) * 32767), -32768, 32767).astype(np.int16)
+        vs = make_variants((x16, [RATIOS[v.gender]], 0.0, int(rng.integers(1 << 30))))
+        if vs:
+            out.append(embed.record(v, CHANNEL, vs[0].astype(np.float32) / 32768.0, encs, gnet))
+    return out
+
+
+def main() -> None:
+    from training.encoders import gender as G
+    from training.encoders.label_audit import suspect_speakers
+    voices = pick(G.load(), suspect_speakers())
+    chunks = [voices[i:i + 20] for i in range(0, len(voices), 20)]
+    with Pool(2) as pool:
+        records = [r for part in pool.map(_work, [(c, 5000 + j) for j, c in enumerate(chunks)]) for r in part]
+    with open(OUT, "wb") as f:
+        pickle.dump({"records": records}, f)
+    print(f"wrote {OUT}: {len(records)} pitch-moved clips of {len(voices)}")
+
+
+if __name__ == "__main__":
+    main()
