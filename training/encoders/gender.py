@@ -27,6 +27,8 @@ ROOT = Path(__file__).resolve().parents[2]
 CACHE = ROOT / "training/runs/encoders/gender.pkl"
 MOVED_CACHE = ROOT / "training/runs/encoders/gender_pitch.pkl"  # pitch_moved.py: scored, never fitted on
 MOVED = "pitch-moved"
+VARIANTS_CACHE = ROOT / "training/runs/encoders/gender_variants.pkl"  # pitch_moved.py --train: heads may fit on them
+VARIANT = "variant"
 OUT_JSON = ROOT / "models/gender/encoder_view.json"
 HEAD_L2 = 1e-4
 UNKNOWN = 0.55  # the service's GENDER_UNKNOWN_THRESHOLD (src/analysis/policies.ts)
@@ -139,7 +141,7 @@ def score(recs: list[dict], decisions: list[str], left_out: frozenset = frozense
     """Accuracy per corpus x channel and per stress slice (unknown counts as wrong), `left_out` speakers not scored."""
     cells: dict[str, list[int]] = {}
     for r, d in zip(recs, decisions):
-        if r["speaker"] in left_out:
+        if r["speaker"] in left_out or r["channel"] == VARIANT:
             continue
         ok = int(d == r["gender"])
         ch = "clean" if r["channel"] == "clean" else "telephone"
@@ -160,7 +162,7 @@ def evaluate(recs: list[dict], every: int, keys: list[str], untrusted: frozenset
     for name, idx in variants.items():
         for s in sources:
             pick = [i for i, r in enumerate(recs)
-                    if r["source"] in UNHEARD_BY_NET and r["source"] != s and fitted_on(r, untrusted)]
+                    if r["source"] in UNHEARD_BY_NET and r["source"] != s and fitted_on(r, untrusted) and r["channel"] != VARIANT]
             fusions[name][s] = fit_fusion([recs[i] for i in pick], [[views[i][j] for j in idx] for i in pick])
     out = {"every": every, "views": keys, "untrusted_speakers": sorted(untrusted), "fusion_per_fold": fusions,
            "tables": {}, "tables_audited": {}}
@@ -205,7 +207,7 @@ def ship(recs: list[dict], keys: list[str], manifest: Path = MANIFEST, version: 
     trusted = [r for r in recs if fitted_on(r, untrusted)]
     heads = [fit_head(trusted, k, l2) for k in keys]
     loco = loco_views(recs, keys, every, l2, untrusted)
-    picked = [i for i, r in enumerate(recs) if r["source"] in UNHEARD_BY_NET and fitted_on(r, untrusted)]
+    picked = [i for i, r in enumerate(recs) if r["source"] in UNHEARD_BY_NET and fitted_on(r, untrusted) and r["channel"] != VARIANT]
     fusion = fit_fusion([recs[i] for i in picked], [loco[i] for i in picked])
     m = json.loads(manifest.read_text())
     # the network inside: named once, when the views were first added (a re-ship keeps the name)
@@ -252,12 +254,15 @@ def main() -> None:
     ap.add_argument("command", choices=["evaluate", "ship"])
     ap.add_argument("--cache", default=str(CACHE))
     ap.add_argument("--every", type=int, nargs="+", default=[4])
+    ap.add_argument("--head-variants", action="store_true", help="the heads also fit the WORLD variants of pitch_moved.py --train")
     ap.add_argument("--views", default="emb", help="comma-separated embedding keys: emb (speaker encoder), emb_whisper, ...")
     a = ap.parse_args()
     recs = load(Path(a.cache))
     keys = a.views.split(",")
     from training.encoders.label_audit import suspect_speakers
     untrusted = frozenset(suspect_speakers())
+    if a.head_variants:
+        recs = recs + load(VARIANTS_CACHE)
     if a.command == "evaluate":
         if MOVED_CACHE.exists():  # the pitch-moved slice (pitch_moved.py), when it has been made
             recs = recs + load(MOVED_CACHE)
