@@ -185,3 +185,20 @@ def test_golden_reproduced():
     assert len(cases) >= 4 and any("num_speakers" in c for c in cases)
     for case in cases:
         check(case)
+
+
+def test_reference_turns_split_at_their_own_pauses():
+    """simulate.speaking_spans: pauses of PAUSE_S or more split a turn, shorter ones are bridged, silence at the
+    ends is no speech."""
+    import numpy as np
+    from training.diarization import simulate as S
+    sr = S.SR
+    x = np.zeros(3 * sr, np.float32)
+    tone = lambda a, b: 0.1 * np.sin(np.arange(int(a * sr), int(b * sr)) * 0.3)
+    x[int(0.1 * sr):int(0.5 * sr)] = tone(0.1, 0.5)
+    x[int(0.7 * sr):int(1.1 * sr)] = tone(0.7, 1.1)    # 0.2 s pause: bridged
+    x[int(1.9 * sr):int(2.5 * sr)] = tone(1.9, 2.5)    # 0.8 s pause: split
+    spans = S.speaking_spans(x)
+    assert len(spans) == 2
+    (a0, b0), (a1, b1) = spans
+    assert abs(a0 - 0.1) < 0.03 and abs(b0 - 1.1) < 0.04 and abs(a1 - 1.9) < 0.03 and abs(b1 - 2.5) < 0.04
