@@ -45,8 +45,13 @@ def load(path: Path = CACHE) -> list[dict]:
 
 
 def fitted_on(r: dict, untrusted: frozenset) -> bool:
-    """Whether a record may take part in a fit: not a doubted speaker's, not a pitch-moved re-synthesis."""
+    """Whether a head may fit a record: not a doubted speaker's, not a pitch-moved re-synthesis."""
     return r["speaker"] not in untrusted and r["channel"] != MOVED
+
+
+def fusion_fitted_on(r: dict, untrusted: frozenset) -> bool:
+    """Whether the fusion may fit a record: a real clip of a corpus the network never heard (no WORLD variant)."""
+    return r["source"] in UNHEARD_BY_NET and fitted_on(r, untrusted) and r["channel"] != VARIANT
 
 
 def window_table(recs: list[dict], key: str):
@@ -161,8 +166,7 @@ def evaluate(recs: list[dict], every: int, keys: list[str], untrusted: frozenset
     fusions: dict[str, dict] = {name: {} for name in variants}
     for name, idx in variants.items():
         for s in sources:
-            pick = [i for i, r in enumerate(recs)
-                    if r["source"] in UNHEARD_BY_NET and r["source"] != s and fitted_on(r, untrusted) and r["channel"] != VARIANT]
+            pick = [i for i, r in enumerate(recs) if r["source"] != s and fusion_fitted_on(r, untrusted)]
             fusions[name][s] = fit_fusion([recs[i] for i in pick], [[views[i][j] for j in idx] for i in pick])
     out = {"every": every, "views": keys, "untrusted_speakers": sorted(untrusted), "fusion_per_fold": fusions,
            "tables": {}, "tables_audited": {}}
@@ -207,7 +211,7 @@ def ship(recs: list[dict], keys: list[str], manifest: Path = MANIFEST, version: 
     trusted = [r for r in recs if fitted_on(r, untrusted)]
     heads = [fit_head(trusted, k, l2) for k in keys]
     loco = loco_views(recs, keys, every, l2, untrusted)
-    picked = [i for i, r in enumerate(recs) if r["source"] in UNHEARD_BY_NET and fitted_on(r, untrusted) and r["channel"] != VARIANT]
+    picked = [i for i, r in enumerate(recs) if fusion_fitted_on(r, untrusted)]
     fusion = fit_fusion([recs[i] for i in picked], [loco[i] for i in picked])
     m = json.loads(manifest.read_text())
     # the network inside: named once, when the views were first added (a re-ship keeps the name)
