@@ -1,6 +1,6 @@
-"""Gender label audit: speakers whose corpus label three independent witnesses all contradict.
+"""Gender label audit: speakers whose corpus label three witnesses (pitch and two models) all contradict.
 
-  python -m training.encoders.label_audit        # ~5 min on 2 cores -> models/gender/label_audit.json
+  python -m training.encoders.label_audit        # ~1 min on 2 cores -> models/gender/label_audit.json
 
 Corpus gender labels are metadata typed by people (spk2gender files, file-name codes), and a few are wrong:
 in speechocean762 three "female" speakers read at a median F0 of 107-119 Hz and three "male" ones at 215-230 Hz.
