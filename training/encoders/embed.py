@@ -40,11 +40,11 @@ def _net_logit(sess, x: np.ndarray) -> np.ndarray:
     return np.log(p1 / (1 - p1)).astype(np.float32)
 
 
-def record(v: Voice, channel: str, sig: np.ndarray, encs: dict, gnet) -> dict:
+def record(v: Voice, channel: str, sig: np.ndarray, encs: dict, gnet, min_voiced: int = windows.MIN_VOICED_STEPS) -> dict:
     """One clip version as the service sees it: step levels, voiced windows, each encoder's embeddings
     ("emb" is the speaker encoder's, gender 2.0's view; others "emb_<name>") and the network's log-odds."""
     levels = windows.step_levels(sig)
-    idx, pcm = windows.voiced_windows(sig, levels)
+    idx, pcm = windows.voiced_windows(sig, levels, min_voiced)
     rec = {"source": v.source, "speaker": v.speaker, "gender": v.gender, "ref": v.ref, "emotion": v.emotion,
            "channel": channel, "levels": levels.astype(np.float32), "windows": np.array(idx, np.int32),
            "net": _net_logit(gnet, sig)}
@@ -56,7 +56,7 @@ def record(v: Voice, channel: str, sig: np.ndarray, encs: dict, gnet) -> dict:
 
 
 def _work(args) -> list[dict]:
-    voices, seed, encoders, net = args
+    voices, seed, encoders, net, min_voiced = args
     from training.data.channels import phone_all
     encs = {name: session(path) for name, path in encoders.items()}
     gnet = session(net)
@@ -66,17 +66,18 @@ def _work(args) -> list[dict]:
     for v, versions in zip(voices, zip(clean, phone, codecs)):
         x, y, codec = versions
         for channel, sig in (("clean", x), (codec, y)):
-            out.append(record(v, channel, sig, encs, gnet))
+            out.append(record(v, channel, sig, encs, gnet, min_voiced))
     return out
 
 
-def embed_voices(voices: list[Voice], encoders: dict[str, str], net: str, workers: int) -> list[dict]:
+def embed_voices(voices: list[Voice], encoders: dict[str, str], net: str, workers: int,
+                 min_voiced: int = windows.MIN_VOICED_STEPS) -> list[dict]:
     """Every clip version's windows and embeddings (see the module doc), in the voices' order."""
     chunks = [voices[i:i + 40] for i in range(0, len(voices), 40)]
     print(f"{len(voices)} clips in {len(chunks)} chunks", flush=True)
     records: list[dict] = []
     with Pool(workers) as pool:
-        for i, part in enumerate(pool.imap(_work, [(c, 1000 + j, encoders, net) for j, c in enumerate(chunks)])):
+        for i, part in enumerate(pool.imap(_work, [(c, 1000 + j, encoders, net, min_voiced) for j, c in enumerate(chunks)])):
             records += part
             if i % 10 == 0:
                 print(f"chunk {i + 1}/{len(chunks)}", flush=True)
@@ -91,12 +92,14 @@ def main() -> None:
     ap.add_argument("--net", default=str(ROOT / "models/gender/model.onnx"), help="the per-step network fused with the view")
     ap.add_argument("--workers", type=int, default=4)
     ap.add_argument("--limit", type=int, default=0, help="smoke test: at most this many clips")
+    ap.add_argument("--min-voiced", type=int, default=windows.MIN_VOICED_STEPS,
+                    help="embed windows with at least this many voiced steps (a lower value keeps a superset to filter)")
     a = ap.parse_args()
     voices = corpora.sample(corpora.all_voices(), PER_SPEAKER, DEFAULT_PER_SPEAKER)
     if a.limit:
         voices = voices[:: max(1, len(voices) // a.limit)][: a.limit]
     encoders = dict(e.split("=", 1) for e in a.encoders.split(","))
-    records = embed_voices(voices, encoders, a.net, a.workers)
+    records = embed_voices(voices, encoders, a.net, a.workers, a.min_voiced)
     os.makedirs(os.path.dirname(a.out), exist_ok=True)
     with open(a.out, "wb") as f:
         pickle.dump({"records": records, "encoders": encoders, "net": a.net}, f)
