@@ -191,7 +191,7 @@ export class StreamSession {
       store.append(probs);
       this.emitReady();
       this.events.onProgress?.();
-    }, () => this.steps);
+    }, () => this.steps, options.numSpeakers);
     this.speakers = { model: m.name, map: live };
     this.stages.push(engine.speakerStage(m, (o) => live.pushWindow(o)));
   }

@@ -1,7 +1,8 @@
 /**
  * The speaker map of a live stream: each window's embedding joins the closest known speaker or
- * starts the next one as soon as the encoder returns it (clustering.ts OnlineSpeakers), and the
- * steps it decides are emitted at once. A step is decided when the last window that can cover it
+ * starts the next one as soon as the encoder returns it (clustering.ts OnlineSpeakers; a stream told
+ * a small num_speakers re-clusters its recent windows instead, recluster.ts), and the steps it
+ * decides are emitted at once. A step is decided when the last window that can cover it
  * (the one starting at or before it) is known, so it waits at most one window (W - 1 steps) and its
  * speaker never changes afterwards. Steps no window covers take the latest window's vector, or
  * zeros (speaker_1 at confidence 0) before the first one.
@@ -9,9 +10,16 @@
 import type { WindowOutcome } from '../inference/encoder-stage';
 import { normalise, OnlineSpeakers } from './clustering';
 import type { SpeakerMapInfo } from './manifest';
+import { ReclusteringSpeakers } from './recluster';
+
+/** How a stream gives each embedded window a speaker. */
+interface Assigner {
+  readonly count: number;
+  add(embedding: Float64Array, window: number): { speaker: number; probs: number[] };
+}
 
 export class LiveSpeakerMap {
-  private readonly online: OnlineSpeakers;
+  private readonly online: Assigner;
   /** Embedded windows that may still cover an undecided step, with their vectors ([width]). */
   private recent: { window: number; probs: Float32Array }[] = [];
   private latest: Float32Array | undefined;
@@ -22,6 +30,7 @@ export class LiveSpeakerMap {
    * @param maxSpeakers the most speakers this stream is split into
    * @param onOutput the probabilities of steps [startStep, startStep + steps), [steps][width]
    * @param stepsReceived steps of audio received so far (the last windows reach past the end)
+   * @param numSpeakers the request's num_speakers, if given
    */
   constructor(
     private readonly map: SpeakerMapInfo,
@@ -29,8 +38,13 @@ export class LiveSpeakerMap {
     maxSpeakers: number,
     private readonly onOutput: (startStep: number, probs: Float32Array, steps: number) => void,
     private readonly stepsReceived: () => number,
+    numSpeakers?: number,
   ) {
-    this.online = new OnlineSpeakers(map.params, Math.min(maxSpeakers, width));
+    const cap = Math.min(maxSpeakers, width);
+    this.online =
+      numSpeakers !== undefined && numSpeakers <= map.recluster.maxSpeakers && numSpeakers <= cap
+        ? new ReclusteringSpeakers(map.params, map.recluster, numSpeakers)
+        : new OnlineSpeakers(map.params, cap);
   }
 
   /** Speakers found so far. */
@@ -42,7 +56,7 @@ export class LiveSpeakerMap {
   pushWindow(o: WindowOutcome): void {
     const { hopSteps: H, windowSteps: W } = this.map.params;
     if (o.kind === 'embedded') {
-      const { probs } = this.online.add(normalise(o.embeddings[0]!));
+      const { probs } = this.online.add(normalise(o.embeddings[0]!), o.window);
       const v = new Float32Array(this.width);
       v.set(probs);
       this.recent.push({ window: o.window, probs: v });

@@ -7,6 +7,7 @@
 import { AurisError } from '../errors';
 import { loadEncoder, type EncoderInfo, type ViewSchedule } from '../inference/views';
 import type { SpeakerMapParams } from './clustering';
+import type { ReclusterParams } from './recluster';
 
 /** The most speakers a channel can be split into (and the bound of max_speakers / num_speakers). */
 export const MAX_SPEAKERS = 20;
@@ -26,6 +27,8 @@ export interface SpeakerMapInfo {
   defaultMaxSpeakers: number;
   /** Files: take the recording's mean embedding away before clustering (file-map.ts). */
   centre: boolean;
+  /** Streams told a small num_speakers re-cluster their recent windows (recluster.ts). */
+  recluster: ReclusterParams;
 }
 
 function fail(file: string, problem: string): AurisError {
@@ -79,5 +82,11 @@ export function parseSpeakerMap(m: Record<string, unknown>, modelsDir: string, f
     },
     defaultMaxSpeakers: int('max_speakers', MAX_SPEAKERS),
     centre: bool('center'),
+    recluster: {
+      maxSpeakers: int('recluster_max_speakers', MAX_SPEAKERS),
+      minWindows: int('recluster_min_windows', 1000),
+      every: int('recluster_every', 1000),
+      history: int('recluster_history', 100000),
+    },
   };
 }

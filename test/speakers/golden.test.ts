@@ -14,6 +14,7 @@ import { describe, it } from 'node:test';
 import { normalise, OnlineSpeakers, stepProbabilities, type SpeakerMapParams } from '../../src/speakers/clustering';
 import { FileSpeakerMap } from '../../src/speakers/file-map';
 import type { SpeakerMapInfo } from '../../src/speakers/manifest';
+import { ReclusteringSpeakers, type ReclusterParams } from '../../src/speakers/recluster';
 import type { EncoderInfo } from '../../src/inference/views';
 
 const GOLDEN = path.resolve(__dirname, '..', '..', '..', 'test', 'fixtures', 'speakers_golden.json');
@@ -34,6 +35,10 @@ interface Case {
     online_threshold: number;
     max_speakers: number;
     center: boolean;
+    recluster_max_speakers: number;
+    recluster_min_windows: number;
+    recluster_every: number;
+    recluster_history: number;
   };
   steps: number;
   num_speakers?: number;
@@ -41,6 +46,7 @@ interface Case {
   embedding_scale: number;
   embeddings: number[][];
   speech: string;
+  stream_num_speakers?: number;
   expected: { file: { K: number; labels: number[] }; stream: { K: number; labels: number[] } };
 }
 
@@ -84,6 +90,7 @@ function fileLabels(c: Case): { K: number; labels: number[] } {
     params,
     defaultMaxSpeakers: c.params.max_speakers,
     centre: c.params.center,
+    recluster: reclusterOf(c),
   };
   const map = new FileSpeakerMap(info);
   embeddingsOf(c).forEach((e, i) => map.pushWindow({ window: c.windows[i]!, kind: 'embedded', embeddings: [e], run: 0 }));
@@ -92,11 +99,17 @@ function fileLabels(c: Case): { K: number; labels: number[] } {
   return { K: out.keys.length, labels: labels(out.probs, c.steps) };
 }
 
+function reclusterOf(c: Case): ReclusterParams {
+  const p = c.params;
+  return { maxSpeakers: p.recluster_max_speakers, minWindows: p.recluster_min_windows, every: p.recluster_every, history: p.recluster_history };
+}
+
 function streamLabels(c: Case): { K: number; labels: number[] } {
   const params = paramsOf(c);
-  const online = new OnlineSpeakers(params, c.params.max_speakers);
-  const vectors = embeddingsOf(c).map((e, i) => ({ window: c.windows[i]!, probs: online.add(normalise(e)).probs }));
-  const probs = stepProbabilities(vectors, c.steps, c.params.max_speakers, params, false);
+  const width = c.stream_num_speakers ?? c.params.max_speakers;
+  const online = c.stream_num_speakers === undefined ? new OnlineSpeakers(params, width) : new ReclusteringSpeakers(params, reclusterOf(c), width);
+  const vectors = embeddingsOf(c).map((e, i) => ({ window: c.windows[i]!, probs: online.add(normalise(e), c.windows[i]!).probs }));
+  const probs = stepProbabilities(vectors, c.steps, width, params, false);
   return { K: Math.max(1, online.count), labels: labels(probs, c.steps) };
 }
 
@@ -106,6 +119,7 @@ describe('speaker map golden cases (training/diarization/cluster.py)', () => {
     assert.ok(cases.some((c) => c.num_speakers !== undefined));
     assert.ok(cases.some((c) => c.windows.length === 0));
     assert.ok(cases.some((c) => c.params.hop_steps === 6));
+    assert.ok(cases.some((c) => c.stream_num_speakers !== undefined && c.windows.length > c.params.recluster_min_windows));
     for (const c of cases) {
       assert.equal(c.speech.length, c.steps);
       assert.equal(c.embeddings.length, c.windows.length);

@@ -168,13 +168,19 @@ describe('speakers over gRPC (live streams)', () => {
     await g.close();
   });
 
-  for (const [name, file] of [['clean', CLEAN], ['G.711 phone line', PHONE]] as const) {
+  // max_speakers 2: OnlineSpeakers capped at 2; num_speakers 2: the recent windows re-clustered (recluster.ts)
+  for (const [name, file, count] of [
+    ['clean', CLEAN, { max_speakers: 2 }],
+    ['G.711 phone line', PHONE, { max_speakers: 2 }],
+    ['clean, num_speakers 2', CLEAN, { num_speakers: 2 }],
+    ['G.711 phone line, num_speakers 2', PHONE, { num_speakers: 2 }],
+  ] as const) {
     it(`${name}: online numbering by first appearance, the turns and the pauses; summary lists the speakers found`, async () => {
       const pcm = s16Pcm(file);
-      const rate = name === 'clean' ? 16000 : 8000;
+      const rate = name.startsWith('clean') ? 16000 : 8000;
       const out = await streamPcm(
         g.client,
-        { models: ['speakers'], output_period: PERIOD, sample_rate: rate, encoding: 'PCM_S16LE', include_summary: true, include_transitions: true, max_speakers: 2 },
+        { models: ['speakers'], output_period: PERIOD, sample_rate: rate, encoding: 'PCM_S16LE', include_summary: true, include_transitions: true, ...count },
         pcm,
         Array.from({ length: Math.ceil(pcm.length / 640) }, () => 640),
       );

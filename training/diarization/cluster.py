@@ -45,6 +45,11 @@ class Params:
     online_threshold: float = 0.7
     max_speakers: int = 10
     center: bool = True
+    # streams told num_speakers <= recluster_max_speakers re-cluster their recent windows (Reclustering)
+    recluster_max_speakers: int = 2
+    recluster_min_windows: int = 8
+    recluster_every: int = 4
+    recluster_history: int = 256
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -359,14 +364,88 @@ def online_assign(E: np.ndarray, p: Params, max_speakers: int | None = None,
     return assigned, P
 
 
+def overlap_mapping(assign_past: np.ndarray, ids_past: np.ndarray, clusters: int, K: int) -> list[int]:
+    """recluster.ts overlapMapping: cluster a -> speaker id, one-to-one, maximising the windows on which the new
+    clustering agrees with the ids already given (the first best in lexicographic order of the id tuples)."""
+    M = [[int(np.sum((assign_past == a) & (ids_past == b))) for b in range(K)] for a in range(clusters)]
+    best, best_map = -1, list(range(clusters))
+
+    def walk(a: int, used: list[bool], cur: list[int], score: int) -> None:
+        nonlocal best, best_map
+        if a == clusters:
+            if score > best:
+                best, best_map = score, list(cur)
+            return
+        for b in range(K):
+            if not used[b]:
+                used[b] = True
+                cur.append(b)
+                walk(a + 1, used, cur, score + M[a][b])
+                cur.pop()
+                used[b] = False
+
+    walk(0, [False] * K, [], 0)
+    return best_map
+
+
+def recluster_assign(win, E: np.ndarray, p: Params, K: int) -> tuple[np.ndarray, np.ndarray]:
+    """Reclustering (recluster.ts), a stream told its count K: the first recluster_min_windows - 1 windows as
+    OnlineSpeakers (cap K); from then on, every recluster_every windows, the last recluster_history windows (unit
+    rows, window order) are centred on their mean and clustered for exactly K speakers (cluster_windows), the
+    clusters mapped one-to-one onto the ids already given (overlap_mapping); each window takes the id of its nearest
+    centroid and softmax(T x cosine) over the mapped ids. Returns (id of each window, P [n, K])."""
+    E = np.asarray(E, dtype=np.float64)
+    win = np.asarray(win, dtype=int)
+    n = len(E)
+    P = np.zeros((n, K))
+    ids = np.zeros(n, dtype=int)
+    sums: list[np.ndarray] = []
+    C: list[np.ndarray] = []
+    cur = None
+    for i, e in enumerate(E):
+        if i + 1 < p.recluster_min_windows:
+            v = dots(np.stack(C), e) if C else np.zeros(0)
+            if C and (v.max() >= p.online_threshold or len(C) >= K):
+                k = int(np.argmax(v))
+                sums[k] = sums[k] + e
+                C[k] = normalise(sums[k])
+            else:
+                k = len(C)
+                sums.append(e.copy())
+                C.append(normalise(e))
+            ids[i] = k
+            P[i, :len(C)] = softmax([p.temperature * dot(e, c) for c in C])
+            continue
+        if cur is None or (i + 1 - p.recluster_min_windows) % p.recluster_every == 0:
+            lo = max(0, i + 1 - p.recluster_history)
+            mean = np.cumsum(E[lo:i + 1] / (i + 1 - lo), axis=0)[-1]
+            Ea = normalise(E[lo:i + 1] - mean)
+            k_, assign, cents = cluster_windows(win[lo:i + 1], Ea, p, K, K)
+            cur = (overlap_mapping(assign[:-1], ids[lo:i], k_, K), cents, mean)
+        mapping, cents, mean = cur
+        sims = dots(cents, normalise(e - mean))
+        ids[i] = mapping[int(np.argmax(sims))]
+        probs = softmax([p.temperature * float(x) for x in sims])
+        for a, b in enumerate(mapping):
+            P[i, b] = probs[a]
+    return ids, P
+
+
 def stream_map(num_steps: int, win, E: np.ndarray, p: Params, max_speakers: int | None = None,
-               confirm: int = 1) -> dict:
-    """Streams: {labels [S], probs [S, max_speakers] float32, K}. Step s uses only windows starting at or before s."""
+               confirm: int = 1, num_speakers: int | None = None) -> dict:
+    """Streams: {labels [S], probs [S, width] float32, K}. Step s uses only windows starting at or before s.
+    With num_speakers <= recluster_max_speakers: Reclustering (width num_speakers); else OnlineSpeakers."""
     maxk = p.max_speakers if max_speakers is None else max_speakers
+    if num_speakers is not None:
+        maxk = min(maxk, num_speakers)
     if len(win) == 0:
         probs = np.zeros((num_steps, maxk), dtype=np.float32)
         return {"labels": labels_of(probs), "probs": probs, "K": 1}
-    assigned, P = online_assign(normalise(np.asarray(E, dtype=np.float64)), p, maxk, confirm)
+    E = normalise(np.asarray(E, dtype=np.float64))
+    if num_speakers is not None and num_speakers <= p.recluster_max_speakers:
+        assigned, P = recluster_assign(win, E, p, num_speakers)
+    else:
+        assigned, P = online_assign(E, p, maxk, confirm)
     probs = step_probs(num_steps, win, P, p.hop_steps, maxk, False)
     return {"labels": labels_of(probs), "probs": probs, "K": int(assigned.max()) + 1}
 

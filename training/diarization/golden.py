@@ -8,7 +8,8 @@ Expected, per step, the label (argmax of the step probabilities, ties lowest):
   file:   FileSpeakerMap.finish (cluster.file_map with speech): windows mostly speech clustered, centred when
           `center`, clusterWindows, windowProbabilities, stepProbabilities with lookAhead, speakers that win no
           speech step dropped and the rest renumbered by their first speech step;
-  stream: OnlineSpeakers + stepProbabilities without lookAhead, width max_speakers (cluster.stream_map).
+  stream: OnlineSpeakers + stepProbabilities without lookAhead, width max_speakers (cluster.stream_map); a case with
+          `stream_num_speakers` (<= recluster_max_speakers) runs Reclustering instead, width that count.
 The slices are searched so that the cases between them exercise merges, short clusters joining a speaker, the
 long/short rule of a given count, refine moving windows, a stream opening new speakers, unembedded windows.
 
@@ -43,7 +44,7 @@ def case_inputs(case: dict) -> tuple[C.Params, np.ndarray, np.ndarray, np.ndarra
 def expected(case: dict) -> tuple[dict, dict]:
     p, win, E, speech = case_inputs(case)
     f = C.file_map(case["steps"], win, E, p, case.get("num_speakers"), speech=speech)
-    o = C.stream_map(case["steps"], win, E, p)
+    o = C.stream_map(case["steps"], win, E, p, num_speakers=case.get("stream_num_speakers"))
     return f, o
 
 
@@ -74,7 +75,8 @@ def trace(case: dict) -> dict:
             "online_speakers": int(o["K"])}
 
 
-def make_case(rec: dict, offset: int, steps: int, p: C.Params, num_speakers: int | None = None, note: str = "") -> dict:
+def make_case(rec: dict, offset: int, steps: int, p: C.Params, num_speakers: int | None = None, note: str = "",
+              stream_num_speakers: int | None = None) -> dict:
     from training.diarization import simulate as S
     assert offset % 6 == 0 and (p.hop_steps in (6, 12))
     levels = np.asarray(rec["levels"][offset:offset + steps], dtype=np.float64)
@@ -88,6 +90,8 @@ def make_case(rec: dict, offset: int, steps: int, p: C.Params, num_speakers: int
             "speech": "".join("1" if s else "0" for s in speech)}
     if num_speakers is not None:
         case["num_speakers"] = num_speakers
+    if stream_num_speakers is not None:
+        case["stream_num_speakers"] = stream_num_speakers
     return finish_case(case)
 
 
@@ -107,10 +111,10 @@ def check(case: dict) -> None:
     assert [int(x) for x in o["labels"]] == case["expected"]["stream"]["labels"], case["note"]
 
 
-def _search(recs, p, steps, want, num_speakers=None):
+def _search(recs, p, steps, want, num_speakers=None, stream_num_speakers=None):
     for rec in recs:
         for off in range(0, len(rec["levels"]) - steps, 48):
-            case = make_case(rec, off, steps, p, num_speakers)
+            case = make_case(rec, off, steps, p, num_speakers, stream_num_speakers=stream_num_speakers)
             if want(case["exercises"], case):
                 return case
     raise SystemExit(f"no slice found for a golden case ({p}, {steps} steps)")
@@ -139,6 +143,16 @@ def main() -> None:
     c = _search(recs, p3, 144, lambda x, c: x["windows"] < C.num_windows(144, 6) and x["online_speakers"] >= 2
                 and x["segments"] >= 3 and x["file_K"] >= 2 and "0" in c["speech"])
     c["note"] = "hop 6, max_speakers 3, center false (merge_threshold 0.91, the uncentred tuning): unvoiced windows not embedded (segments cut, steps without a covering window)"
+    cases.append(c)
+    two = [r for r in recs if r["meta"]["speakers"] == 2]
+
+    def reclustered(x, c):  # the re-clustered stream gives other labels than OnlineSpeakers would, over 2 speakers
+        p_, win, E, _ = case_inputs(c)
+        plain = C.stream_map(c["steps"], win, E, p_, max_speakers=2)["labels"]
+        return x["windows"] >= p.recluster_min_windows + 3 * p.recluster_every and c["expected"]["stream"]["K"] == 2 \
+            and list(plain) != c["expected"]["stream"]["labels"]
+    c = _search(two, p, 720, reclustered, stream_num_speakers=2)
+    c["note"] = "hop 12, the manifest's parameters, a stream given num_speakers 2: Reclustering (OnlineSpeakers for the first windows, then the recent windows clustered for 2 every recluster_every windows and mapped onto the ids already given)"
     cases.append(c)
     a, b, m = [10000, 0, 0, 0], [0, 10000, 0, 0], [7071, 7071, 0, 0]
     ties = {"note": "synthetic 4-d ties: every window its own segment, equal merge candidates (lowest pair first), a window "
