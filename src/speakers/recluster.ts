@@ -7,7 +7,7 @@
  * clusters are mapped one-to-one onto the ids already sent (the mapping that agrees with the most
  * past windows), so a speaker keeps its number. Each window then takes its nearest centroid's id.
  * Before `minWindows` windows there is too little to cluster: OnlineSpeakers, capped at the count.
- * Held-out two-speaker conversations: DER 9.5 / 12.8 / 11.1 % (clean / telephone / noise) against
+ * Held-out two-speaker conversations: DER 9.6 / 13.6 / 10.8 % (clean / telephone / noise) against
  * 21.5 / 22.3 / 23.1 % for OnlineSpeakers (models/speakers/MODEL_CARD.md). Python twin:
  * training/diarization/cluster.py recluster_assign (golden-tested).
  */
