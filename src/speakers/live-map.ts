@@ -19,7 +19,7 @@ interface Assigner {
 }
 
 export class LiveSpeakerMap {
-  private readonly online: Assigner;
+  private readonly assigner: Assigner;
   /** Embedded windows that may still cover an undecided step, with their vectors ([width]). */
   private recent: { window: number; probs: Float32Array }[] = [];
   private latest: Float32Array | undefined;
@@ -41,22 +41,23 @@ export class LiveSpeakerMap {
     numSpeakers?: number,
   ) {
     const cap = Math.min(maxSpeakers, width);
-    this.online =
-      numSpeakers !== undefined && numSpeakers <= map.recluster.maxSpeakers && numSpeakers <= cap
+    // one speaker needs no clustering; two (a call's parties) are re-clustered (recluster.ts)
+    this.assigner =
+      numSpeakers !== undefined && numSpeakers >= 2 && numSpeakers <= map.recluster.maxSpeakers && numSpeakers <= cap
         ? new ReclusteringSpeakers(map.params, map.recluster, numSpeakers)
         : new OnlineSpeakers(map.params, cap);
   }
 
   /** Speakers found so far. */
   get count(): number {
-    return this.online.count;
+    return this.assigner.count;
   }
 
   /** The next window's outcome (in window order). */
   pushWindow(o: WindowOutcome): void {
     const { hopSteps: H, windowSteps: W } = this.map.params;
     if (o.kind === 'embedded') {
-      const { probs } = this.online.add(normalise(o.embeddings[0]!), o.window);
+      const { probs } = this.assigner.add(normalise(o.embeddings[0]!), o.window);
       const v = new Float32Array(this.width);
       v.set(probs);
       this.recent.push({ window: o.window, probs: v });

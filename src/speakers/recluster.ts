@@ -1,5 +1,5 @@
 /**
- * The speakers of a live stream told how many there are (num_speakers, at most
+ * The speakers of a live stream told how many there are (num_speakers from 2 to
  * `recluster.maxSpeakers`: two-party calls). Deciding each window on its own (OnlineSpeakers) opens
  * the second speaker on the first window that sounds different and never revises a centroid; here,
  * every `every` windows, the stream's last `history` windows are centred on their mean and

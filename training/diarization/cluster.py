@@ -434,7 +434,7 @@ def recluster_assign(win, E: np.ndarray, p: Params, K: int) -> tuple[np.ndarray,
 def stream_map(num_steps: int, win, E: np.ndarray, p: Params, max_speakers: int | None = None,
                confirm: int = 1, num_speakers: int | None = None) -> dict:
     """Streams: {labels [S], probs [S, width] float32, K}. Step s uses only windows starting at or before s.
-    With num_speakers <= recluster_max_speakers: Reclustering (width num_speakers); else OnlineSpeakers."""
+    With 2 <= num_speakers <= recluster_max_speakers: Reclustering (width num_speakers); else OnlineSpeakers."""
     maxk = p.max_speakers if max_speakers is None else max_speakers
     if num_speakers is not None:
         maxk = min(maxk, num_speakers)
@@ -442,7 +442,7 @@ def stream_map(num_steps: int, win, E: np.ndarray, p: Params, max_speakers: int 
         probs = np.zeros((num_steps, maxk), dtype=np.float32)
         return {"labels": labels_of(probs), "probs": probs, "K": 1}
     E = normalise(np.asarray(E, dtype=np.float64))
-    if num_speakers is not None and num_speakers <= p.recluster_max_speakers:
+    if num_speakers is not None and 2 <= num_speakers <= p.recluster_max_speakers:
         assigned, P = recluster_assign(win, E, p, num_speakers)
     else:
         assigned, P = online_assign(E, p, maxk, confirm)
