@@ -48,7 +48,8 @@ options:
   --transitions             end with the per-model transitions (include_transitions)
   --results <all|final>     provisional and final step results (default all), or finals only
   --volume-threshold <dB>   silence gate in dBFS, -120..0 (default ${DEFAULT_VOLUME_THRESHOLD_DB})
-  --num-speakers <n>        speakers model: the number of speakers when known, 1..${SPEAKER_COUNT_LIMIT} (never more in the stream)
+  --num-speakers <n>        speakers model: the number of speakers when known, 1..${SPEAKER_COUNT_LIMIT} (never more in the stream;
+                            2, a two-party call, re-clusters the recent voice: far fewer errors)
   --max-speakers <n>        speakers model: at most this many speakers, 1..${SPEAKER_COUNT_LIMIT}
   --realtime                send the audio at its real pace, like a live source
   --chunk-ms <ms>           audio per message, ms (default 100)
