@@ -48,7 +48,7 @@ class Params:
     # streams told num_speakers <= recluster_max_speakers re-cluster their recent windows (Reclustering)
     recluster_max_speakers: int = 2
     recluster_min_windows: int = 8
-    recluster_every: int = 4
+    recluster_every: int = 8
     recluster_history: int = 256
 
     def as_dict(self) -> dict:

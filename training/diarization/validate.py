@@ -74,8 +74,8 @@ def score(rec: dict, p: C.Params, oracle_count: bool = False, online: bool = Tru
            "seconds": rec["seconds"], "windows": len(win)}
     steps = len(rec["levels"])
     modes = [("file", C.file_map(steps, win, E, p, n if oracle_count else None, speech=rec["speech"]))]
-    if online:
-        modes.append(("online", C.stream_map(steps, win, E, p, confirm=CONFIRM)))
+    if online:  # with the count given, a stream of 2 speakers re-clusters (cluster.recluster_assign)
+        modes.append(("online", C.stream_map(steps, win, E, p, confirm=CONFIRM, num_speakers=n if oracle_count else None)))
     for name, r in modes:
         lab, sp = r["labels"], rec["speech"]
         d = der(rec["turns"], steps_to_turns(lab, sp, STEP_S))
@@ -150,16 +150,16 @@ def tune(recs, hops=(6, 12, 25), rounds=2, log=print) -> dict:
 
 def table(rows, title) -> str:
     """Markdown: per condition x speakers group, files / online / files with the count given."""
-    lines = [f"### {title}", "", "| condition | speakers | conv. | DER files | DER online | DER files, count given | count right files | count right online |",
-             "|---|---|---|---|---|---|---|---|"]
-    groups = [("2-4", (2, 3, 4)), ("5-6", (5, 6)), ("all", (2, 3, 4, 5, 6))]
+    lines = [f"### {title}", "", "| condition | speakers | conv. | DER files | DER online | DER files, count given | DER online, count given | count right files | count right online |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    groups = [("2", (2,)), ("2-4", (2, 3, 4)), ("5-6", (5, 6)), ("all", (2, 3, 4, 5, 6))]
     for cond in list(S.CONDITIONS) + ["all"]:
         for gname, ns in groups:
             g = [r for r in rows if (cond == "all" or r["condition"] == cond) and r["n"] in ns]
             if not g:
                 continue
-            f, o, k = pooled(g), pooled(g, "online"), pooled(g, "file_k")
-            lines.append(f"| {cond} | {gname} | {len(g)} | {100 * f['der']:.1f} % | {100 * o['der']:.1f} % | {100 * k['der']:.1f} % | "
+            f, o, k, ok = pooled(g), pooled(g, "online"), pooled(g, "file_k"), pooled(g, "online_k")
+            lines.append(f"| {cond} | {gname} | {len(g)} | {100 * f['der']:.1f} % | {100 * o['der']:.1f} % | {100 * k['der']:.1f} % | {100 * ok['der']:.1f} % | "
                          f"{100 * f['count_acc']:.0f} % | {100 * o['count_acc']:.0f} % |")
     return "\n".join(lines)
 
@@ -177,8 +177,8 @@ def corpus_table(rows, title) -> str:
 
 def full_rows(recs, p) -> list[dict]:
     rows = evaluate(recs, p)
-    for r, k in zip(rows, evaluate(recs, p, oracle_count=True, online=False)):
-        r["file_k"] = k["file"]
+    for r, k in zip(rows, evaluate(recs, p, oracle_count=True)):
+        r["file_k"], r["online_k"] = k["file"], k["online"]
     return rows
 
 
