@@ -58,8 +58,9 @@ export function overlapMapping(assignment: readonly number[], ids: readonly numb
 
 export class ReclusteringSpeakers {
   private readonly warm: OnlineSpeakers;
-  /** The last `history` windows (unit embeddings, window order) and the id each was given. */
+  /** The last `history` windows (unit embeddings, window order), the newest last. */
   private readonly recent: EmbeddedWindow[] = [];
+  /** The id given to each window of `recent` but the newest while it is being decided. */
   private readonly ids: number[] = [];
   private seen = 0;
   private used = 0;
@@ -82,39 +83,36 @@ export class ReclusteringSpeakers {
   /** The next embedded window (unit length, in window order): its speaker id and probabilities over the ids. */
   add(embedding: Float64Array, window: number): { speaker: number; probs: number[] } {
     this.seen++;
-    let out: { speaker: number; probs: number[] };
-    if (this.seen < this.recluster.minWindows) {
-      out = this.warm.add(embedding);
-    } else {
-      this.recent.push({ window, embedding });
-      if (this.current === undefined || (this.seen - this.recluster.minWindows) % this.recluster.every === 0) this.cluster();
-      const { mapping, centroids, mean } = this.current!;
-      const sims = centroids.map((c) => dot(c, centredOn(embedding, mean)));
-      const probs = new Array<number>(this.speakers).fill(0);
-      softmax(sims.map((s) => this.params.temperature * s)).forEach((p, a) => (probs[mapping[a]!] = p));
-      out = { speaker: mapping[argmax(sims)]!, probs };
-      this.recent.pop();
-    }
     this.recent.push({ window, embedding });
-    this.ids.push(out.speaker);
     if (this.recent.length > this.recluster.history) {
       this.recent.shift();
       this.ids.shift();
     }
+    const out = this.seen < this.recluster.minWindows ? this.warm.add(embedding) : this.nearest(embedding);
+    this.ids.push(out.speaker);
     this.used = Math.max(this.used, out.speaker + 1);
     return out;
   }
 
-  /** Clusters the kept windows and the one just pushed (the last of `recent`) for exactly `speakers`. */
+  /** The id of the window's nearest centroid, the kept windows re-clustered first when it is time. */
+  private nearest(embedding: Float64Array): { speaker: number; probs: number[] } {
+    if (this.current === undefined || (this.seen - this.recluster.minWindows) % this.recluster.every === 0) this.cluster();
+    const { mapping, centroids, mean } = this.current!;
+    const e = centredOn(embedding, mean);
+    const sims = centroids.map((c) => dot(c, e));
+    const probs = new Array<number>(this.speakers).fill(0);
+    softmax(sims.map((s) => this.params.temperature * s)).forEach((p, a) => (probs[mapping[a]!] = p));
+    return { speaker: mapping[argmax(sims)]!, probs };
+  }
+
+  /** Clusters the kept windows (the newest included) for exactly `speakers`, mapped onto the ids given. */
   private cluster(): void {
-    const windows = this.recent.slice(-this.recluster.history);
-    const n = windows.length;
-    const mean = new Float64Array(windows[0]!.embedding.length);
-    for (const w of windows) for (let d = 0; d < mean.length; d++) mean[d]! += w.embedding[d]! / n;
-    const centred = windows.map((w) => ({ window: w.window, embedding: centredOn(w.embedding, mean) }));
+    const n = this.recent.length;
+    const mean = new Float64Array(this.recent[0]!.embedding.length);
+    for (const w of this.recent) for (let d = 0; d < mean.length; d++) mean[d]! += w.embedding[d]! / n;
+    const centred = this.recent.map((w) => ({ window: w.window, embedding: centredOn(w.embedding, mean) }));
     const c = clusterWindows(centred, this.params, this.speakers, this.speakers);
-    const pastIds = this.ids.slice(this.ids.length - (n - 1));
-    const mapping = overlapMapping(c.assignment.slice(0, n - 1), pastIds, c.speakers, this.speakers);
+    const mapping = overlapMapping(c.assignment.slice(0, n - 1), this.ids, c.speakers, this.speakers);
     this.current = { mapping, centroids: c.centroids, mean };
   }
 }

@@ -399,23 +399,11 @@ def recluster_assign(win, E: np.ndarray, p: Params, K: int) -> tuple[np.ndarray,
     n = len(E)
     P = np.zeros((n, K))
     ids = np.zeros(n, dtype=int)
-    sums: list[np.ndarray] = []
-    C: list[np.ndarray] = []
+    warm = min(n, p.recluster_min_windows - 1)  # too few windows to cluster: OnlineSpeakers capped at K
+    ids[:warm], P[:warm] = online_assign(E[:warm], p, K)
     cur = None
-    for i, e in enumerate(E):
-        if i + 1 < p.recluster_min_windows:
-            v = dots(np.stack(C), e) if C else np.zeros(0)
-            if C and (v.max() >= p.online_threshold or len(C) >= K):
-                k = int(np.argmax(v))
-                sums[k] = sums[k] + e
-                C[k] = normalise(sums[k])
-            else:
-                k = len(C)
-                sums.append(e.copy())
-                C.append(normalise(e))
-            ids[i] = k
-            P[i, :len(C)] = softmax([p.temperature * dot(e, c) for c in C])
-            continue
+    for i in range(warm, n):
+        e = E[i]
         if cur is None or (i + 1 - p.recluster_min_windows) % p.recluster_every == 0:
             lo = max(0, i + 1 - p.recluster_history)
             mean = np.cumsum(E[lo:i + 1] / (i + 1 - lo), axis=0)[-1]

@@ -129,7 +129,7 @@ def trim(x: np.ndarray) -> np.ndarray:
     n = x.size // f
     if n < 3:
         return x
-    e = 10 * np.log10((x[: n * f].reshape(n, f).astype(np.float64) ** 2).mean(1) + 1e-12)
+    e = _frame_db(x, f)
     on = np.nonzero((e >= e.max() - 35) & (e >= -55))[0]
     if on.size == 0:
         return x[:0]

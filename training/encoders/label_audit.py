@@ -93,7 +93,7 @@ def audit(evidence: dict[str, dict]) -> dict:
     return {"rule": {"f0_male_min_hz": F0_MALE_MIN, "f0_female_max_hz": F0_FEMALE_MAX, "p_against": P_AGAINST,
                      "clips_per_speaker_for_f0": CLIPS_PER_SPEAKER},
             "speakers_audited": len(evidence), "each_witness_alone_against": alone, "per_source": per_source,
-            "suspect": {s: {k: v for k, v in e.items()} for s, e in sorted(suspect.items())}}
+            "suspect": dict(sorted(suspect.items()))}
 
 
 def suspect_speakers(path: Path = OUT) -> set[str]:
