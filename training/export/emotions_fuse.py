@@ -90,17 +90,27 @@ def reproduce_cmd(e_version, a_version, weight, loco_runs=None) -> str:
 
 
 def fuse(e_dir, a_dir, out_dir, weight=1.0, loco_runs=None):
-    from training.export.streaming import check
+    import tempfile
+    from training.export.streaming import check, export
     em, am = (json.load(open(os.path.join(d, "manifest.json"))) for d in (e_dir, a_dir))
     if em["context"] != am["context"] or em["streaming"]["start_steps"] != am["streaming"]["start_steps"]:
         raise ValueError("the two models must have the same context and streaming start")
     mt = arousal_map(am["raw_keys"])
     os.makedirs(out_dir, exist_ok=True)
     fuse_graphs(os.path.join(e_dir, "model.onnx"), os.path.join(a_dir, "model.onnx"), os.path.join(out_dir, "model.onnx"), mt, weight)
-    sizes = (em["streaming"]["state_size"], am["streaming"]["state_size"])
-    for f in ("file", "start_file"):
-        fuse_graphs(os.path.join(e_dir, em["streaming"][f]), os.path.join(a_dir, am["streaming"][f]),
-                    os.path.join(out_dir, em["streaming"][f]), mt, weight, sizes)
+    with tempfile.TemporaryDirectory() as tmp:
+        # each network's streaming graphs exported afresh from its model.onnx, so the fused ones always have the
+        # current streaming form (an input folder from git history holds the form of its day)
+        st = {}
+        for key, d in (("e", e_dir), ("a", a_dir)):
+            os.makedirs(os.path.join(tmp, key))
+            st[key] = export(os.path.join(d, "model.onnx"), os.path.join(tmp, key))
+            if st[key]["state_size"] != (em if key == "e" else am)["streaming"]["state_size"]:
+                raise ValueError(f"{d}: the fresh streaming export's state differs from the manifest's")
+        sizes = (st["e"]["state_size"], st["a"]["state_size"])
+        for f in ("file", "start_file"):
+            fuse_graphs(os.path.join(tmp, "e", st["e"][f]), os.path.join(tmp, "a", st["a"][f]),
+                        os.path.join(out_dir, em["streaming"][f]), mt, weight, sizes)
     m = copy.deepcopy(em)
     m["version"] = VERSION
     m["streaming"]["state_size"] = sum(sizes)

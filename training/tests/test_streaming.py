@@ -19,7 +19,7 @@ def _manifest(task):
         return json.load(f)
 
 
-@pytest.mark.parametrize("task", TASKS)
+@pytest.mark.parametrize("task", TASKS + ["emotions"])
 def test_committed_graphs_equal_model(task):
     m = _manifest(task)
     st = m["streaming"]
