@@ -52,6 +52,16 @@ TRIED = [
     "(the issue's probe that reached 0.956 outside used whole 30 s windows: context a 1.6 s window lacks)",
     "a 3-class arousal head on the speaker encoder: leave-one-corpus-out UAR 0.427, not better than arousal 1.0.1 "
     "(models/arousal/MODEL_CARD.md)",
+    "session 16: the head fitted on embeddings normalised by the within-speaker covariance (WCCN: each speaker's "
+    "windows around their own mean, clean and telephone and every emotion, so the directions in which a voice moves "
+    "with emotion or channel weigh less; folded into one linear head, so the service would not change), ridge 0.01 / "
+    "0.1 / 1 of the mean eigenvalue: fused all 0.933 / 0.934 / 0.935, ASED 0.893 / 0.890 / 0.895 clean, low-arousal "
+    "women 0.831 / 0.837 / 0.843; the top 8 / 32 within-speaker directions projected out (NAP): 0.935 / 0.929. No gain: "
+    "within one speaker the encoder's movements with emotion are not what separates the corpora's errors (experiment script not kept)",
+    "session 16: a vocal-tract-length view, the clip's median formants F1-F4 (LPC order 18 on voiced frames) and "
+    "their spacing, as a third input of a clip-level fusion (leave one corpus out, clean clips): alone 0.763; network "
+    "+ speaker view 0.959 mean over corpora, + formant spacing 0.958, + all formants 0.954. The crude LPC formants "
+    "are too noisy across speakers and recordings to add to the encoder (experiment script not kept)",
 ]
 
 
