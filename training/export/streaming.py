@@ -114,8 +114,8 @@ class Parsed:
 def _dense(c: dict) -> tuple[torch.Tensor, torch.Tensor]:
     """A conv's weights as one matrix [k * C_in, C_out] over its taps side by side (tap j's channels at j * C_in).
     A grouped conv (the fused ensemble's members) becomes block-diagonal: groups times the multiply-adds, but one
-    node instead of a slice, a product and a concat per group, which is faster up to ~16 streams per call and
-    about even beyond."""
+    node instead of a slice, a product and a concat per group: faster up to ~12 streams per call, ~15 % slower at
+    32-64 (gender, session 16)."""
     w = c["w"].numpy()
     cout, cg, k = w.shape
     groups = c["group"]
@@ -141,8 +141,9 @@ class StreamNet(nn.Module):
 
     Channels last, and every convolution as its taps side by side times one matrix: ONNX Runtime's Conv runs one
     small matrix product per batch item (a matrix-vector product at one step per stream), while one MatMul over
-    batch x time is a single large one, and time slices of time-major tensors copy whole rows. With 16-64 streams
-    in a call this is 2-3x faster than Conv on channels-first tensors (one stream: about the same)."""
+    batch x time is a single large one, and time slices of time-major tensors copy whole rows. With 12-64 streams
+    in a call this is 1.6-3x faster than Conv on channels-first tensors (one stream: about the same;
+    docs/streaming.md "The graphs' form")."""
 
     def __init__(self, p: Parsed, masked: bool):
         super().__init__()
@@ -162,12 +163,11 @@ class StreamNet(nn.Module):
         self.c2 = p.proj["w"].shape[0]
         self.layout = [(1, 1), (self.hist, N_MELS), (2, self.c_in), (2, self.c1)] + [(2 * b["d"], self.c2) for b in p.blocks]
         self.state_size = sum(t * c for t, c in self.layout)
-        self.convs = [p.conv1, p.conv2, p.proj, p.head] + p.blocks
-        self.mats = [_dense(c) for c in self.convs]
+        self.mats = {id(c): _dense(c) for c in [p.conv1, p.conv2, p.proj, p.head] + p.blocks}
 
     def _conv(self, h, c):
         """Valid (unpadded) convolution of time-major h [B, L, C_in] -> [B, L - d(k-1), C_out]."""
-        w, b = self.mats[next(i for i, x in enumerate(self.convs) if x is c)]
+        w, b = self.mats[id(c)]
         k, d = c["k"], c["d"]
         if k > 1:
             h = torch.cat([h[:, j * d:-(k - 1 - j) * d] if j < k - 1 else h[:, j * d:] for j in range(k)], dim=2)
