@@ -12,6 +12,7 @@
  *    speaker or starting the next one (a speaker once numbered keeps its number).
  *  - stepProbabilities: per 64 ms step, the mean of the probability vectors of the windows covering it.
  */
+import { argmax } from '../analysis/postprocess';
 
 /** Tunables of the speaker map (models/speakers/manifest.json "speaker_map"). */
 export interface SpeakerMapParams {
@@ -47,6 +48,20 @@ export function normalise(v: Float32Array | Float64Array): Float64Array {
   return out;
 }
 
+/** The mean of the windows' embeddings (each added as e / n, in order: cluster.py sums the same way). */
+export function meanEmbedding(windows: readonly EmbeddedWindow[]): Float64Array {
+  const mean = new Float64Array(windows[0]!.embedding.length);
+  for (const w of windows) for (let d = 0; d < mean.length; d++) mean[d]! += w.embedding[d]! / windows.length;
+  return mean;
+}
+
+/** e - mean, unit length again: the recording's (or the recent windows') shared part taken away. */
+export function centredOn(e: Float64Array, mean: Float64Array): Float64Array {
+  const out = new Float64Array(e.length);
+  for (let d = 0; d < e.length; d++) out[d] = e[d]! - mean[d]!;
+  return normalise(out);
+}
+
 export function dot(a: ArrayLike<number>, b: ArrayLike<number>): number {
   let s = 0;
   for (let i = 0; i < a.length; i++) s += a[i]! * b[i]!;
@@ -59,13 +74,6 @@ export function softmax(scaled: readonly number[]): number[] {
   const e = scaled.map((x) => Math.exp(x - m));
   const s = e.reduce((a, b) => a + b, 0);
   return e.map((x) => x / s);
-}
-
-/** Index of the largest value (ties: the first). */
-function argmax(v: ArrayLike<number>): number {
-  let k = 0;
-  for (let i = 1; i < v.length; i++) if (v[i]! > v[k]!) k = i;
-  return k;
 }
 
 interface Cluster {

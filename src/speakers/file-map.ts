@@ -10,7 +10,7 @@
  */
 import type { WindowOutcome } from '../inference/encoder-stage';
 import { argmax } from '../analysis/postprocess';
-import { clusterWindows, normalise, stepProbabilities, windowProbabilities, type EmbeddedWindow } from './clustering';
+import { centredOn, clusterWindows, meanEmbedding, normalise, stepProbabilities, windowProbabilities, type EmbeddedWindow } from './clustering';
 import { speakerKeys, type SpeakerMapInfo } from './manifest';
 
 export interface ChannelSpeakers {
@@ -31,14 +31,9 @@ const MIN_SPEECH_SHARE = 0.5;
  */
 function centred(clustered: readonly EmbeddedWindow[], all: readonly EmbeddedWindow[]): { clustered: EmbeddedWindow[]; all: EmbeddedWindow[] } {
   if (clustered.length === 0) return { clustered: [], all: [...all] };
-  const mean = new Float64Array(clustered[0]!.embedding.length);
-  for (const w of clustered) for (let d = 0; d < mean.length; d++) mean[d]! += w.embedding[d]! / clustered.length;
+  const mean = meanEmbedding(clustered);
   const map = new Map<EmbeddedWindow, EmbeddedWindow>();
-  for (const w of all) {
-    const e = new Float64Array(mean.length);
-    for (let d = 0; d < e.length; d++) e[d] = w.embedding[d]! - mean[d]!;
-    map.set(w, { window: w.window, embedding: normalise(e) });
-  }
+  for (const w of all) map.set(w, { window: w.window, embedding: centredOn(w.embedding, mean) });
   return { clustered: clustered.map((w) => map.get(w)!), all: all.map((w) => map.get(w)!) };
 }
 

@@ -11,7 +11,8 @@
  * 21.5 / 22.3 / 23.1 % for OnlineSpeakers (models/speakers/MODEL_CARD.md). Python twin:
  * training/diarization/cluster.py recluster_assign (golden-tested).
  */
-import { clusterWindows, dot, normalise, OnlineSpeakers, softmax, type EmbeddedWindow, type SpeakerMapParams } from './clustering';
+import { argmax } from '../analysis/postprocess';
+import { centredOn, clusterWindows, dot, meanEmbedding, OnlineSpeakers, softmax, type EmbeddedWindow, type SpeakerMapParams } from './clustering';
 
 export interface ReclusterParams {
   /** Streams given num_speakers up to this re-cluster; larger counts use OnlineSpeakers. */
@@ -108,23 +109,10 @@ export class ReclusteringSpeakers {
   /** Clusters the kept windows (the newest included) for exactly `speakers`, mapped onto the ids given. */
   private cluster(): void {
     const n = this.recent.length;
-    const mean = new Float64Array(this.recent[0]!.embedding.length);
-    for (const w of this.recent) for (let d = 0; d < mean.length; d++) mean[d]! += w.embedding[d]! / n;
+    const mean = meanEmbedding(this.recent);
     const centred = this.recent.map((w) => ({ window: w.window, embedding: centredOn(w.embedding, mean) }));
     const c = clusterWindows(centred, this.params, this.speakers, this.speakers);
     const mapping = overlapMapping(c.assignment.slice(0, n - 1), this.ids, c.speakers, this.speakers);
     this.current = { mapping, centroids: c.centroids, mean };
   }
-}
-
-function centredOn(e: Float64Array, mean: Float64Array): Float64Array {
-  const out = new Float64Array(e.length);
-  for (let d = 0; d < e.length; d++) out[d] = e[d]! - mean[d]!;
-  return normalise(out);
-}
-
-function argmax(v: readonly number[]): number {
-  let k = 0;
-  for (let i = 1; i < v.length; i++) if (v[i]! > v[k]!) k = i;
-  return k;
 }

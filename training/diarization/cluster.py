@@ -278,12 +278,16 @@ def labels_of(probs: np.ndarray) -> np.ndarray:
 
 
 # ------------------------------------------------------------------ 2 + 3: a file's channel (FileSpeakerMap.finish)
+def mean_rows(E: np.ndarray) -> np.ndarray:
+    """clustering.ts meanEmbedding: the rows' mean, each added as e / n in order."""
+    return np.cumsum(E / len(E), axis=0)[-1]
+
+
 def centred(E: np.ndarray, clustered) -> np.ndarray:
     """file-map.ts centred(): every row minus the mean of the `clustered` rows (summed as e / n), unit length again."""
     if len(clustered) == 0:
         return E
-    mean = np.cumsum(E[list(clustered)] / len(clustered), axis=0)[-1]
-    return normalise(E - mean)
+    return normalise(E - mean_rows(E[list(clustered)]))
 
 
 def file_map(num_steps: int, win, E: np.ndarray, p: Params, num_speakers: int | None = None,
@@ -406,7 +410,7 @@ def recluster_assign(win, E: np.ndarray, p: Params, K: int) -> tuple[np.ndarray,
         e = E[i]
         if cur is None or (i + 1 - p.recluster_min_windows) % p.recluster_every == 0:
             lo = max(0, i + 1 - p.recluster_history)
-            mean = np.cumsum(E[lo:i + 1] / (i + 1 - lo), axis=0)[-1]
+            mean = mean_rows(E[lo:i + 1])
             Ea = normalise(E[lo:i + 1] - mean)
             k_, assign, cents = cluster_windows(win[lo:i + 1], Ea, p, K, K)
             cur = (overlap_mapping(assign[:-1], ids[lo:i], k_, K), cents, mean)

@@ -20,15 +20,12 @@ import numpy as np
 
 from training.encoders import corpora, embed
 from training.encoders.corpora import Voice
+from training.encoders.gender import MOVED as CHANNEL, MOVED_CACHE as OUT, VARIANT as TRAIN_CHANNEL, VARIANTS_CACHE as TRAIN_OUT
 
 ROOT = Path(__file__).resolve().parents[2]
-OUT = ROOT / "training/runs/encoders/gender_pitch.pkl"
-TRAIN_OUT = ROOT / "training/runs/encoders/gender_variants.pkl"
 TRAIN_RATIOS = {"female": [(0.65, 0.9), (0.85, 1.25)], "male": [(1.25, 2.5), (0.9, 1.5)]}
-TRAIN_CHANNEL = "variant"
 CLIPS = 30  # per corpus and gender (fewer where a corpus has fewer)
 RATIOS = {"female": (0.6, 0.7), "male": (1.5, 1.8)}
-CHANNEL = "pitch-moved"
 
 
 def pick(recs: list[dict], untrusted: set[str], seed: int = 3) -> list[Voice]:
