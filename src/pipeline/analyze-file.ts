@@ -16,6 +16,7 @@ import type { WindowedRunner } from '../inference/runner';
 import type { EncoderStage } from '../inference/encoder-stage';
 import { defaultOpen, type FileFrontendLike, type OpenFileFrontend } from './audio';
 import { FileSpeakerMap } from '../speakers/file-map';
+import { requestedSpeakerGender, speakerGenderSummary } from '../speakers/speaker-gender';
 
 /** Progress, audio facts and cancellation of one analysis (the job worker's view too). */
 export interface AnalyzeHooks {
@@ -288,6 +289,7 @@ function postProcess(plan: AnalysisPlan, states: Map<number, ChannelState>, head
     const probs: Record<string, Float32Array> = {};
     for (const [name, store] of st.probs) probs[name] = store.view();
     let channelOptions = options;
+    let speakerGender: Record<string, number> | undefined;
     if (st.speakers) {
       // the speakers found in this channel are its raw keys
       const counts: { numSpeakers?: number; maxSpeakers?: number } = {};
@@ -296,9 +298,14 @@ function postProcess(plan: AnalysisPlan, states: Map<number, ChannelState>, head
       const found = st.speakers.map.finish(st.steps, speechSteps(plan, probs, st.levels.view(), st.steps, options.volumeThreshold), counts);
       probs[st.speakers.model] = found.probs;
       channelOptions = { ...options, rawKeys: { ...options.rawKeys, [st.speakers.model]: found.keys } };
+      const head = request.includeSummary ? requestedSpeakerGender(plan.infos, request.models) : undefined;
+      if (head) speakerGender = speakerGenderSummary(head, found.embeddings, found.keys.length);
     }
     const durationMs = headerMs > 0 ? headerMs : st.steps * STEP_MS;
-    channels[String(st.channel)] = buildChannelResult({ steps: st.steps, durationMs, levels: st.levels.view(), probs }, channelOptions);
+    const result = buildChannelResult({ steps: st.steps, durationMs, levels: st.levels.view(), probs }, channelOptions);
+    // each speaker's gender follows the speakers' fractions (docs/speakers.md)
+    if (speakerGender && st.speakers && result.summary?.[st.speakers.model]) Object.assign(result.summary[st.speakers.model]!, speakerGender);
+    channels[String(st.channel)] = result;
     steps[String(st.channel)] = st.steps;
   }
   return { channels, steps };

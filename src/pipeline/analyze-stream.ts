@@ -28,6 +28,7 @@ import type { ProvisionalPlan } from '../inference/provisional-runner';
 import type { EncoderStage } from '../inference/encoder-stage';
 import type { ChannelViews } from '../inference/channel-views';
 import { LiveSpeakerMap } from '../speakers/live-map';
+import { requestedSpeakerGender, speakerGenderSummary, type SpeakerGenderHead } from '../speakers/speaker-gender';
 import { ProvisionalResults } from './provisional-results';
 
 /** Sample encodings of a live stream: the front end's PCM, or G.711 (8-bit, expanded to s16le here). */
@@ -98,7 +99,7 @@ export class StreamSession {
   /** Encoder stages of the models with encoder views and of the speaker map. */
   private readonly stages: EncoderStage[] = [];
   /** The speaker map, when `speakers` runs: raw values and the summary list the speakers it found. */
-  private speakers: { model: string; map: LiveSpeakerMap } | undefined;
+  private speakers: { model: string; map: LiveSpeakerMap; gender: SpeakerGenderHead | undefined } | undefined;
   private readonly levels = new StepBuffer(1);
   private readonly probs = new Map<string, StepBuffer>();
   private readonly per: number;
@@ -192,7 +193,9 @@ export class StreamSession {
       this.emitReady();
       this.events.onProgress?.();
     }, () => this.steps, options.numSpeakers);
-    this.speakers = { model: m.name, map: live };
+    // each speaker's gender in the summary when `gender` is requested too (speaker-gender.ts)
+    const gender = options.includeSummary && engine.registry.has('gender') ? requestedSpeakerGender([m, engine.registry.get('gender')], options.models) : undefined;
+    this.speakers = { model: m.name, map: live, gender };
     this.stages.push(engine.speakerStage(m, (o) => live.pushWindow(o)));
   }
 
@@ -385,6 +388,7 @@ export class StreamSession {
       policy.summaryClasses.forEach((c, i) => {
         if (!hidden?.has(c)) obj[`${c}_fraction`] = fr[i]!;
       });
+      if (hidden && this.speakers!.gender) Object.assign(obj, speakerGenderSummary(this.speakers!.gender, this.speakers!.map.embeddings, this.speakers!.map.count));
       models[policy.name] = obj;
     });
     const lastStart = Math.max(0, this.nextOut - 1) * this.options.outputPeriodMs;

@@ -10,14 +10,17 @@
  */
 import type { WindowOutcome } from '../inference/encoder-stage';
 import { argmax } from '../analysis/postprocess';
-import { centredOn, clusterWindows, meanEmbedding, normalise, stepProbabilities, windowProbabilities, type EmbeddedWindow } from './clustering';
+import { centredOn, clusterWindows, dot, meanEmbedding, normalise, stepProbabilities, windowProbabilities, type EmbeddedWindow } from './clustering';
 import { speakerKeys, type SpeakerMapInfo } from './manifest';
+import { SpeakerEmbeddingSums } from './speaker-gender';
 
 export interface ChannelSpeakers {
   /** speaker_1..speaker_K: the speakers found (at least one, so every speech step has a label). */
   keys: string[];
   /** [steps][K] probabilities, K = keys.length. */
   probs: Float32Array;
+  /** Each speaker's speech windows (unit embeddings, not centred), for its gender (speaker-gender.ts). */
+  embeddings: SpeakerEmbeddingSums;
 }
 
 /** A window is clustered when at least this share of its steps is speech. */
@@ -84,6 +87,14 @@ export class FileSpeakerMap {
       if (order.length > 0) centroids = order.map((k) => centroids[k]!);
     }
     const K = Math.max(1, centroids.length);
-    return { keys: speakerKeys(K), probs: probsWith(centroids) };
+    return { keys: speakerKeys(K), probs: probsWith(centroids), embeddings: speakerWindows(chosen, clustered.clustered, centroids) };
   }
+}
+
+/** Each clustered window (unit, `original`) summed into the speaker whose centroid is closest to it (`compared`, the same windows as clustered; ties: the lower number). */
+function speakerWindows(original: readonly EmbeddedWindow[], compared: readonly EmbeddedWindow[], centroids: readonly Float64Array[]): SpeakerEmbeddingSums {
+  const sums = new SpeakerEmbeddingSums();
+  if (centroids.length === 0) return sums;
+  compared.forEach((w, i) => sums.add(argmax(centroids.map((c) => dot(c, w.embedding))), original[i]!.embedding));
+  return sums;
 }

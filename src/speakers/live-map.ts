@@ -11,6 +11,7 @@ import type { WindowOutcome } from '../inference/encoder-stage';
 import { normalise, OnlineSpeakers } from './clustering';
 import type { SpeakerMapInfo } from './manifest';
 import { ReclusteringSpeakers } from './recluster';
+import { SpeakerEmbeddingSums } from './speaker-gender';
 
 /** How a stream gives each embedded window a speaker. */
 interface Assigner {
@@ -24,6 +25,8 @@ export class LiveSpeakerMap {
   private recent: { window: number; probs: Float32Array }[] = [];
   private latest: Float32Array | undefined;
   private emitted = 0;
+  /** Each speaker's windows (unit embeddings), for its gender in the summary (speaker-gender.ts). */
+  readonly embeddings = new SpeakerEmbeddingSums();
 
   /**
    * @param width    floats per emitted step (the model's raw keys: MAX_SPEAKERS)
@@ -57,7 +60,9 @@ export class LiveSpeakerMap {
   pushWindow(o: WindowOutcome): void {
     const { hopSteps: H, windowSteps: W } = this.map.params;
     if (o.kind === 'embedded') {
-      const { probs } = this.assigner.add(normalise(o.embeddings[0]!), o.window);
+      const embedding = normalise(o.embeddings[0]!);
+      const { speaker, probs } = this.assigner.add(embedding, o.window);
+      this.embeddings.add(speaker, embedding);
       const v = new Float32Array(this.width);
       v.set(probs);
       this.recent.push({ window: o.window, probs: v });

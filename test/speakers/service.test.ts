@@ -61,6 +61,21 @@ function assertSummary(summary: Record<string, number>, speakers: number, what: 
   assert.ok(summary['silence_fraction']! > 0.03, `${what}: the pauses are silence`);
 }
 
+/**
+ * With `gender` beside `speakers`, the summary also gives each speaker's gender after the fractions
+ * (the fractions still sum to 1): speaker_1 is the male espeak-ng voice, speaker_2 the female one
+ * (test/fixtures/models/make.sh). A constant answer fails one of the two.
+ */
+function assertSpeakerGender(summary: Record<string, number>, what: string): void {
+  const fractions = Object.entries(summary).filter(([k]) => k.endsWith('_fraction'));
+  assert.ok(Math.abs(fractions.reduce((a, [, v]) => a + v, 0) - 1) < 1e-9, `${what}: fractions sum to 1`);
+  const genders = Object.keys(summary).filter((k) => !k.endsWith('_fraction'));
+  assert.deepEqual(genders, ['speaker_1_female_probability', 'speaker_1_male_probability', 'speaker_2_female_probability', 'speaker_2_male_probability'], what);
+  for (const n of [1, 2]) assert.ok(Math.abs(summary[`speaker_${n}_female_probability`]! + summary[`speaker_${n}_male_probability`]! - 1) < 1e-9, `${what}: speaker_${n}'s sum to 1`);
+  assert.ok(summary['speaker_1_male_probability']! > 0.5, `${what}: speaker_1 is the male voice: ${JSON.stringify(summary)}`);
+  assert.ok(summary['speaker_2_female_probability']! > 0.5, `${what}: speaker_2 is the female voice: ${JSON.stringify(summary)}`);
+}
+
 /** Transitions are the turns: speaker segments alternate 1, 2, 1, 2 (with silences between and inside turns). */
 function assertTransitions(segments: readonly { result: string; timestamp_start: number; timestamp_end: number }[], what: string): void {
   // the speaker segments of at least 1 s, runs of the same speaker (across a pause inside a turn) as one
@@ -112,6 +127,14 @@ describe('speakers over REST (file jobs)', () => {
       // the job record keeps the count asked for
       const rec = await (await api(server, KEY_A)('/file-processing/jobs?limit=1')).json() as { jobs?: { request: Record<string, unknown> }[] };
       if (rec.jobs?.[0]) assert.equal(rec.jobs[0].request['num_speakers'], 2);
+    });
+  }
+
+  for (const [name, file] of [['clean', CLEAN], ['G.711 phone line', PHONE]] as const) {
+    it(`${name}, with gender: each speaker's gender in the summary`, async () => {
+      const ch = await job(file, `models=speakers,gender&output_period=${PERIOD}&num_speakers=2&include_summary=true`);
+      assertTurns(ch.time_series, name);
+      assertSpeakerGender(ch.summary!['speakers']!, name);
     });
   }
 
@@ -194,6 +217,18 @@ describe('speakers over gRPC (live streams)', () => {
     });
   }
 
+  it('with gender, num_speakers 2: each speaker\'s gender in the stream summary', async () => {
+    const pcm = s16Pcm(CLEAN);
+    const out = await streamPcm(
+      g.client,
+      { models: ['speakers', 'gender'], output_period: PERIOD, sample_rate: 16000, encoding: 'PCM_S16LE', include_summary: true, num_speakers: 2 },
+      pcm,
+      Array.from({ length: Math.ceil(pcm.length / 640) }, () => 640),
+    );
+    assert.equal(out.status.code, 0, out.status.details);
+    assertSpeakerGender(out.summary!.summary!.models['speakers']!.fractions, 'gRPC');
+  });
+
   it('max_speakers out of range is INVALID_ARGUMENT naming config.max_speakers', async () => {
     const out = await streamPcm(g.client, { models: ['speakers'], output_period: 256, sample_rate: 16000, encoding: 'PCM_S16LE', max_speakers: 40 }, Buffer.alloc(3200));
     assert.equal(out.status.code, 3);
@@ -231,6 +266,19 @@ describe('speakers over WebSocket (live streams)', () => {
     const transitions = out.messages.find((m) => m.type === 'transitions') as { transitions: Record<string, { result: string; timestamp_start: number; timestamp_end: number }[]> };
     assertSummary(summary.summary['speakers']!, 2, 'ws');
     assertTransitions(transitions.transitions['speakers']!, 'ws');
+  });
+
+  it('with gender, max_speakers 2: each speaker\'s gender in the summary', async () => {
+    const pcm = s16Pcm(PHONE);
+    const out = await wsStream(
+      app.wsUrl,
+      { models: 'speakers,gender', output_period: String(PERIOD), sample_rate: '8000', encoding: 's16le', include_summary: 'true', max_speakers: '2' },
+      pcm,
+      { chunks: Array.from({ length: Math.ceil(pcm.length / 1600) }, () => 1600) },
+    );
+    assert.equal(out.closeCode, 1000, JSON.stringify(out.error));
+    const summary = out.messages.find((m) => m.type === 'summary') as { summary: Record<string, Record<string, number>> };
+    assertSpeakerGender(summary.summary['speakers']!, 'ws, G.711');
   });
 
   it('num_speakers=0 is refused with INVALID_PARAMETER', async () => {

@@ -292,7 +292,9 @@ def centred(E: np.ndarray, clustered) -> np.ndarray:
 
 def file_map(num_steps: int, win, E: np.ndarray, p: Params, num_speakers: int | None = None,
              max_speakers: int | None = None, speech=None) -> dict:
-    """A file's channel: {labels [S] 0-based, probs [S, K] float32, K, clustered (indexes into win)}.
+    """A file's channel: {labels [S] 0-based, probs [S, K] float32, K, clustered (indexes into win), centroids [K, d]
+    (of the centred windows when `center`), embeddings [n, d] (unit, not centred) and centred [n, d] (the windows the
+    centroids are compared with)}.
 
     E: the windows' embeddings as the encoder gives them (normalised here, like pushWindow). `speech` (per step,
     truthy = speech; oracle speech in validate.py): FileSpeakerMap.finish exactly (windows mostly speech clustered,
@@ -325,7 +327,8 @@ def file_map(num_steps: int, win, E: np.ndarray, p: Params, num_speakers: int | 
         if order:
             cents = cents[order]
     probs = probs_with(cents)
-    return {"labels": labels_of(probs), "probs": probs, "K": max(1, len(cents)), "clustered": chosen}
+    return {"labels": labels_of(probs), "probs": probs, "K": max(1, len(cents)), "clustered": chosen, "centroids": cents,
+            "embeddings": E, "centred": Ea}
 
 
 # ------------------------------------------------------------------ 4. streams (OnlineSpeakers)
