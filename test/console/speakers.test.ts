@@ -144,6 +144,29 @@ describe('console: the speakers model (Chromium, real server)', { timeout: 300_0
     assert.deepEqual(problems, []);
     await page.close();
   });
+
+  test('with gender beside speakers: the legend gives each speaker\'s gender, the summary box only shares of the audio', async () => {
+    const { page, problems } = await openConsolePage(browser.context, server.url, KEY, STEP_TIMEOUT);
+    await chooseModels(page, ['speech', 'gender', 'speakers']);
+    await page.locator('#speaker-options').waitFor();
+    // two espeak-ng voices taking turns: a male one, then a female one (test/fixtures/models/make.sh)
+    await page.getByLabel(/Drop an audio file/).setInputFiles(join(ROOT, 'test', 'fixtures', 'models', 'two-voices.flac'));
+    await page.getByLabel('Output period (ms)').fill('256');
+    await page.getByLabel('Number of speakers').fill('2');
+    await page.getByRole('button', { name: 'Analyse' }).click();
+    await page.locator('#job-status[data-status="succeeded"], #job-status[data-status="failed"]').waitFor();
+    assert.equal(await page.locator('#job-status').getAttribute('data-status'), 'succeeded', (await page.locator('#job-error').textContent()) ?? '');
+    await page.locator('.speaker-legend li').first().waitFor();
+    const legend = await page.locator('.channel[data-channel="0"] .speaker-legend li').evaluateAll((els) =>
+      els.map((e) => ({ speaker: (e as unknown as El).dataset.speaker!, gender: (e as unknown as El).dataset['gender'], text: (e as unknown as El).textContent ?? '' })),
+    );
+    assert.deepEqual(legend.map((l) => [l.speaker, l.gender]), [['speaker_1', 'male'], ['speaker_2', 'female']], JSON.stringify(legend));
+    for (const l of legend) assert.match(l.text, new RegExp(`${l.gender} \\d+\\.\\d{2} %`), l.text);
+    const keys = await page.locator('.summary-model[data-model="speakers"] li').evaluateAll((els) => els.map((e) => (e as unknown as El).dataset['key']!));
+    assert.deepEqual(keys, ['speaker_1_fraction', 'speaker_2_fraction', 'no_speech_fraction', 'silence_fraction']);
+    assert.deepEqual(problems, []);
+    await page.close();
+  });
 });
 
 describe('console Live view: the speakers model (Chromium, fake microphone, real service)', { timeout: 240_000, skip: envSkip(chromiumUnavailable()) }, () => {

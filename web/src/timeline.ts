@@ -318,9 +318,24 @@ function speakerLegend(ch: ChannelResult, segs: Segment[], endMs: number): HTMLE
   for (const { label, fraction } of rows) {
     const li = el('li', { 'data-speaker': label, 'data-fraction': String(fraction) });
     li.append(swatch(label), el('span', { class: 'speaker-name' }, label), el('span', { class: 'talk' }, `${formatTime(fraction * endMs)} · ${formatPercent(fraction)}`));
+    const gender = fractions ? speakerGender(fractions, label) : undefined;
+    if (gender) {
+      li.dataset['gender'] = gender.label;
+      li.append(el('span', { class: 'speaker-gender', title: `${label}'s voice gender (the speaker's summary)` }, `${gender.label} ${formatPercent(gender.probability)}`));
+    }
     legend.append(li);
   }
   return legend;
+}
+
+/** The likeliest class of a speaker's `<speaker>_<class>_probability` keys (given when gender ran beside speakers), if any. */
+function speakerGender(summary: Record<string, number>, speaker: string): { label: string; probability: number } | undefined {
+  let best: { label: string; probability: number } | undefined;
+  for (const [key, value] of Object.entries(summary)) {
+    const m = /^(speaker_\d+)_([a-z]+)_probability$/.exec(key);
+    if (m && m[1] === speaker && (!best || value > best.probability)) best = { label: m[2]!, probability: value };
+  }
+  return best;
 }
 
 function segmentElement(model: string, s: Segment, first: boolean, endMs: number): HTMLElement {
@@ -484,6 +499,7 @@ function summaryBox(summary: NonNullable<ChannelResult['summary']>): HTMLElement
     const bar = el('div', { class: 'stack', 'aria-hidden': 'true' });
     const list = el('ul', { class: 'fractions' });
     for (const [key, value] of Object.entries(fractions)) {
+      if (!key.endsWith('_fraction')) continue; // a speaker's gender is in the speakers' legend, not a share of the audio
       const label = fractionLabel(key);
       if (value > 0) {
         const part = el('span', { class: 'part', title: `${label} ${formatPercent(value)}` });
