@@ -68,10 +68,15 @@ def score_conversation(rec: dict, p: C.Params, head, genders: dict, doubted: fro
     rows = []
     res = C.file_map(n, win, E, p, None, speech=rec["speech"])
     z_file = speaker_log_odds(res["embeddings"][res["clustered"]], file_assignment(res), res["K"], *head)
-    ids, _ = C.online_assign(C.normalise(np.asarray(E, dtype=np.float64)), p)
-    online_labels = C.stream_map(n, win, E, p)["labels"]
-    z_online = speaker_log_odds(C.normalise(np.asarray(E, dtype=np.float64)), ids, int(ids.max()) + 1 if len(ids) else 0, *head)
-    for mode, labels, zs in (("file", res["labels"], z_file), ("online", online_labels, z_online)):
+    En = C.normalise(np.asarray(E, dtype=np.float64))
+    ids, _ = C.online_assign(En, p)
+    modes = [("file", res["labels"], z_file),
+             ("online", C.stream_map(n, win, E, p)["labels"], speaker_log_odds(En, ids, int(ids.max()) + 1 if len(ids) else 0, *head))]
+    k = rec["meta"]["speakers"]
+    if k <= p.recluster_max_speakers:  # a stream told the count: its recent windows re-clustered (recluster_assign)
+        ids_k, _ = C.recluster_assign(win, En, p, k)
+        modes.append(("online_count_given", C.stream_map(n, win, E, p, num_speakers=k)["labels"], speaker_log_odds(En, ids_k, k, *head)))
+    for mode, labels, zs in modes:
         for k, z in enumerate(zs):
             steps = np.nonzero((labels == k) & sp & (count == 1))[0]
             if z is None or len(steps) == 0:
@@ -93,7 +98,7 @@ def accuracy(rows: list[dict]) -> dict:
 
 def report(rows: list[dict]) -> dict:
     out = {}
-    for mode in ("file", "online"):
+    for mode in ("file", "online", "online_count_given"):
         m = [r for r in rows if r["mode"] == mode]
         held = [r for r in m if r["corpus"] in S.TEST]
         out[mode] = {
