@@ -202,3 +202,25 @@ def test_reference_turns_split_at_their_own_pauses():
     assert len(spans) == 2
     (a0, b0), (a1, b1) = spans
     assert abs(a0 - 0.1) < 0.03 and abs(b0 - 1.1) < 0.04 and abs(a1 - 1.9) < 0.03 and abs(b1 - 2.5) < 0.04
+
+
+# ------------------------------------------------------------------ each speaker's gender (speaker_gender.py)
+def test_speaker_gender_pools_each_speakers_windows():
+    from training.diarization import speaker_gender as SG
+    # two voices along axes 0 and 1; the head says male along axis 0
+    rng = np.random.default_rng(0)
+    E = np.concatenate([np.eye(4)[[0] * 6] + 0.05 * rng.standard_normal((6, 4)), np.eye(4)[[1] * 6] + 0.05 * rng.standard_normal((6, 4))])
+    E = C.normalise(E)
+    win = np.arange(12)
+    p = C.Params(hop_steps=12, segment_threshold=0.8, merge_threshold=0.5, min_speaker_s=1.0, min_speaker_share=0.05,
+                 refine_iterations=0, center=False)
+    res = C.file_map(12 * 12 + 25, win, E, p, speech=np.ones(12 * 12 + 25, dtype=bool))
+    assert res["K"] == 2
+    assign = SG.file_assignment(res)
+    assert assign.tolist() == [0] * 6 + [1] * 6
+    coef, bias = np.array([3.0, -3.0, 0.0, 0.0]), 0.0
+    z = SG.speaker_log_odds(res["embeddings"][res["clustered"]], assign, 2, coef, bias)
+    assert z[0] > 2 and z[1] < -2  # speaker 1 male, speaker 2 female
+    # the mean of the windows' log-odds (the head is linear)
+    assert z[0] == pytest.approx(float(np.mean(E[:6] @ coef)), abs=1e-9)
+    assert SG.speaker_log_odds(E, np.zeros(12, dtype=int), 3, coef, bias)[1:] == [None, None]
