@@ -284,6 +284,8 @@ function postProcess(plan: AnalysisPlan, states: Map<number, ChannelState>, head
   };
   const channels: Record<string, ChannelResult> = {};
   const steps: Record<string, number> = {};
+  // each speaker's gender in the speakers' summary, when gender is requested too (speaker-gender.ts)
+  const genderHead = request.includeSummary ? requestedSpeakerGender(plan.infos, request.models) : undefined;
   for (const st of states.values()) {
     if (st.steps === 0) throw new AurisError('INVALID_ARGUMENT', `channel ${st.channel} has no audio`);
     const probs: Record<string, Float32Array> = {};
@@ -298,8 +300,7 @@ function postProcess(plan: AnalysisPlan, states: Map<number, ChannelState>, head
       const found = st.speakers.map.finish(st.steps, speechSteps(plan, probs, st.levels.view(), st.steps, options.volumeThreshold), counts);
       probs[st.speakers.model] = found.probs;
       channelOptions = { ...options, rawKeys: { ...options.rawKeys, [st.speakers.model]: found.keys } };
-      const head = request.includeSummary ? requestedSpeakerGender(plan.infos, request.models) : undefined;
-      if (head) speakerGender = speakerGenderSummary(head, found.embeddings, found.keys.length);
+      if (genderHead) speakerGender = speakerGenderSummary(genderHead, found.embeddings, found.keys.length);
     }
     const durationMs = headerMs > 0 ? headerMs : st.steps * STEP_MS;
     const result = buildChannelResult({ steps: st.steps, durationMs, levels: st.levels.view(), probs }, channelOptions);

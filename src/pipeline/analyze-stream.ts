@@ -384,11 +384,13 @@ export class StreamSession {
       const fr = roundFractions(policy.summaryClasses.map((_, i) => this.summaryTime[m]![i]! / durationMs));
       const obj: Record<string, number> = {};
       // the speaker map lists the speakers it found (speaker_1..speaker_K), then no_speech and silence
-      const hidden = this.speakers?.model === policy.name ? new Set(policy.rawKeys.slice(Math.max(1, this.speakers.map.count))) : undefined;
+      const speakers = this.speakers?.model === policy.name ? this.speakers : undefined;
+      const hidden = speakers ? new Set(policy.rawKeys.slice(Math.max(1, speakers.map.count))) : undefined;
       policy.summaryClasses.forEach((c, i) => {
         if (!hidden?.has(c)) obj[`${c}_fraction`] = fr[i]!;
       });
-      if (hidden && this.speakers!.gender) Object.assign(obj, speakerGenderSummary(this.speakers!.gender, this.speakers!.map.embeddings, this.speakers!.map.count));
+      // then each speaker's gender, when gender was requested too (speaker-gender.ts)
+      if (speakers?.gender) Object.assign(obj, speakerGenderSummary(speakers.gender, speakers.map.embeddings, speakers.map.count));
       models[policy.name] = obj;
     });
     const lastStart = Math.max(0, this.nextOut - 1) * this.options.outputPeriodMs;

@@ -14,6 +14,7 @@
  */
 import { roundFractions } from '../analysis/postprocess';
 import type { ModelInfo } from '../inference/registry';
+import { dot, softmax } from './clustering';
 import type { ModelViews } from '../inference/views';
 
 export interface SpeakerGenderHead {
@@ -54,17 +55,9 @@ export class SpeakerEmbeddingSums {
   }
 }
 
-/** The head's class probabilities for one mean embedding. */
+/** The head's class probabilities for one mean embedding: softmax of its logits. */
 export function genderProbabilities(head: SpeakerGenderHead, mean: ArrayLike<number>): number[] {
-  const z = Array.from(head.bias, (b, c) => {
-    let v = b;
-    for (let i = 0; i < head.dim; i++) v += head.weights[c * head.dim + i]! * mean[i]!;
-    return v;
-  });
-  const max = Math.max(...z);
-  const e = z.map((v) => Math.exp(v - max));
-  const total = e.reduce((a, b) => a + b, 0);
-  return e.map((v) => v / total);
+  return softmax(Array.from(head.bias, (b, c) => b + dot(head.weights.subarray(c * head.dim, (c + 1) * head.dim), mean)));
 }
 
 /**
