@@ -89,7 +89,9 @@ TRIED = [
     "given 20.1 against 19.4 %, streams 30.5 against 30.6 %; each speaker's gender 0.957 against 0.961 (files), 0.876 "
     "against 0.884 (streams). 200 live streams of speech + gender (`npm run bench:grpc`, two runs each, alternating): "
     "saturated either way (p99 0.26-1.3 s int8, 0.86-1.0 s float), the encoder being a third of the workers' time. "
-    "Not shipped: a 1.25-1.6x cheaper encoder moved no target, and the speaker map lost a little",
+    "Not shipped: a 1.25-1.6x cheaper encoder moved no target, the speaker map lost a little, and a window's int8 "
+    "embedding depends on the windows it is batched with (one 8-bit activation scale per call: up to 0.003 apart), so "
+    "a live stream would no longer embed exactly what the file job embeds",
 ]
 
 
