@@ -143,7 +143,7 @@ function percentile(sorted: number[], p: number): number {
 
 interface ServerUsage {
   cpuSec: number;
-  pool: { calls: number; windows: number; steps: number; busyMs: number; encoderWindows?: number; encoderBusyMs?: number };
+  pool: { calls: number; windows: number; steps: number; busyMs: number; encoderWindows?: number; encoderBusyMs?: number; byGraph?: Record<string, { busyMs: number; calls: number; windows: number }> };
   /** Inference round trips since the last report, ms. */
   inferenceMs: { n: number; p50: number; p99: number; max: number };
   /** Server event-loop delay since the last report, ms. */
@@ -289,12 +289,30 @@ async function runLevel(transport: Transport, address: string, url: string, serv
     // the pretrained encoders' share (gender's view): windows embedded per second and their worker time
     encoderWindowsPerSec: Math.round(((u1.pool.encoderWindows ?? 0) - (u0.pool.encoderWindows ?? 0)) / wall),
     encoderBusyPercent: Math.round((((u1.pool.encoderBusyMs ?? 0) - (u0.pool.encoderBusyMs ?? 0)) / 1000 / wall) * 100),
+    // per graph (`<model>/<file>`): its share of a core, and windows per call (how well it batches)
+    graphs: graphUsage(u0.pool.byGraph ?? {}, u1.pool.byGraph ?? {}, wall),
     roundTripMs: u1.inferenceMs,
   };
   for (const c of clients) c.close();
   const all = runs.flatMap((r) => r.latencies);
   const failed = runs.filter((r) => r.status !== 0).length;
   return { streams: n, ...stats(all), failed, serverCpuPercent: Math.round((cpu / wall) * 100), clientCpuPercent: Math.round(((clientCpu.user + clientCpu.system) / 1e6 / wall) * 100), inference, eventLoopDelayMs: u1.loopMs, workerMessages: u1.postMessages, gc: u1.gcMs, load1: os.loadavg()[0]!.toFixed(2) };
+}
+
+/** Each graph's worker time between two reports as a share of one core, and its mean windows per call. */
+function graphUsage(
+  before: Record<string, { busyMs: number; calls: number; windows: number }>,
+  after: Record<string, { busyMs: number; calls: number; windows: number }>,
+  wall: number,
+): Record<string, { busyPercent: number; windowsPerCall: number }> {
+  const out: Record<string, { busyPercent: number; windowsPerCall: number }> = {};
+  for (const [g, a] of Object.entries(after)) {
+    const b = before[g] ?? { busyMs: 0, calls: 0, windows: 0 };
+    const calls = a.calls - b.calls;
+    if (calls === 0) continue;
+    out[g] = { busyPercent: Math.round(((a.busyMs - b.busyMs) / 1000 / wall) * 1000) / 10, windowsPerCall: Math.round(((a.windows - b.windows) / calls) * 10) / 10 };
+  }
+  return out;
 }
 
 function pcmOf(samples: Float32Array, seconds: number): Buffer {

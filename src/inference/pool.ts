@@ -35,6 +35,12 @@ export interface InferencePoolOptions {
   dispatchIntervalMs?: number;
 }
 
+export interface GraphStats {
+  busyMs: number;
+  calls: number;
+  windows: number;
+}
+
 export interface PoolStats {
   /** Worker calls made. */
   calls: number;
@@ -47,6 +53,8 @@ export interface PoolStats {
   /** Of these: pretrained-encoder windows embedded, and the workers' time on them. */
   encoderWindows: number;
   encoderBusyMs: number;
+  /** Per graph (`<model>/<file>`, e.g. `gender/stream.onnx`): workers' time (ms), calls and windows: where inference goes. */
+  byGraph: Record<string, GraphStats>;
 }
 
 /** What the pool needs to know about a model (a registry ModelInfo fits). */
@@ -197,6 +205,11 @@ function stack(parts: Float32Array[], per: number): Float32Array {
   return out;
 }
 
+/** `<model>/<file name>`: names a graph in the stats (a model may run several: model.onnx, stream.onnx, ...). */
+function graphName(model: PoolModel): string {
+  return `${model.name}/${model.modelPath.split(/[\\/]/).pop() ?? model.modelPath}`;
+}
+
 /** How long a closing pool waits for a worker to end by itself before stopping it, ms. */
 const WORKER_EXIT_MS = 2000;
 
@@ -213,7 +226,7 @@ export class InferencePool {
   private closed = false;
   /** Batches handed to a worker and not yet answered. */
   private readonly inflight = new Set<Promise<void>>();
-  private readonly _stats: PoolStats = { calls: 0, windows: 0, steps: 0, busyMs: 0, encoderWindows: 0, encoderBusyMs: 0 };
+  private readonly _stats: PoolStats = { calls: 0, windows: 0, steps: 0, busyMs: 0, encoderWindows: 0, encoderBusyMs: 0, byGraph: {} };
 
   constructor(options: InferencePoolOptions = {}) {
     const size = options.size ?? defaultInferenceThreads();
@@ -225,7 +238,8 @@ export class InferencePool {
   }
 
   get stats(): Readonly<PoolStats> {
-    return { ...this._stats };
+    const byGraph = Object.fromEntries(Object.entries(this._stats.byGraph).map(([g, v]) => [g, { ...v }]));
+    return { ...this._stats, byGraph };
   }
 
   private ensureWorkers(): void {
@@ -373,6 +387,10 @@ export class InferencePool {
       this._stats.windows += batch.length;
       this._stats.steps += steps * batch.length;
       this._stats.busyMs += msg.ms;
+      const graph = (this._stats.byGraph[graphName(model)] ??= { busyMs: 0, calls: 0, windows: 0 });
+      graph.busyMs += msg.ms;
+      graph.calls++;
+      graph.windows += batch.length;
       if (isEncoder(model)) {
         this._stats.encoderWindows += batch.length;
         this._stats.encoderBusyMs += msg.ms;

@@ -81,6 +81,10 @@ describe('inference pool', () => {
       const batched = await Promise.all(inputs.map((x) => pool.run(sp, x.slice(), 40)));
       assert.equal(pool.stats.calls - before.calls, 1);
       assert.equal(pool.stats.windows - before.windows, 5);
+      // the same call counted under its graph (the bench's per-graph breakdown)
+      const graph = pool.stats.byGraph['speech/model.onnx'];
+      assert.ok(graph, `graphs: ${Object.keys(pool.stats.byGraph).join(', ')}`);
+      assert.deepEqual([graph.calls - before.byGraph['speech/model.onnx']!.calls, graph.windows - before.byGraph['speech/model.onnx']!.windows], [1, 5]);
       batched.forEach((b, i) => {
         assert.equal(b.length, 40 * 3);
         for (let j = 0; j < b.length; j++) assert.ok(Math.abs(b[j]! - single[i]![j]!) <= 1e-6);
