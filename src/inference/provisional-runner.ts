@@ -13,7 +13,8 @@
  * became ready meanwhile (under load, fewer calls), its input is [a - left, b + P) with `left`
  * the plan's left context, which may be shorter than the model's (the same
  * length for every stream in steady state, so the pool batches calls of many streams); steps
- * whose final output was already sent (`finalFrom()`) are skipped, never computed.
+ * whose final output was already sent (`finalFrom()`) are skipped, never computed, and so are
+ * output steps whose answer no message would show (`shows`: silence, no speech).
  */
 import { AurisError } from '../errors';
 import { LiveRunner } from './live-runner';
@@ -72,6 +73,12 @@ export interface ProvisionalRunnerOptions {
   maxWindowSteps?: number;
   /** First step whose final output is not sent yet: earlier steps are not worth a provisional result. */
   finalFrom: () => number;
+  /**
+   * False when the output step of steps [from, to) cannot show this model's answer (silent, or
+   * no_speech for a model the speech model gates, and no raw values asked for): no call covers
+   * it and zeros stand in for its outputs, which no message shows.
+   */
+  shows?: (from: number, to: number) => boolean;
 }
 
 export class ProvisionalRunner extends LiveRunner {
@@ -79,6 +86,8 @@ export class ProvisionalRunner extends LiveRunner {
   private readonly left: number;
   private readonly align: number;
   private readonly maxWindow: number;
+  /** Calls not made because their steps could not show the answer (`shows`). */
+  skipped = 0;
 
   constructor(private readonly options: ProvisionalRunnerOptions) {
     const model = options.model;
@@ -110,29 +119,47 @@ export class ProvisionalRunner extends LiveRunner {
 
   /** Starts a call for the ready output steps not yet covered and whose final is not sent. */
   protected pump(): void {
-    if (this.inFlight || this.closed || this.failed || this.held || this.ended) return;
-    const finalFrom = this.options.finalFrom();
-    const a = Math.max(this.next, Math.ceil(finalFrom / this.align) * this.align);
-    const ready = this.receivedSteps - this.lookahead;
-    const b = Math.min(a + this.maxWindow, a + Math.floor((ready - a) / this.align) * this.align);
-    if (b <= a) {
-      this.trim(a);
+    for (;;) {
+      if (this.inFlight || this.closed || this.failed || this.held || this.ended) return;
+      const finalFrom = this.options.finalFrom();
+      const a = Math.max(this.next, Math.ceil(finalFrom / this.align) * this.align);
+      const ready = this.receivedSteps - this.lookahead;
+      let b = Math.min(a + this.maxWindow, a + Math.floor((ready - a) / this.align) * this.align);
+      if (b <= a) {
+        this.trim(a);
+        return;
+      }
+      if (this.options.shows?.(a, a + this.align) === false) {
+        // silence or no speech throughout this output step: its answer would not show, so no call for it
+        this.next = a + this.align;
+        this.trim(this.next);
+        this.skipped++;
+        this.options.onOutput(a, new Float32Array(this.align * this.C), this.align);
+        continue;
+      }
+      // a call ends before the next output step that would not show (the next pump skips that one)
+      for (let g = a + this.align; g < b; g += this.align) {
+        if (this.options.shows?.(g, g + this.align) === false) {
+          b = g;
+          break;
+        }
+      }
+      this.next = b;
+      const inStart = Math.max(0, a - this.left);
+      const inEnd = Math.min(this.receivedSteps, b + this.lookahead);
+      const features = this.buf.copy(inStart, inEnd);
+      this.trim(b);
+      const steps = inEnd - inStart;
+      this.call(
+        () => this.options.infer(features, steps),
+        (probs) => {
+          if (!this.checkOutput(probs.length, steps)) return;
+          this.options.onOutput(a, probs.subarray((a - inStart) * this.C, (b - inStart) * this.C), b - a);
+          this.pump();
+        },
+      );
       return;
     }
-    const inStart = Math.max(0, a - this.left);
-    const inEnd = Math.min(this.receivedSteps, b + this.lookahead);
-    const features = this.buf.copy(inStart, inEnd);
-    this.next = b;
-    this.trim(b);
-    const steps = inEnd - inStart;
-    this.call(
-      () => this.options.infer(features, steps),
-      (probs) => {
-        if (!this.checkOutput(probs.length, steps)) return;
-        this.options.onOutput(a, probs.subarray((a - inStart) * this.C, (b - inStart) * this.C), b - a);
-        this.pump();
-      },
-    );
   }
 
   /** Keeps only the left context of the next call's first step. */

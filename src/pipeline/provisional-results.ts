@@ -13,7 +13,8 @@
  * A tier with no requested model of its own sends nothing (gender alone: speech only gates it).
  */
 import { STEP_MS } from '../analysis/options';
-import { StepDecider, type PostProcessOptions, type TimeStepResult } from '../analysis/postprocess';
+import { policyFor } from '../analysis/policies';
+import { StepDecider, stepLevelDb, type PostProcessOptions, type TimeStepResult } from '../analysis/postprocess';
 import type { InferenceEngine } from '../inference/engine';
 import { ProvisionalRunner, provisionalPlan, type ProvisionalPlan } from '../inference/provisional-runner';
 import type { ModelInfo } from '../inference/registry';
@@ -47,6 +48,8 @@ interface Tier {
   sent: number;
 }
 
+const SPEECH = 'speech';
+
 const planKey = (p: ProvisionalPlan): string => `${p.lookahead}/${p.stride}/${p.leftContext}`;
 /** Steps a group's first step waits for its answer: the order of tiers. */
 const delayOf = (p: ProvisionalPlan): number => p.lookahead + p.stride - 1;
@@ -56,6 +59,8 @@ export class ProvisionalResults {
   private readonly probs = new Map<string, StepBuffer>();
   private readonly tiers: Tier[] = [];
   private stopped = false;
+  /** Labels output steps by level and the speech model alone (silence, speech, music, other): what a provisional answer could show. */
+  private readonly gate: StepDecider | undefined;
 
   constructor(private readonly o: ProvisionalResultsOptions) {
     const plans = new Map<string, { plan: ProvisionalPlan; models: ModelInfo[] }>();
@@ -66,6 +71,11 @@ export class ProvisionalResults {
       plans.set(planKey(plan), g);
     }
     const groups = [...plans.values()].sort((a, b) => delayOf(a.plan) - delayOf(b.plan));
+    const speechKeys = o.decider.rawKeys[SPEECH];
+    // with raw values every answer shows; without, a silent step shows none and a no_speech step no speaker model's
+    if (!o.decider.includeRaw && speechKeys) {
+      this.gate = new StepDecider({ models: [SPEECH], rawKeys: { [SPEECH]: speechKeys }, outputPeriodMs: o.outputPeriodMs, volumeThreshold: o.decider.volumeThreshold });
+    }
     const requested = new Set(o.decider.models);
     const inputs: string[] = [];
     const shown: string[] = [];
@@ -90,6 +100,11 @@ export class ProvisionalResults {
   /** Model calls made so far (all models). */
   get calls(): number {
     return this.runners.reduce((a, r) => a + r.calls, 0);
+  }
+
+  /** Provisional model calls not made: their steps were silent or, for the speaker models, not speech. */
+  get skipped(): number {
+    return this.runners.reduce((a, r) => a + r.skipped, 0);
   }
 
   /** Provisional messages sent. */
@@ -143,6 +158,7 @@ export class ProvisionalResults {
         align: plan.stride,
         leftContext: plan.leftContext,
         finalFrom: () => this.o.nextFinal() * this.o.per,
+        ...(this.gate ? { shows: (from: number, to: number) => this.shows(m.name, from, to) } : {}),
       }),
     );
   }
@@ -179,6 +195,31 @@ export class ProvisionalResults {
       }
     }
     this.trim();
+  }
+
+  /**
+   * Whether a provisional answer of `model` for steps [from, to) (whole output steps) can show in a
+   * message: some output step is not silent, and for a model the speech model gates, the speech
+   * model's provisional label there is speech (or not known yet). The same rules as the tiers'
+   * deciders (docs/results.md), so skipping a call changes no message.
+   */
+  private shows(model: string, from: number, to: number): boolean {
+    const gate = this.gate!;
+    const gated = policyFor(model, this.o.decider.rawKeys[model] ?? []).speechGated;
+    const speech = this.probs.get(SPEECH);
+    for (let k = from; k < to; k += this.o.per) {
+      const end = Math.min(k + this.o.per, to);
+      const levels = this.o.levels.view(k, end);
+      if (!gated) {
+        if (stepLevelDb(levels, 0, end - k, () => STEP_MS) >= this.o.decider.volumeThreshold) return true;
+        continue;
+      }
+      if (!speech || speech.start > k || speech.end < end) return true;
+      const agg = gate.aggregate(levels, { [SPEECH]: speech.view(k, end) }, 0, end - k);
+      const [label] = gate.decide(agg.levelDb, agg.avg, 0);
+      if (label!.result === 'speech') return true;
+    }
+    return false;
   }
 
   /** Keeps each model's outputs from the first step a tier still needs. */

@@ -115,4 +115,50 @@ describe('ProvisionalRunner', () => {
     assert.deepEqual(calls.at(-1), { first: 10 - 3, steps: 3 + 1 + 1 }, 'step 10: window [7, 12)');
     runner.close();
   });
+
+  it('makes no call for an output step whose answer cannot show (`shows` false): zeros stand in, the next steps are called as before', async () => {
+    const calls: { first: number; steps: number }[] = [];
+    const outputs: Array<{ start: number; values: number[] }> = [];
+    const asked: Array<[number, number]> = [];
+    const hidden = new Set([4, 5, 6, 7, 12, 13, 14, 15]); // say silent steps
+    const runner = new ProvisionalRunner({
+      model: { name: 'fake', rawKeys: ['a'], context: { leftSteps: 3, rightSteps: 6 } },
+      lookahead: 2,
+      align: 4,
+      finalFrom: () => 0,
+      shows: (from, to) => {
+        asked.push([from, to]);
+        for (let s = from; s < to; s++) if (!hidden.has(s)) return true;
+        return false;
+      },
+      infer: (f, steps) => {
+        calls.push({ first: f[0]!, steps });
+        const probs = new Float32Array(steps);
+        for (let i = 0; i < steps; i++) probs[i] = 1 + f[i * FLOATS_PER_STEP]!;
+        return Promise.resolve(probs);
+      },
+      onOutput: (start, probs, steps) => outputs.push({ start, values: Array.from(probs.subarray(0, steps)) }),
+      onError: (e) => assert.fail(e),
+    });
+    for (let s = 0; s < 22; s++) {
+      runner.push(features(s, 1), 1);
+      await new Promise((r) => setImmediate(r));
+    }
+    assert.deepEqual(asked, [[0, 4], [4, 8], [8, 12], [12, 16], [16, 20]], 'asked once per group of `align` steps');
+    assert.deepEqual(
+      calls.map((c) => c.first),
+      [0, 8 - 3, 16 - 3],
+      'groups 0, 8 and 16 called (with their left context); 4 and 12 not',
+    );
+    assert.equal(runner.skipped, 2);
+    assert.equal(runner.calls, 3);
+    assert.deepEqual(outputs, [
+      { start: 0, values: [1, 2, 3, 4] },
+      { start: 4, values: [0, 0, 0, 0] },
+      { start: 8, values: [9, 10, 11, 12] },
+      { start: 12, values: [0, 0, 0, 0] },
+      { start: 16, values: [17, 18, 19, 20] },
+    ]);
+    runner.close();
+  });
 });

@@ -102,6 +102,45 @@ describe('provisional results', () => {
     }
   });
 
+  it('no provisional model call where its answer cannot show (silence, and no_speech for gender): the same messages, fewer calls', async () => {
+    // 1.5 s of digital silence, 1 s of a steady 440 Hz tone (mostly not speech, not silent), then speech
+    const tone = Buffer.alloc(16000 * 2);
+    for (let i = 0; i < 16000; i++) tone.writeInt16LE(Math.round(6000 * Math.sin((2 * Math.PI * 440 * i) / 16000)), i * 2);
+    const audio = Buffer.concat([Buffer.alloc(16000 * 3), tone, pcm.subarray(0, 16000 * 2 * 2.5)]);
+    const q = { models: 'speech,gender', output_period: '64', sample_rate: '16000' };
+    const graphs = (): Record<string, { windows: number }> => app.hub!.engine.pool.stats.byGraph;
+    const windows = (before: Record<string, { windows: number }>, g: string): number => (graphs()[g]?.windows ?? 0) - (before[g]?.windows ?? 0);
+    // with raw values asked for, every provisional answer shows (raw), so every one is computed
+    const b0 = graphs();
+    const withRaw = splitProvisional(await wsPaced(app.wsUrl, { ...q, include_raw_values: 'true' }, audio)).provisional;
+    const computed = { speech: windows(b0, 'speech/model.onnx'), gender: windows(b0, 'gender/model.onnx') };
+    const b1 = graphs();
+    const plain = splitProvisional(await wsPaced(app.wsUrl, q, audio)).provisional;
+    const skipping = { speech: windows(b1, 'speech/model.onnx'), gender: windows(b1, 'gender/model.onnx') };
+    // speech skips the silent 23 steps; gender (a call per 4 steps) at least the silent groups, and the tone's where speech says so
+    assert.ok(skipping.speech <= computed.speech - 20, `speech provisional windows ${skipping.speech} vs ${computed.speech}`);
+    assert.ok(skipping.gender <= computed.gender - 5, `gender provisional windows ${skipping.gender} vs ${computed.gender}`);
+    // the same answers: each step's provisional messages, raw values left out, where both runs sent them
+    const byStep = (msgs: typeof plain): Map<number, string[]> => {
+      const m = new Map<number, string[]>();
+      for (const p of msgs) m.set(p.timestamp, [...(m.get(p.timestamp) ?? []), JSON.stringify(p.results)]);
+      return m;
+    };
+    const a = byStep(withRaw);
+    const b = byStep(plain);
+    let compared = 0;
+    const labels = new Set<string>();
+    for (const [t, msgs] of b) {
+      const other = a.get(t);
+      if (!other || other.length !== msgs.length) continue;
+      assert.deepEqual(msgs, other, `step ${t}`);
+      compared++;
+      for (const m of msgs) for (const r of Object.values(JSON.parse(m) as Record<string, { result: string }>)) labels.add(r.result);
+    }
+    assert.ok(compared > 0.8 * (audio.length / 2 / 1024), `compared ${compared} steps`);
+    for (const l of ['silence', 'no_speech', 'speech']) assert.ok(labels.has(l), `a compared step labelled ${l}: ${[...labels].join(', ')}`);
+  });
+
   it('results=final: no provisional message, the same finals as results=all', async () => {
     const q = { models: 'speech,gender', output_period: '256', sample_rate: '16000', include_raw_values: 'true', include_transitions: 'true' };
     const all = await wsPaced(app.wsUrl, q, pcm.subarray(0, 16000 * 2 * 2));
