@@ -118,6 +118,10 @@ class ServerProcess {
     const first = JSON.parse(await proc.next()) as { port: number; url: string };
     return { proc, port: first.port, url: first.url };
   }
+  /** The server's process id (its main thread's id). */
+  get pid(): number {
+    return this.child.pid ?? 0;
+  }
   next(): Promise<string> {
     const l = this.lines.shift();
     if (l !== undefined) return Promise.resolve(l);
@@ -143,6 +147,8 @@ function percentile(sorted: number[], p: number): number {
 
 interface ServerUsage {
   cpuSec: number;
+  /** CPU seconds per thread id (Linux); the main thread's id is the server's pid. */
+  threadCpuSec?: Record<string, number>;
   pool: { calls: number; windows: number; steps: number; busyMs: number; encoderWindows?: number; encoderBusyMs?: number; byGraph?: Record<string, { busyMs: number; calls: number; windows: number }> };
   /** Inference round trips since the last report, ms. */
   inferenceMs: { n: number; p50: number; p99: number; max: number };
@@ -296,21 +302,36 @@ async function runLevel(transport: Transport, address: string, url: string, serv
   for (const c of clients) c.close();
   const all = runs.flatMap((r) => r.latencies);
   const failed = runs.filter((r) => r.status !== 0).length;
-  return { streams: n, ...stats(all), failed, serverCpuPercent: Math.round((cpu / wall) * 100), clientCpuPercent: Math.round(((clientCpu.user + clientCpu.system) / 1e6 / wall) * 100), inference, eventLoopDelayMs: u1.loopMs, workerMessages: u1.postMessages, gc: u1.gcMs, load1: os.loadavg()[0]!.toFixed(2) };
+  return { streams: n, ...stats(all), failed, serverCpuPercent: Math.round((cpu / wall) * 100), serverThreadsCpuPercent: threadShares(u0.threadCpuSec ?? {}, u1.threadCpuSec ?? {}, server.pid, wall), clientCpuPercent: Math.round(((clientCpu.user + clientCpu.system) / 1e6 / wall) * 100), inference, eventLoopDelayMs: u1.loopMs, workerMessages: u1.postMessages, gc: u1.gcMs, load1: os.loadavg()[0]!.toFixed(2) };
 }
 
-/** Each graph's worker time between two reports as a share of one core, and its mean windows per call. */
+/**
+ * The server's CPU by thread between two reports, % of a core: its main thread, then the other
+ * threads busier than 3 % (the inference workers first), then the rest together.
+ */
+function threadShares(before: Record<string, number>, after: Record<string, number>, pid: number, wall: number): { main: number; busiest: number[]; rest: number } | undefined {
+  const shares = Object.entries(after).map(([tid, s]) => [tid, Math.round(((s - (before[tid] ?? 0)) / wall) * 100)] as const);
+  if (shares.length === 0) return undefined;
+  const others = shares.filter(([tid]) => tid !== String(pid)).map(([, pct]) => pct).sort((a, b) => b - a);
+  return { main: shares.find(([tid]) => tid === String(pid))?.[1] ?? 0, busiest: others.filter((p) => p > 3), rest: others.filter((p) => p <= 3).reduce((a, b) => a + b, 0) };
+}
+
+/** Each graph's worker time between two reports as a share of one core, its windows per second and per call. */
 function graphUsage(
   before: Record<string, { busyMs: number; calls: number; windows: number }>,
   after: Record<string, { busyMs: number; calls: number; windows: number }>,
   wall: number,
-): Record<string, { busyPercent: number; windowsPerCall: number }> {
-  const out: Record<string, { busyPercent: number; windowsPerCall: number }> = {};
+): Record<string, { busyPercent: number; windowsPerSec: number; windowsPerCall: number }> {
+  const out: Record<string, { busyPercent: number; windowsPerSec: number; windowsPerCall: number }> = {};
   for (const [g, a] of Object.entries(after)) {
     const b = before[g] ?? { busyMs: 0, calls: 0, windows: 0 };
     const calls = a.calls - b.calls;
     if (calls === 0) continue;
-    out[g] = { busyPercent: Math.round(((a.busyMs - b.busyMs) / 1000 / wall) * 1000) / 10, windowsPerCall: Math.round(((a.windows - b.windows) / calls) * 10) / 10 };
+    out[g] = {
+      busyPercent: Math.round(((a.busyMs - b.busyMs) / 1000 / wall) * 1000) / 10,
+      windowsPerSec: Math.round((a.windows - b.windows) / wall),
+      windowsPerCall: Math.round(((a.windows - b.windows) / calls) * 10) / 10,
+    };
   }
   return out;
 }

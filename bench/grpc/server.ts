@@ -99,6 +99,27 @@ async function memoryReport(command: string, hub: NonNullable<Awaited<ReturnType
   return JSON.stringify({ mem: { rss: mib(m.rss), heapUsed: mib(m.heapUsed), external: mib(m.external), arrayBuffers: mib(m.arrayBuffers) }, trimMs, stats: hub.snapshot() });
 }
 
+/**
+ * CPU seconds of each of this process's threads (Linux /proc; {} elsewhere), keyed by thread id.
+ * The main thread's id is the process id; the inference workers are the busiest of the others.
+ * Unlike the pool's busy time (wall clock inside onnxruntime, which counts the time a worker waits
+ * for a core), this is time on a core.
+ */
+function threadCpu(): Record<string, number> {
+  const out: Record<string, number> = {};
+  const tick = 100; // USER_HZ: clock ticks per second on Linux
+  try {
+    for (const tid of fs.readdirSync('/proc/self/task')) {
+      const stat = fs.readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      out[tid] = (Number(f[11]) + Number(f[12])) / tick; // utime, stime (fields 14 and 15)
+    }
+  } catch {
+    // not Linux: no per-thread figures
+  }
+  return out;
+}
+
 async function main(): Promise<void> {
   const maxBatch = process.env['GRPC_MAX_BATCH'] ? Number(process.env['GRPC_MAX_BATCH']) : undefined;
   const dispatchIntervalMs = process.env['GRPC_DISPATCH_INTERVAL_MS'] ? Number(process.env['GRPC_DISPATCH_INTERVAL_MS']) : undefined;
@@ -119,7 +140,7 @@ async function main(): Promise<void> {
     if (d.includes('mem')) process.stdout.write((await memoryReport(d, hub)) + '\n');
     if (d.includes('cpu')) {
       const u = process.cpuUsage();
-      const report = { cpuSec: (u.user + u.system) / 1e6, stats: hub.snapshot(), pool: engine.pool.stats, inferenceMs: roundTrips(), loopMs: loopDelay(), postMessages: workerMessages(), gcMs: gc() };
+      const report = { cpuSec: (u.user + u.system) / 1e6, threadCpuSec: threadCpu(), stats: hub.snapshot(), pool: engine.pool.stats, inferenceMs: roundTrips(), loopMs: loopDelay(), postMessages: workerMessages(), gcMs: gc() };
       process.stdout.write(JSON.stringify(report) + '\n');
     }
   });
