@@ -1,6 +1,6 @@
 """The sections a card gets when its folder holds their report: an added ensemble member (loco_added_member.json),
 a kept model's own unseen-corpus figures (loco.json), the arousal weighting (loco_fused.json), a class-prior shift
-(loco_prior.json) and a learning curve (learning_curve.json)."""
+(loco_prior.json), a learning curve (learning_curve.json) and the slices by utterance length (length_slices.json)."""
 from __future__ import annotations
 
 import json
@@ -240,4 +240,43 @@ model has them, fuse into finals only); "left context": the window starts that m
 (otherwise the model's whole reach):
 
 {chr(10).join(rows)}
+"""
+
+
+def length_section(d) -> str:
+    """The network on corpora it never heard, by the voiced length of the utterance (validate/length_slices.py); empty
+    for a model without length_slices.json."""
+    z = _report(d, "length_slices.json")
+    if z is None:
+        return ""
+    sl = z["slices"]
+    head = "| corpus | " + " | ".join(f"{s} UAR (clips)" for s in sl) + " |"
+    rows = [head, "|---|" + "---|" * len(sl)]
+    for c, per in z["per_corpus"].items():
+        rows.append(f"| {c} | " + " | ".join(f"{per[s]['uar']:.3f} ({per[s]['clips']})" if s in per else "-" for s in sl) + " |")
+    rows.append("| **mean** | " + " | ".join(f"**{z['mean'][s]['uar']:.3f}**" for s in sl) + " |")
+    short = "<1.2 s"
+    target = "".join(f"\nTarget (issue 34): mean UAR >= {t:.2f} on `{k}`: **{z['mean'][k]['uar']:.3f}, not reached**.\n"
+                     if z["mean"][k]["uar"] < t else f"\nTarget (issue 34): mean UAR >= {t:.2f} on `{k}`: {z['mean'][k]['uar']:.3f}, reached.\n"
+                     for k, t in z.get("targets", {}).items())
+    rec = ["| corpus | clips | " + " | ".join(f"recall {k}" for k in z["classes"]) + " |", "|---|---|" + "---|" * len(z["classes"])]
+    for c, per in z["per_corpus"].items():
+        if short in per:
+            rec.append(f"| {c} | {per[short]['clips']} | " + " | ".join("-" if v is None or v != v else f"{v:.2f}" for v in per[short]["recall"]) + " |")
+    return f"""
+## By utterance length, on corpora it never heard (session 19)
+
+Version {z['version']} as shipped, on {", ".join(z['corpora'])} (never heard by it), each clip decided as a
+speech segment reads (the mean of its voiced steps' probabilities); a clip falls in the slice of its voiced seconds.
+`clean` and `telephone` are the whole clips; `<1.2 s` is mostly 0.5-1.2 s crops of the clean clips, placed anywhere on
+the step grid (training/encoders/embed_affect.py), plus the whole clips that are that short. Slices with fewer than
+{z['min_clips']} clips of a corpus are left out (`-`); the mean is over the corpora that have the slice. `{z['command']}`
+(`models/{z['task']}/length_slices.json`):
+
+{chr(10).join(rows)}
+{target}
+Recall per class on the short slice (`<1.2 s`): on a short turn the network falls back on its prior
+(docs/results.md, "Short utterances"):
+
+{chr(10).join(rec)}
 """
