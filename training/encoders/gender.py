@@ -30,6 +30,7 @@ MOVED = "pitch-moved"
 VARIANTS_CACHE = ROOT / "training/runs/encoders/gender_variants.pkl"  # pitch_moved.py --train: heads may fit on them
 VARIANT = "variant"
 OUT_JSON = ROOT / "models/gender/encoder_view.json"
+AUDIT_JSON = ROOT / "models/gender/label_audit.json"  # written by label_audit.py
 HEAD_L2 = 1e-4
 UNKNOWN = 0.55  # the service's GENDER_UNKNOWN_THRESHOLD (src/analysis/policies.ts)
 # corpora gender 1.3.0 never heard: the fusion weights are fitted on these alone, so the network's
@@ -37,6 +38,11 @@ UNKNOWN = 0.55  # the service's GENDER_UNKNOWN_THRESHOLD (src/analysis/policies.
 UNHEARD_BY_NET = ("speechocean", "audiomnist_az")
 LOW_AROUSAL = {"sad", "calm", "level0", "sadness"}
 HIGH_AROUSAL = {"angry", "happy", "fearful", "surprised", "fear", "anger", "happiness", "surprise", "level2"}
+
+
+def suspect_speakers(path: Path = AUDIT_JSON) -> set[str]:
+    """The committed label audit's suspect speakers (label_audit.py; empty when there is no audit yet)."""
+    return set(json.loads(path.read_text())["suspect"]) if path.exists() else set()
 
 
 def load(path: Path = CACHE) -> list[dict]:
@@ -247,7 +253,6 @@ def rebuild_views(built: str, views: dict, version: str, quick: bool) -> None:
         voices = voices[:: max(1, len(voices) // n)][:n]
     encoders = {name: str(ROOT / path) for name, path in views["encoders"].items()}
     recs = embed.embed_voices(voices, encoders, str(Path(built) / "model.onnx"), workers=2)
-    from training.encoders.label_audit import suspect_speakers
     untrusted = frozenset(suspect_speakers(ROOT / views["label_audit"])) if views.get("label_audit") else frozenset()
     ship(recs, views["keys"], Path(built) / "manifest.json", version=version, every=views["every"], l2=views["head_l2"],
          untrusted=untrusted)
@@ -263,7 +268,6 @@ def main() -> None:
     a = ap.parse_args()
     recs = load(Path(a.cache))
     keys = a.views.split(",")
-    from training.encoders.label_audit import suspect_speakers
     untrusted = frozenset(suspect_speakers())
     if a.head_variants:
         recs = recs + load(VARIANTS_CACHE)

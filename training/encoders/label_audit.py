@@ -24,7 +24,7 @@ import numpy as np
 from training.encoders import corpora
 from training.encoders import gender as G
 
-OUT = G.ROOT / "models/gender/label_audit.json"
+OUT = G.AUDIT_JSON
 F0_MALE_MIN = 180.0  # a "male" label with a median F0 at or above this contradicts it
 F0_FEMALE_MAX = 150.0
 P_AGAINST = 0.75
@@ -94,11 +94,6 @@ def audit(evidence: dict[str, dict]) -> dict:
                      "clips_per_speaker_for_f0": CLIPS_PER_SPEAKER},
             "speakers_audited": len(evidence), "each_witness_alone_against": alone, "per_source": per_source,
             "suspect": dict(sorted(suspect.items()))}
-
-
-def suspect_speakers(path: Path = OUT) -> set[str]:
-    """The committed audit's suspect speakers (empty when there is no audit yet)."""
-    return set(json.loads(path.read_text())["suspect"]) if path.exists() else set()
 
 
 def main() -> None:

@@ -82,11 +82,10 @@ def _work(args) -> list[dict]:
 def main() -> None:
     import argparse
     from training.encoders import gender as G
-    from training.encoders.label_audit import suspect_speakers
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--train", action="store_true")
     a = ap.parse_args()
-    recs, untrusted = G.load(), suspect_speakers()
+    recs, untrusted = G.load(), G.suspect_speakers()
     scored = pick(recs, untrusted)
     voices = pick_for_training(recs, untrusted, {v.ref for v in scored}) if a.train else scored
     out = TRAIN_OUT if a.train else OUT
