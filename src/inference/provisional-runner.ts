@@ -74,9 +74,9 @@ export interface ProvisionalRunnerOptions {
   /** First step whose final output is not sent yet: earlier steps are not worth a provisional result. */
   finalFrom: () => number;
   /**
-   * False when the output step of steps [from, to) cannot show this model's answer (silent, or
-   * no_speech for a model the speech model gates, and no raw values asked for): no call covers
-   * it and zeros stand in for its outputs, which no message shows.
+   * False when no output step of steps [from, to) (one group of `align` steps) can show this
+   * model's answer (silent, or no_speech for a model the speech model gates, and no raw values
+   * asked for): no call covers them and zeros stand in for their outputs, which no message shows.
    */
   shows?: (from: number, to: number) => boolean;
 }
@@ -130,14 +130,14 @@ export class ProvisionalRunner extends LiveRunner {
         return;
       }
       if (this.options.shows?.(a, a + this.align) === false) {
-        // silence or no speech throughout this output step: its answer would not show, so no call for it
+        // silence or no speech throughout this group: its answers would not show, so no call for it
         this.next = a + this.align;
         this.trim(this.next);
         this.skipped++;
         this.options.onOutput(a, new Float32Array(this.align * this.C), this.align);
         continue;
       }
-      // a call ends before the next output step that would not show (the next pump skips that one)
+      // a call ends before the next group that would not show (the next pump skips that one)
       for (let g = a + this.align; g < b; g += this.align) {
         if (this.options.shows?.(g, g + this.align) === false) {
           b = g;
