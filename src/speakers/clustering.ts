@@ -32,8 +32,13 @@ export interface SpeakerMapParams {
   minSpeakerShare: number;
   /** Softmax scale on cosine similarities. */
   temperature: number;
-  /** A stream's window joins a known speaker at this similarity or more. */
+  /** A stream's window joins a known speaker at this similarity or more (with one speaker known; see the next)... */
   onlineThreshold: number;
+  /**
+   * ...lowered by this per speaker beyond the first: each further speaker needs a window further from
+   * all the known ones to open (streams opened too many speakers at one fixed threshold).
+   */
+  onlineThresholdStep: number;
 }
 
 /** Seconds per 64 ms step. */
@@ -280,10 +285,15 @@ export class OnlineSpeakers {
     return this.centroids.length;
   }
 
+  /** The cosine at which a window joins its closest known speaker (below it, a new speaker opens). */
+  bar(): number {
+    return this.params.onlineThreshold - this.params.onlineThresholdStep * Math.max(0, this.centroids.length - 1);
+  }
+
   add(embedding: Float64Array): { speaker: number; probs: number[] } {
     const sims = this.centroids.map((c) => dot(embedding, c));
     let k: number;
-    if (sims.length > 0 && (Math.max(...sims) >= this.params.onlineThreshold || sims.length >= this.maxSpeakers)) {
+    if (sims.length > 0 && (Math.max(...sims) >= this.bar() || sims.length >= this.maxSpeakers)) {
       k = argmax(sims);
       const s = this.sums[k]!;
       for (let i = 0; i < s.length; i++) s[i]! += embedding[i]!;

@@ -79,6 +79,8 @@ export function parseSpeakerMap(m: Record<string, unknown>, modelsDir: string, f
       minSpeakerShare: num('min_speaker_share', 0, 1),
       temperature: num('temperature', 0, 1000),
       onlineThreshold: num('online_threshold', -1, 1),
+      // absent in a manifest before speakers 1.1.0: one fixed threshold
+      onlineThresholdStep: b['online_threshold_step'] === undefined ? 0 : num('online_threshold_step', 0, 1),
     },
     defaultMaxSpeakers: int('max_speakers', MAX_SPEAKERS),
     centre: bool('center'),

@@ -18,6 +18,7 @@ const params: SpeakerMapParams = {
   minSpeakerShare: 1,
   temperature: 10,
   onlineThreshold: 0.7,
+  onlineThresholdStep: 0,
 };
 
 /** A unit vector near axis `axis` of a 16-d space (noise `jitter` on the other axes, deterministic). */
@@ -71,6 +72,30 @@ describe('online speakers', () => {
     const seq = [voice(0, 1), voice(0, 2), voice(1, 3), voice(0, 4), voice(2, 5), voice(1, 6)];
     assert.deepEqual(seq.map((e) => o.add(e).speaker), [0, 0, 1, 0, 2, 1]);
     assert.equal(o.count, 3);
+  });
+
+  it('each further speaker needs a window further from the known ones (onlineThresholdStep)', () => {
+    // a window at cosine 0.66 from the closest known speaker: a new speaker at the fixed threshold 0.7 whatever the
+    // count, but with a step of 0.03 the bar is 0.7 / 0.67 / 0.64 with 1 / 2 / 3 speakers known
+    const unit = (...xs: number[]): Float64Array => normalise(Float64Array.from(xs));
+    const known = [unit(1, 0, 0, 0), unit(0, 1, 0, 0), unit(0, 0, 1, 0)];
+    const near = (k: number): Float64Array => {
+      const v = new Float64Array(4);
+      v[k] = 0.66;
+      v[3] = Math.sqrt(1 - 0.66 * 0.66);
+      return v;
+    };
+    const run = (step: number, speakersKnown: number): number => {
+      const o = new OnlineSpeakers({ ...params, onlineThresholdStep: step }, 10);
+      for (const e of known.slice(0, speakersKnown)) o.add(e);
+      return o.add(near(0)).speaker;
+    };
+    assert.deepEqual([1, 2, 3].map((n) => run(0, n)), [1, 2, 3], 'fixed threshold: always a new speaker');
+    assert.deepEqual([1, 2, 3].map((n) => run(0.03, n)), [1, 2, 0], 'lowered bar: joins speaker 1 once three are known');
+    const o = new OnlineSpeakers({ ...params, onlineThresholdStep: 0.03 }, 10);
+    assert.equal(o.bar(), 0.7);
+    for (const e of known) o.add(e);
+    assert.ok(Math.abs(o.bar() - 0.64) < 1e-12);
   });
 
   it('at max_speakers a new voice joins the closest speaker', () => {

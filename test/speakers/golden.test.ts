@@ -33,6 +33,7 @@ interface Case {
     min_speaker_share: number;
     temperature: number;
     online_threshold: number;
+    online_threshold_step?: number;
     max_speakers: number;
     center: boolean;
     recluster_max_speakers: number;
@@ -64,6 +65,7 @@ function paramsOf(c: Case): SpeakerMapParams {
     minSpeakerShare: p.min_speaker_share,
     temperature: p.temperature,
     onlineThreshold: p.online_threshold,
+    onlineThresholdStep: p.online_threshold_step ?? 0,
   };
 }
 

@@ -9,7 +9,7 @@ import { overlapMapping, ReclusteringSpeakers } from '../../src/speakers/reclust
 
 const params: SpeakerMapParams = {
   hopSteps: 12, windowSteps: 25, segmentThreshold: 0.6, mergeThreshold: 0.15, refineIterations: 2,
-  minSpeakerS: 1, minSpeakerShare: 0.2, temperature: 3, onlineThreshold: 0.7,
+  minSpeakerS: 1, minSpeakerShare: 0.2, temperature: 3, onlineThreshold: 0.7, onlineThresholdStep: 0,
 };
 
 /** A voice: a fixed direction in 8 dimensions plus a little noise (deterministic). */

@@ -43,6 +43,9 @@ class Params:
     min_speaker_share: float = 0.2
     temperature: float = 3.0
     online_threshold: float = 0.7
+    # streams: the similarity that keeps a window with a known speaker falls by this per speaker beyond the first,
+    # so each further speaker needs a window further from all the others to open (speakers 1.1.0)
+    online_threshold_step: float = 0.0
     max_speakers: int = 10
     center: bool = True
     # streams told num_speakers <= recluster_max_speakers re-cluster their recent windows (Reclustering)
@@ -332,9 +335,16 @@ def file_map(num_steps: int, win, E: np.ndarray, p: Params, num_speakers: int | 
 
 
 # ------------------------------------------------------------------ 4. streams (OnlineSpeakers)
+def online_bar(p: Params, K: int) -> float:
+    """OnlineSpeakers.bar: a window joins its closest of the K speakers at this cosine or above, else opens one."""
+    return p.online_threshold - p.online_threshold_step * max(0, K - 1)
+
+
 def online_assign(E: np.ndarray, p: Params, max_speakers: int | None = None,
                   confirm: int = 1) -> tuple[np.ndarray, np.ndarray]:
-    """One pass over the embedded windows (unit rows). Returns (speaker of each window, P [n, max_speakers]).
+    """One pass over the embedded windows (unit rows): a window joins its closest speaker when their cosine reaches
+    online_bar (the threshold, lowered by online_threshold_step per speaker beyond the first), else opens a new one.
+    Returns (speaker of each window, P [n, max_speakers]).
 
     confirm > 1 is NOT the service (a variant tried, worse): a window below online_threshold opens a new speaker
     only when it is the `confirm`-th such window in a row (the new centroid is their sum); until then it joins the
@@ -349,7 +359,7 @@ def online_assign(E: np.ndarray, p: Params, max_speakers: int | None = None,
     for i, e in enumerate(E):
         K = len(C)
         v = dots(np.stack(C), e) if K else np.zeros(0)
-        if K > 0 and (v.max() >= p.online_threshold or K >= maxk):
+        if K > 0 and (v.max() >= online_bar(p, K) or K >= maxk):
             pending = []
             k = int(np.argmax(v))
             sums[k] = sums[k] + e
