@@ -137,6 +137,27 @@ describe('model registry', () => {
     expectLoadError(() => ModelRegistry.loadSync({ modelsDir: window }), manifest(window), /window_steps/);
   });
 
+  it('reads the speaker map\'s streams bar (online_threshold_step; absent: 0), and rejects one out of range naming the file', () => {
+    const withMap = (name: string, f?: (b: Record<string, unknown>) => void): string => {
+      const dir = path.join(tmp, name);
+      fs.cpSync(path.join(packageRoot(), 'models', 'speakers'), path.join(dir, 'speakers'), { recursive: true });
+      fs.cpSync(path.join(packageRoot(), 'models', 'encoders'), path.join(dir, 'encoders'), { recursive: true });
+      if (f) {
+        const file = path.join(dir, 'speakers', 'manifest.json');
+        const m = JSON.parse(fs.readFileSync(file, 'utf8')) as Record<string, Record<string, unknown>>;
+        f(m['speaker_map']!);
+        fs.writeFileSync(file, JSON.stringify(m));
+      }
+      return dir;
+    };
+    const shipped = ModelRegistry.loadSync({ modelsDir: withMap('map-ok') }).get('speakers').speakerMap!;
+    assert.deepEqual([shipped.params.onlineThreshold, shipped.params.onlineThresholdStep], [0.7, 0.02]);
+    const older = ModelRegistry.loadSync({ modelsDir: withMap('map-no-step', (b) => delete b['online_threshold_step']) }).get('speakers').speakerMap!;
+    assert.equal(older.params.onlineThresholdStep, 0, 'a manifest before 1.1.0: one fixed threshold');
+    const bad = withMap('map-bad-step', (b) => (b['online_threshold_step'] = 2));
+    expectLoadError(() => ModelRegistry.loadSync({ modelsDir: bad }), path.join(bad, 'speakers', 'manifest.json'), /online_threshold_step/);
+  });
+
   it('reads a model\'s streaming graph, and rejects a missing, corrupt or inconsistent one naming the file', async () => {
     const ok = copy('stream-ok');
     const g = (await ModelRegistry.load({ modelsDir: ok })).get('gender');
