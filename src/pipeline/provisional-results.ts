@@ -102,11 +102,6 @@ export class ProvisionalResults {
     return this.runners.reduce((a, r) => a + r.calls, 0);
   }
 
-  /** Provisional model calls not made: their steps were silent or, for the speaker models, not speech. */
-  get skipped(): number {
-    return this.runners.reduce((a, r) => a + r.skipped, 0);
-  }
-
   /** Provisional messages sent. */
   get sent(): number {
     return this.tiers.reduce((a, t) => a + t.sent, 0);
@@ -139,6 +134,7 @@ export class ProvisionalResults {
 
   private startRunner(m: ModelInfo, plan: ProvisionalPlan, urgent: boolean): void {
     const store = new StepBuffer(m.rawKeys.length);
+    const gated = policyFor(m.name, m.rawKeys).speechGated;
     this.probs.set(m.name, store);
     this.runners.push(
       new ProvisionalRunner({
@@ -158,7 +154,7 @@ export class ProvisionalResults {
         align: plan.stride,
         leftContext: plan.leftContext,
         finalFrom: () => this.o.nextFinal() * this.o.per,
-        ...(this.gate ? { shows: (from: number, to: number) => this.shows(m.name, from, to) } : {}),
+        ...(this.gate ? { shows: (from: number, to: number) => this.shows(gated, from, to) } : {}),
       }),
     );
   }
@@ -198,14 +194,13 @@ export class ProvisionalResults {
   }
 
   /**
-   * Whether a provisional answer of `model` for steps [from, to) (whole output steps) can show in a
-   * message: some output step is not silent, and for a model the speech model gates, the speech
+   * Whether a provisional answer for steps [from, to) (whole output steps) can show in a message:
+   * some output step is not silent, and for a model the speech model gates (`gated`), the speech
    * model's provisional label there is speech (or not known yet). The same rules as the tiers'
    * deciders (docs/results.md), so skipping a call changes no message.
    */
-  private shows(model: string, from: number, to: number): boolean {
+  private shows(gated: boolean, from: number, to: number): boolean {
     const gate = this.gate!;
-    const gated = policyFor(model, this.o.decider.rawKeys[model] ?? []).speechGated;
     const speech = this.probs.get(SPEECH);
     for (let k = from; k < to; k += this.o.per) {
       const end = Math.min(k + this.o.per, to);
