@@ -21,7 +21,6 @@ from training.encoders import affect as A
 
 ROOT = Path(__file__).resolve().parents[2]
 SLICES = ("clean", "telephone", *A.LENGTHS)
-VERSION = {"arousal": "1.0.1", "emotions": "1.1.0"}
 TARGETS = {"arousal": {"<1.2 s": 0.60}, "emotions": {}}  # issue 34: arousal >= 0.60 on utterances under 1.2 s
 
 
@@ -31,10 +30,11 @@ def report(recs: list[dict], task: str) -> dict:
     t = A.table(rs, task, decisions)
     corpora = sorted({r["source"] for r in rs})
     per = {c: {s: t[f"{c}/{s}"] for s in SLICES if f"{c}/{s}" in t} for c in corpora}
-    mean = {s: {"uar": round(float(np.mean([per[c][s]["uar"] for c in corpora if s in per[c]])), 4),
-                "corpora": [c for c in corpora if s in per[c]],
-                "clips": sum(per[c][s]["clips"] for c in corpora if s in per[c])} for s in SLICES}
-    return {"task": task, "version": VERSION[task], "classes": A.CLASSES[task], "corpora": corpora, "slices": list(SLICES),
+    # the table's own means over the unheard corpora that have the slice
+    mean = {s: {"uar": t[f"mean unheard/{s}"]["uar"], "corpora": [c for c in corpora if s in per[c]],
+                "clips": t[f"mean unheard/{s}"]["clips"]} for s in SLICES}
+    version = json.loads((ROOT / "models" / task / "manifest.json").read_text())["version"]
+    return {"task": task, "version": version, "classes": A.CLASSES[task], "corpora": corpora, "slices": list(SLICES),
             "per_corpus": per, "mean": mean, "command": "python -m training.validate.length_slices",
             "min_clips": 10, "targets": TARGETS[task]}
 
