@@ -1,11 +1,13 @@
 /**
  * Provisional results of one live stream (docs/streaming.md "Provisional results"): every network
  * answers each output step again before its final, with its own lookahead and cadence
- * (provisionalPlan: speech after 64 ms, every step; the speaker models after 128 ms, a call every
- * 4 steps; each over a window with less left context than the finals'), by
+ * (provisionalPlan: speech after 64 ms, every step; the speaker models a call every 4 steps, as
+ * soon as the group's last step is in; each over a window with less left context than the
+ * finals'), by
  * src/inference/provisional-runner.ts.
  *
- * Models that answer alike form a tier; tiers are ordered by how soon they answer. A tier's
+ * Models that answer alike form a tier; tiers are ordered by how soon they answer, speech's
+ * first (the others' labels need it). A tier's
  * message for an output step carries the requested models of that tier and of every faster
  * one, so each message of a step holds all that the ones before it held: a client that keeps
  * the latest message per timestamp always has every model answered so far. With speech and
@@ -70,7 +72,10 @@ export class ProvisionalResults {
       g.models.push(m);
       plans.set(planKey(plan), g);
     }
-    const groups = [...plans.values()].sort((a, b) => delayOf(a.plan) - delayOf(b.plan));
+    // speech's tier first: every other model's label needs speech's (no_speech), so no tier may answer before it,
+    // even where its plan would be sooner (the speaker models at an output period of 256 ms or more)
+    const order = (g: { plan: ProvisionalPlan; models: ModelInfo[] }): number => (g.models.some((m) => m.name === SPEECH) ? -1 : delayOf(g.plan));
+    const groups = [...plans.values()].sort((a, b) => order(a) - order(b));
     const speechKeys = o.decider.rawKeys[SPEECH];
     // with raw values every answer shows; without, a silent step shows none and a no_speech step no speaker model's
     if (!o.decider.includeRaw && speechKeys) {
@@ -205,10 +210,10 @@ export class ProvisionalResults {
     for (let k = from; k < to; k += this.o.per) {
       const end = Math.min(k + this.o.per, to);
       const levels = this.o.levels.view(k, end);
-      if (!gated) {
-        if (stepLevelDb(levels, 0, end - k, () => STEP_MS) >= this.o.decider.volumeThreshold) return true;
-        continue;
-      }
+      // a silent output step shows `silence` whatever any model says, speech's answer or not
+      if (stepLevelDb(levels, 0, end - k, () => STEP_MS) < this.o.decider.volumeThreshold) continue;
+      if (!gated) return true;
+      // speech's answer not in yet (a speaker model's group ends on a step speech answers one step later): call
       if (!speech || speech.start > k || speech.end < end) return true;
       const agg = gate.aggregate(levels, { [SPEECH]: speech.view(k, end) }, 0, end - k);
       const [label] = gate.decide(agg.levelDb, agg.avg, 0);

@@ -31,11 +31,11 @@ from training.validate.evaluation import CLASSES, VOICED_DBFS, recall_table
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # The service's plans (lookahead, stride, left context) in steps: src/inference/provisional-runner.ts provisionalPlan, which
 # test/inference/provisional-runner.test.ts holds to the `shipped` plan of each models/<task>/provisional.json.
-SHIPPED = {"speech": (1, 1, 8), "arousal": (2, 4, 12), "gender": (2, 4, 12)}
+SHIPPED = {"speech": (1, 1, 8), "arousal": (0, 4, 12), "gender": (0, 4, 12)}
 # --write: the shipped plan and its neighbours (lookahead, stride[, left context]); the whole left context when absent
 WRITE_PLANS = {"speech": [(0, 1), (1, 1), (2, 1), (1, 1, 8), (1, 1, 6)],
-               "arousal": [(2, 1), (2, 4), (2, 4, 16), (2, 4, 12)],
-               "gender": [(2, 1), (2, 4), (2, 4, 16), (2, 4, 12)]}
+               "arousal": [(2, 1), (2, 4), (2, 4, 16), (2, 4, 12), (1, 4, 12), (0, 4), (0, 4, 12)],
+               "gender": [(2, 1), (2, 4), (2, 4, 16), (2, 4, 12), (1, 4, 12), (0, 4), (0, 4, 12)]}
 
 
 def plan_name(P: int, stride: int, left: int | None = None) -> str:
