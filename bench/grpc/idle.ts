@@ -12,7 +12,7 @@ import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import * as path from 'node:path';
 import { createInterface } from 'node:readline';
 import { createClient, openAnalyzeStream } from '../../src/grpc/client';
-import { BENCH_KEY } from './server';
+import { BENCH_KEY } from './server-process';
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 

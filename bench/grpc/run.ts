@@ -27,7 +27,6 @@
  * the two is compared at each stream count both reached (`--modes stateful` runs one).
  * Numbers, never pass/fail: the machine is shared with model training, see the load average.
  */
-import { spawn, ChildProcessWithoutNullStreams } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -36,10 +35,10 @@ import WebSocket from 'ws';
 import { streamQuery } from '../../src/client/stream';
 import { createClient, listModels, openAnalyzeStream, AnalysisClient } from '../../src/grpc/client';
 import type { StepResultMsg, StreamConfigMsg } from '../../src/grpc/proto';
+import { BENCH_KEY as KEY, ServerProcess, type Mode } from './server-process';
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
 const OUT = path.join(ROOT, 'bench', 'out');
-const KEY = 'bench-grpc-key-0001';
 /** --models: what every stream asks for (default speech, arousal, gender). */
 let MODELS = ['speech', 'arousal', 'gender'];
 const TARGET_P99_MS = 100;
@@ -63,7 +62,6 @@ interface Args {
   sync: boolean;
 }
 
-type Mode = 'stateful' | 'windowed';
 type Transport = 'grpc' | 'ws';
 
 function parseArgs(argv: string[]): Args {
@@ -91,73 +89,10 @@ function parseArgs(argv: string[]): Args {
   return a;
 }
 
-class ServerProcess {
-  private lines: string[] = [];
-  private waiters: ((l: string) => void)[] = [];
-  private constructor(readonly child: ChildProcessWithoutNullStreams) {
-    let buf = '';
-    child.stdout.setEncoding('utf8');
-    child.stdout.on('data', (d: string) => {
-      buf += d;
-      let i: number;
-      while ((i = buf.indexOf('\n')) >= 0) {
-        const line = buf.slice(0, i);
-        buf = buf.slice(i + 1);
-        const w = this.waiters.shift();
-        if (w) w(line);
-        else this.lines.push(line);
-      }
-    });
-  }
-  static async start(mode: Mode): Promise<{ proc: ServerProcess; port: number; url: string }> {
-    const env = { ...process.env, GRPC_STATEFUL: mode === 'stateful' ? '1' : '0' };
-    // GRPC_SERVER_NODE_ARGS: extra node flags for the server process, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof"
-    const nodeArgs = (process.env['GRPC_SERVER_NODE_ARGS'] ?? '').split(' ').filter((a) => a !== '');
-    const child = spawn(process.execPath, [...nodeArgs, path.join(__dirname, 'server.js')], { stdio: ['pipe', 'pipe', 'inherit'], env }) as unknown as ChildProcessWithoutNullStreams;
-    const proc = new ServerProcess(child);
-    const first = JSON.parse(await proc.next()) as { port: number; url: string };
-    return { proc, port: first.port, url: first.url };
-  }
-  /** The server's process id (its main thread's id). */
-  get pid(): number {
-    return this.child.pid ?? 0;
-  }
-  next(): Promise<string> {
-    const l = this.lines.shift();
-    if (l !== undefined) return Promise.resolve(l);
-    return new Promise((r) => this.waiters.push(r));
-  }
-  async usage(): Promise<ServerUsage> {
-    this.child.stdin.write('cpu\n');
-    return JSON.parse(await this.next()) as ServerUsage;
-  }
-  stop(): Promise<void> {
-    return new Promise((resolve) => {
-      this.child.once('exit', () => resolve());
-      this.child.kill('SIGTERM');
-    });
-  }
-}
-
 function percentile(sorted: number[], p: number): number {
   if (sorted.length === 0) return NaN;
   const i = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
   return sorted[i]!;
-}
-
-interface ServerUsage {
-  cpuSec: number;
-  /** CPU seconds per thread id (Linux); the main thread's id is the server's pid. */
-  threadCpuSec?: Record<string, number>;
-  pool: { calls: number; windows: number; steps: number; busyMs: number; encoderWindows?: number; encoderBusyMs?: number; byGraph?: Record<string, { busyMs: number; calls: number; windows: number }> };
-  /** Inference round trips since the last report, ms. */
-  inferenceMs: { n: number; p50: number; p99: number; max: number };
-  /** Server event-loop delay since the last report, ms. */
-  loopMs: { p50: number; p99: number; max: number };
-  /** Messages posted to the inference workers since the last report and the main-thread time they took. */
-  postMessages?: { n: number; msEach: number; totalMs: number };
-  /** Main-thread garbage collections since the last report, by kind. */
-  gcMs?: Record<string, { n: number; ms: number }>;
 }
 
 interface LatencyStats {

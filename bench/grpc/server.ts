@@ -15,8 +15,8 @@ import { Worker } from 'node:worker_threads';
 import { startApp } from '../../src/app';
 import { trimNativeMemory } from '../../src/audio';
 import { defaultConfig } from '../../src/config';
+import { BENCH_KEY } from './server-process';
 
-export const BENCH_KEY = 'bench-grpc-key-0001';
 
 type InferenceEngine = NonNullable<Awaited<ReturnType<typeof startApp>>['hub']>['engine'];
 const round1 = (x: number): number => Math.round(x * 10) / 10;

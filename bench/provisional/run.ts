@@ -1,13 +1,14 @@
 /**
  * `npm run bench:provisional` (node dist/bench/provisional/run.js [--seconds 10] [--levels 1,50]
- * [--skip-latency] [--skip-accuracy]): provisional results of live streams (docs/streaming.md).
+ * [--skip-latency] [--skip-accuracy] [--in-process]): provisional results of live streams (docs/streaming.md).
  *
- * 1. Latency: the service (src/app.ts, default settings) in this process, N live clients per
+ * 1. Latency: the service (src/app.ts, default settings) in its own process (bench/grpc/server.ts, as
+ *    `npm run bench:grpc` runs it; `--in-process`: in this one, as before session 20), N live clients per
  *    transport (WebSocket, gRPC) sending the demo fixture (16 kHz s16le, looped) in real time in
  *    20 ms chunks, output_period 64, for `speech` and for `speech,arousal,gender`. Provisional
  *    latency, per model, of step k = time the first message with that model's provisional result
  *    is received - time the chunk holding the step's last sample ((k+1)*1024) was sent: end to
- *    end, the model's lookahead included (speech 64 ms, the speaker models 128 ms plus up to 3
+ *    end, the model's lookahead included (speech 64 ms, the speaker models none, plus up to 3
  *    steps of their 4-step cadence: src/inference/provisional-runner.ts provisionalPlan). Also:
  *    per model, the share of steps that got a provisional result, and the finals' latency beyond
  *    the lookahead.
@@ -17,7 +18,7 @@
  *    provisional labels the final changed, and for speech the F1 of "speech" against every other
  *    label, finals as reference. Against the truth, per plan: training/validate/provisional.py.
  * Numbers, never pass/fail. Clients share the server's cores: on 2 cores the figures include the
- * clients' own CPU.
+ * clients' own CPU (and, with --in-process, their event loop is the server's).
  */
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -31,6 +32,7 @@ import { createClient, openAnalyzeStream, type AnalysisClient } from '../../src/
 import type { StepResultMsg } from '../../src/grpc/proto';
 import { sharedEngine } from '../../src/inference/engine';
 import { StreamSession } from '../../src/pipeline/analyze-stream';
+import { BENCH_KEY, ServerProcess } from '../grpc/server-process';
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
 const KEY = 'bench-provisional-key-0001';
@@ -59,7 +61,7 @@ interface Run {
 }
 
 /** One real-time stream: 20 ms chunks, provisional and final latencies. */
-function liveStream(transport: 'ws' | 'grpc', url: string, client: AnalysisClient, models: string[], lookahead: number, pcm: Buffer, startAt: number): Promise<Run> {
+function liveStream(transport: 'ws' | 'grpc', url: string, key: string, client: AnalysisClient, models: string[], lookahead: number, pcm: Buffer, startAt: number): Promise<Run> {
   const chunk = 320;
   const total = pcm.length / 2;
   const chunks = Math.ceil(total / chunk);
@@ -93,13 +95,13 @@ function liveStream(transport: 'ws' | 'grpc', url: string, client: AnalysisClien
   let end: () => void;
   let done: Promise<void>;
   if (transport === 'grpc') {
-    const h = openAnalyzeStream(client, KEY, { models, output_period: 64, sample_rate: 16000, encoding: 'PCM_S16LE' });
+    const h = openAnalyzeStream(client, key, { models, output_period: 64, sample_rate: 16000, encoding: 'PCM_S16LE' });
     h.call.on('data', (m: StepResultMsg) => !m.summary && onStep(Number(m.timestamp), m.final === true, m.results ?? {}));
     send = (b) => void h.call.write({ audio: b });
     end = () => h.end();
     done = h.status.then(() => undefined);
   } else {
-    const ws = new WebSocket(`${url.replace(/^http/, 'ws')}/stream?${streamQuery({ models, outputPeriodMs: 64, sampleRate: 16000 })}`, { headers: { 'x-api-key': KEY }, perMessageDeflate: false });
+    const ws = new WebSocket(`${url.replace(/^http/, 'ws')}/stream?${streamQuery({ models, outputPeriodMs: 64, sampleRate: 16000 })}`, { headers: { 'x-api-key': key }, perMessageDeflate: false });
     const pending: Buffer[] = [];
     ws.on('open', () => pending.splice(0).forEach((p) => ws.send(p)));
     ws.on('message', (d: Buffer) => {
@@ -123,28 +125,62 @@ function liveStream(transport: 'ws' | 'grpc', url: string, client: AnalysisClien
   return done.then(() => run);
 }
 
-async function latency(seconds: number, levels: number[]): Promise<unknown[]> {
+/** The service for the latency runs: in its own process (bench/grpc/server.ts, as `npm run bench:grpc` runs it), or in this one. */
+interface Service {
+  url: string;
+  grpcPort: number;
+  key: string;
+  /** CPU seconds the service has used (its own process), or undefined when it runs in this one. */
+  cpuSec(): Promise<number | undefined>;
+  close(): Promise<void>;
+}
+
+async function startService(inProcess: boolean): Promise<Service> {
+  if (!inProcess) {
+    const { proc, port, url } = await ServerProcess.start('stateful');
+    return { url, grpcPort: port, key: BENCH_KEY, cpuSec: async () => (await proc.usage()).cpuSec, close: () => proc.stop() };
+  }
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'auris-bench-prov-'));
   const app = await startApp({
     logger: false,
     config: defaultConfig({ host: '127.0.0.1', port: 0, grpcPort: 0, dataDir, apiKeys: [{ key: KEY, organizationId: 'o', projectId: 'p' }], logLevel: 'silent' }),
   });
+  return {
+    url: app.url,
+    grpcPort: app.grpcPort!,
+    key: KEY,
+    cpuSec: async () => undefined,
+    close: async () => {
+      await app.close();
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** The models' largest right context in steps (their finals' lookahead), from their manifests. */
+function lookaheadSteps(models: string[]): number {
+  return Math.max(...models.map((m) => (JSON.parse(fs.readFileSync(path.join(ROOT, 'models', m, 'manifest.json'), 'utf8')) as { context: { right_steps: number } }).context.right_steps));
+}
+
+async function latency(seconds: number, levels: number[], inProcess: boolean): Promise<unknown[]> {
+  const service = await startService(inProcess);
   const { samples } = await decodeAll({ path: path.join(ROOT, 'test', 'fixtures', 'demo.flac') });
   const pcm = s16(samples, seconds);
-  const engine = app.hub!.engine;
   const rows: unknown[] = [];
   try {
     for (const models of [['speech'], ['speech', 'arousal', 'gender']]) {
-      const lookahead = Math.max(...engine.registry.resolve(models).map((m) => m.context.rightSteps));
+      const lookahead = lookaheadSteps(models);
       for (const transport of ['ws', 'grpc'] as const) {
         for (const n of levels) {
-          const clients = Array.from({ length: Math.max(1, Math.ceil(n / 25)) }, () => createClient(`127.0.0.1:${app.grpcPort}`));
-          await liveStream(transport, app.url, clients[0]!, models, lookahead, s16(samples, 2), performance.now()); // warm-up
+          const clients = Array.from({ length: Math.max(1, Math.ceil(n / 25)) }, () => createClient(`127.0.0.1:${service.grpcPort}`));
+          await liveStream(transport, service.url, service.key, clients[0]!, models, lookahead, s16(samples, 2), performance.now()); // warm-up
           const cpu0 = process.cpuUsage();
+          const server0 = await service.cpuSec();
           const t0 = performance.now();
-          const runs = await Promise.all(Array.from({ length: n }, (_, i) => liveStream(transport, app.url, clients[i % clients.length]!, models, lookahead, pcm, t0 + 50 + (i / n) * 20)));
+          const runs = await Promise.all(Array.from({ length: n }, (_, i) => liveStream(transport, service.url, service.key, clients[i % clients.length]!, models, lookahead, pcm, t0 + 50 + (i / n) * 20)));
           const wall = (performance.now() - t0) / 1000;
           const cpu = process.cpuUsage(cpu0);
+          const server1 = await service.cpuSec();
           for (const c of clients) c.close();
           const fin = runs.flatMap((r) => r.final).sort((a, b) => a - b);
           const steps = runs.reduce((a, r) => a + r.steps, 0);
@@ -153,13 +189,17 @@ async function latency(seconds: number, levels: number[]): Promise<unknown[]> {
             const prov = runs.flatMap((r) => r.prov[m]!).sort((a, b) => a - b);
             provisional[m] = { p50: pct(prov, 50), p99: pct(prov, 99), max: pct(prov, 100), stepsWithProvisionalPercent: Math.round((prov.length / Math.max(1, steps)) * 1000) / 10 };
           }
+          const percent = (sec: number): number => Math.round((sec / wall) * 100);
           const row = {
             models: models.join(','),
             transport,
             streams: n,
+            server: inProcess ? 'in this process' : 'own process',
             provisionalFromStepAudio: provisional,
             finalBeyondLookahead: { p50: pct(fin, 50), p99: pct(fin, 99) },
-            processCpuPercent: Math.round(((cpu.user + cpu.system) / 1e6 / wall) * 100),
+            // in this process: the server and the clients together
+            processCpuPercent: percent((cpu.user + cpu.system) / 1e6),
+            ...(server0 !== undefined && server1 !== undefined ? { serverCpuPercent: percent(server1 - server0) } : {}),
             load1: os.loadavg()[0]!.toFixed(2),
           };
           log(JSON.stringify(row));
@@ -168,8 +208,7 @@ async function latency(seconds: number, levels: number[]): Promise<unknown[]> {
       }
     }
   } finally {
-    await app.close();
-    fs.rmSync(dataDir, { recursive: true, force: true });
+    await service.close();
   }
   return rows;
 }
@@ -254,7 +293,7 @@ async function main(): Promise<void> {
   };
   const result: Record<string, unknown> = { cores: os.availableParallelism(), P_ms: P * 64 };
   if (!argv.includes('--skip-accuracy')) result.accuracy = await accuracy();
-  if (!argv.includes('--skip-latency')) result.latency = await latency(Number(arg('--seconds', '10')), arg('--levels', '1,50').split(',').map(Number));
+  if (!argv.includes('--skip-latency')) result.latency = await latency(Number(arg('--seconds', '10')), arg('--levels', '1,50').split(',').map(Number), argv.includes('--in-process'));
   process.stdout.write(JSON.stringify(result, null, 1) + '\n');
   process.exit(0);
 }
