@@ -8,12 +8,12 @@ import { strict as assert } from 'node:assert';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { describe, it } from 'node:test';
-import { FAST_PROVISIONAL, ProvisionalRunner, provisionalPlan, SLOW_PROVISIONAL } from '../../src/inference/provisional-runner';
+import { EMOTIONS_PROVISIONAL, FAST_PROVISIONAL, ProvisionalRunner, provisionalPlan, SLOW_PROVISIONAL } from '../../src/inference/provisional-runner';
 import { FLOATS_PER_STEP } from '../../src/inference/registry';
 
 const MODELS = path.join(__dirname, '..', '..', '..', 'models');
-const speechLike = { context: { leftSteps: 12, rightSteps: 12 } };
-const speakerLike = { context: { leftSteps: 24, rightSteps: 24 } };
+const speechLike = { name: 'speech', context: { leftSteps: 12, rightSteps: 12 } };
+const speakerLike = { name: 'gender', context: { leftSteps: 24, rightSteps: 24 } };
 
 /** Features of steps [from, from+n): every float of step s is s. */
 function features(from: number, n: number): Float32Array {
@@ -28,13 +28,15 @@ describe('provisional plans', () => {
     assert.deepEqual(FAST_PROVISIONAL, { lookahead: 1, stride: 1, leftContext: 8 });
     assert.deepEqual(provisionalPlan(speakerLike, 1), SLOW_PROVISIONAL);
     assert.deepEqual(SLOW_PROVISIONAL, { lookahead: 0, stride: 4, leftContext: 12 });
+    assert.deepEqual(provisionalPlan({ ...speakerLike, name: 'emotions' }, 1), EMOTIONS_PROVISIONAL);
+    assert.deepEqual(EMOTIONS_PROVISIONAL, { lookahead: 4, stride: 4, leftContext: 12 });
   });
 
   it('each scored model runs the plan its card reports (models/<task>/provisional.json, training/validate/provisional.py)', () => {
-    for (const task of ['speech', 'gender', 'arousal']) {
+    for (const task of ['speech', 'gender', 'arousal', 'emotions']) {
       const manifest = JSON.parse(fs.readFileSync(path.join(MODELS, task, 'manifest.json'), 'utf8')) as { context: { left_steps: number; right_steps: number } };
       const scored = JSON.parse(fs.readFileSync(path.join(MODELS, task, 'provisional.json'), 'utf8')) as { shipped: { lookahead_steps: number; stride_steps: number; left_context_steps: number } };
-      const plan = provisionalPlan({ context: { leftSteps: manifest.context.left_steps, rightSteps: manifest.context.right_steps } }, 1);
+      const plan = provisionalPlan({ name: task, context: { leftSteps: manifest.context.left_steps, rightSteps: manifest.context.right_steps } }, 1);
       assert.deepEqual(plan, { lookahead: scored.shipped.lookahead_steps, stride: scored.shipped.stride_steps, leftContext: scored.shipped.left_context_steps }, task);
     }
   });
@@ -42,7 +44,7 @@ describe('provisional plans', () => {
   it('strides are whole output steps; lookahead and left context never exceed the model\'s; an override applies to every model', () => {
     assert.deepEqual(provisionalPlan(speechLike, 4), { lookahead: 1, stride: 4, leftContext: 8 });
     assert.deepEqual(provisionalPlan(speakerLike, 3), { lookahead: 0, stride: 6, leftContext: 12 });
-    assert.deepEqual(provisionalPlan({ context: { leftSteps: 1, rightSteps: 1 } }, 1, { lookahead: 2, stride: 1, leftContext: 12 }), { lookahead: 1, stride: 1, leftContext: 1 });
+    assert.deepEqual(provisionalPlan({ name: 'x', context: { leftSteps: 1, rightSteps: 1 } }, 1, { lookahead: 2, stride: 1, leftContext: 12 }), { lookahead: 1, stride: 1, leftContext: 1 });
     assert.deepEqual(provisionalPlan(speechLike, 1, { lookahead: 2, stride: 1, leftContext: 12 }), { lookahead: 2, stride: 1, leftContext: 12 });
   });
 });

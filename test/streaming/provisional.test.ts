@@ -102,6 +102,17 @@ describe('provisional results', () => {
     }
   });
 
+  it('emotions answers in a tier of its own, after gender: {speech}, {speech, gender}, then all three', async () => {
+    const messages = await wsPaced(app.wsUrl, { models: 'speech,gender,emotions', output_period: '64', sample_rate: '16000' }, pcm.subarray(0, 16000 * 2 * 3));
+    const { provisional } = splitProvisional(messages);
+    const byStep = new Map<number, string[][]>();
+    for (const p of provisional) byStep.set(p.timestamp, [...(byStep.get(p.timestamp) ?? []), Object.keys(p.results)]);
+    assert.ok([...byStep.values()].some((kinds) => kinds.length === 3), 'no step with three provisional messages');
+    for (const kinds of byStep.values()) {
+      assert.deepEqual(kinds, [['speech'], ['speech', 'gender'], ['speech', 'gender', 'emotions']].slice(0, kinds.length));
+    }
+  });
+
   it('output period 512 ms: gender could answer a step before speech does, yet speech\'s message still comes first', async () => {
     // per output step of 8 steps: speech answers 1 step after it (lookahead 1), gender at once (lookahead 0)
     const messages = await wsPaced(app.wsUrl, { models: 'speech,gender', output_period: '512', sample_rate: '16000' }, pcm);

@@ -220,7 +220,7 @@ def provisional_section(d) -> str:
     if z is None:
         return ""
     speech = z["task"] == "speech"
-    metric = "speech_f1" if speech else ("uar" if z["task"] == "arousal" else "accuracy")
+    metric = "speech_f1" if speech else ("uar" if z["task"] in ("arousal", "emotions") else "accuracy")
     name = {"speech_f1": "speech F1 (speech vs music + other)", "uar": "UAR", "accuracy": "accuracy"}[metric]
     shipped = z["shipped"]["key"]
     rows = ["| answer | " + name + " | labels the final changes |", "|---|---|---|",

@@ -13,8 +13,8 @@ so onsets and class changes happen as they do in a stream. Truth per step: the c
 (>= -50 dBFS); quiet gaps and unvoiced steps are not scored (the service labels them `silence` by level).
 
 - speech: F1 of `speech` against music + other, final vs provisional, and the share of labels the final changes;
-- arousal: unweighted average recall (3 classes); gender: accuracy (2 classes), per step, network alone (gender's
-  encoder views fuse into finals only).
+- arousal and emotions: unweighted average recall (3 and 4 classes); gender: accuracy (2 classes), per step,
+  network alone (gender's encoder views fuse into finals only).
 """
 from __future__ import annotations
 
@@ -26,16 +26,26 @@ import numpy as np
 
 from training.data import clips as D
 from training.features import FRAMES_PER_STEP as FRAMES, logmel_fast, step_levels
-from training.validate.evaluation import CLASSES, VOICED_DBFS, recall_table
+from training.validate.evaluation import CLASSES as _CLASSES, VOICED_DBFS, recall_table
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # The service's plans (lookahead, stride, left context) in steps: src/inference/provisional-runner.ts provisionalPlan, which
 # test/inference/provisional-runner.test.ts holds to the `shipped` plan of each models/<task>/provisional.json.
-SHIPPED = {"speech": (1, 1, 8), "arousal": (0, 4, 12), "gender": (0, 4, 12)}
+SHIPPED = {"speech": (1, 1, 8), "arousal": (0, 4, 12), "gender": (0, 4, 12), "emotions": (4, 4, 12)}
 # --write: the shipped plan and its neighbours (lookahead, stride[, left context]); the whole left context when absent
 WRITE_PLANS = {"speech": [(0, 1), (1, 1), (2, 1), (1, 1, 8), (1, 1, 6)],
                "arousal": [(2, 1), (2, 4), (2, 4, 16), (2, 4, 12), (1, 4, 12), (0, 4), (0, 4, 12)],
-               "gender": [(2, 1), (2, 4), (2, 4, 16), (2, 4, 12), (1, 4, 12), (0, 4), (0, 4, 12)]}
+               "gender": [(2, 1), (2, 4), (2, 4, 16), (2, 4, 12), (1, 4, 12), (0, 4), (0, 4, 12)],
+               "emotions": [(0, 4, 12), (2, 4, 12), (2, 4), (4, 4), (6, 4, 12), (8, 4, 12), (4, 4, 12)]}
+
+
+def _raw_keys(task: str) -> list[str]:
+    with open(os.path.join(ROOT, "models", task, "manifest.json")) as f:
+        return json.load(f)["raw_keys"]
+
+
+# class order of each task's labels (emotions: its manifest's raw keys, the order of its outputs)
+CLASSES = {**_CLASSES, "emotions": _raw_keys("emotions")}
 
 
 def plan_name(P: int, stride: int, left: int | None = None) -> str:
