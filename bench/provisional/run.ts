@@ -8,7 +8,7 @@
  *    20 ms chunks, output_period 64, for `speech` and for `speech,arousal,gender`. Provisional
  *    latency, per model, of step k = time the first message with that model's provisional result
  *    is received - time the chunk holding the step's last sample ((k+1)*1024) was sent: end to
- *    end, the model's lookahead included (speech 64 ms, the speaker models none, plus up to 3
+ *    end, the model's lookahead included (speech 64 ms, gender and arousal none, plus up to 3
  *    steps of their 4-step cadence: src/inference/provisional-runner.ts provisionalPlan). Also:
  *    per model, the share of steps that got a provisional result, and the finals' latency beyond
  *    the lookahead.
