@@ -31,11 +31,11 @@ import { streamQuery } from '../../src/client/stream';
 import { createClient, openAnalyzeStream, type AnalysisClient } from '../../src/grpc/client';
 import type { StepResultMsg } from '../../src/grpc/proto';
 import { sharedEngine } from '../../src/inference/engine';
+import { ModelRegistry } from '../../src/inference/registry';
 import { StreamSession } from '../../src/pipeline/analyze-stream';
 import { BENCH_KEY, ServerProcess } from '../grpc/server-process';
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
-const KEY = 'bench-provisional-key-0001';
 const P = 2;
 const log = (m: string): void => void process.stderr.write(`[bench:provisional] ${m}\n`);
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -61,7 +61,7 @@ interface Run {
 }
 
 /** One real-time stream: 20 ms chunks, provisional and final latencies. */
-function liveStream(transport: 'ws' | 'grpc', url: string, key: string, client: AnalysisClient, models: string[], lookahead: number, pcm: Buffer, startAt: number): Promise<Run> {
+function liveStream(transport: 'ws' | 'grpc', url: string, client: AnalysisClient, models: string[], lookahead: number, pcm: Buffer, startAt: number): Promise<Run> {
   const chunk = 320;
   const total = pcm.length / 2;
   const chunks = Math.ceil(total / chunk);
@@ -95,13 +95,13 @@ function liveStream(transport: 'ws' | 'grpc', url: string, key: string, client: 
   let end: () => void;
   let done: Promise<void>;
   if (transport === 'grpc') {
-    const h = openAnalyzeStream(client, key, { models, output_period: 64, sample_rate: 16000, encoding: 'PCM_S16LE' });
+    const h = openAnalyzeStream(client, BENCH_KEY, { models, output_period: 64, sample_rate: 16000, encoding: 'PCM_S16LE' });
     h.call.on('data', (m: StepResultMsg) => !m.summary && onStep(Number(m.timestamp), m.final === true, m.results ?? {}));
     send = (b) => void h.call.write({ audio: b });
     end = () => h.end();
     done = h.status.then(() => undefined);
   } else {
-    const ws = new WebSocket(`${url.replace(/^http/, 'ws')}/stream?${streamQuery({ models, outputPeriodMs: 64, sampleRate: 16000 })}`, { headers: { 'x-api-key': key }, perMessageDeflate: false });
+    const ws = new WebSocket(`${url.replace(/^http/, 'ws')}/stream?${streamQuery({ models, outputPeriodMs: 64, sampleRate: 16000 })}`, { headers: { 'x-api-key': BENCH_KEY }, perMessageDeflate: false });
     const pending: Buffer[] = [];
     ws.on('open', () => pending.splice(0).forEach((p) => ws.send(p)));
     ws.on('message', (d: Buffer) => {
@@ -129,7 +129,6 @@ function liveStream(transport: 'ws' | 'grpc', url: string, key: string, client: 
 interface Service {
   url: string;
   grpcPort: number;
-  key: string;
   /** CPU seconds the service has used (its own process), or undefined when it runs in this one. */
   cpuSec(): Promise<number | undefined>;
   close(): Promise<void>;
@@ -138,17 +137,16 @@ interface Service {
 async function startService(inProcess: boolean): Promise<Service> {
   if (!inProcess) {
     const { proc, port, url } = await ServerProcess.start('stateful');
-    return { url, grpcPort: port, key: BENCH_KEY, cpuSec: async () => (await proc.usage()).cpuSec, close: () => proc.stop() };
+    return { url, grpcPort: port, cpuSec: async () => (await proc.usage()).cpuSec, close: () => proc.stop() };
   }
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'auris-bench-prov-'));
   const app = await startApp({
     logger: false,
-    config: defaultConfig({ host: '127.0.0.1', port: 0, grpcPort: 0, dataDir, apiKeys: [{ key: KEY, organizationId: 'o', projectId: 'p' }], logLevel: 'silent' }),
+    config: defaultConfig({ host: '127.0.0.1', port: 0, grpcPort: 0, dataDir, apiKeys: [{ key: BENCH_KEY, organizationId: 'o', projectId: 'p' }], logLevel: 'silent' }),
   });
   return {
     url: app.url,
     grpcPort: app.grpcPort!,
-    key: KEY,
     cpuSec: async () => undefined,
     close: async () => {
       await app.close();
@@ -157,27 +155,23 @@ async function startService(inProcess: boolean): Promise<Service> {
   };
 }
 
-/** The models' largest right context in steps (their finals' lookahead), from their manifests. */
-function lookaheadSteps(models: string[]): number {
-  return Math.max(...models.map((m) => (JSON.parse(fs.readFileSync(path.join(ROOT, 'models', m, 'manifest.json'), 'utf8')) as { context: { right_steps: number } }).context.right_steps));
-}
-
 async function latency(seconds: number, levels: number[], inProcess: boolean): Promise<unknown[]> {
   const service = await startService(inProcess);
   const { samples } = await decodeAll({ path: path.join(ROOT, 'test', 'fixtures', 'demo.flac') });
   const pcm = s16(samples, seconds);
+  const registry = ModelRegistry.loadSync();
   const rows: unknown[] = [];
   try {
     for (const models of [['speech'], ['speech', 'arousal', 'gender']]) {
-      const lookahead = lookaheadSteps(models);
+      const lookahead = Math.max(...registry.resolve(models).map((m) => m.context.rightSteps));
       for (const transport of ['ws', 'grpc'] as const) {
         for (const n of levels) {
           const clients = Array.from({ length: Math.max(1, Math.ceil(n / 25)) }, () => createClient(`127.0.0.1:${service.grpcPort}`));
-          await liveStream(transport, service.url, service.key, clients[0]!, models, lookahead, s16(samples, 2), performance.now()); // warm-up
+          await liveStream(transport, service.url, clients[0]!, models, lookahead, s16(samples, 2), performance.now()); // warm-up
           const cpu0 = process.cpuUsage();
           const server0 = await service.cpuSec();
           const t0 = performance.now();
-          const runs = await Promise.all(Array.from({ length: n }, (_, i) => liveStream(transport, service.url, service.key, clients[i % clients.length]!, models, lookahead, pcm, t0 + 50 + (i / n) * 20)));
+          const runs = await Promise.all(Array.from({ length: n }, (_, i) => liveStream(transport, service.url, clients[i % clients.length]!, models, lookahead, pcm, t0 + 50 + (i / n) * 20)));
           const wall = (performance.now() - t0) / 1000;
           const cpu = process.cpuUsage(cpu0);
           const server1 = await service.cpuSec();
