@@ -48,8 +48,8 @@ export interface StreamSessionOptions extends AnalysisRequest {
   /**
    * Provisional results (docs/streaming.md): each output step is also answered before its
    * final, by the same networks with the missing future treated as the signal end, each model
-   * as soon as its plan allows (src/pipeline/provisional-results.ts). Absent or false: finals
-   * only. Not with the speakers model (its online map has no truncated answer): finals only then.
+   * as soon as its plan allows (src/pipeline/provisional-results.ts); the speaker map's with its
+   * latest window (src/speakers/live-map.ts). Absent or false: finals only.
    */
   provisional?: boolean;
   /** The same provisional plan for every model instead of each model's own (benchmarks, tests). */
@@ -130,11 +130,7 @@ export class StreamSession {
     this.frameBytes = options.channels * BYTES_PER_SAMPLE[options.encoding];
     this.modelsRun = modelsToRun(options.models);
     const infos: ModelInfo[] = engine.registry.resolve(this.modelsRun);
-    this.decider = new StepDecider({
-      ...this.deciderOptions(engine),
-      // raw values of the speaker map: the speakers known to the windows of the step (the later ones are exactly 0)
-      shownRawKeys: (model, probs) => (this.speakers?.model === model ? lastNonZero(probs) + 1 : undefined),
-    });
+    this.decider = new StepDecider(this.deciderOptions(engine));
     this.summaryTime = this.decider.policies.map((p) => new Float64Array(p.summaryClasses.length));
     if (options.includeTransitions) this.segments = this.decider.policies.map(() => new SegmentBuilder(options.outputPeriodMs));
     this.g711 = options.encoding === 'mulaw' || options.encoding === 'alaw' ? options.encoding : undefined;
@@ -153,8 +149,9 @@ export class StreamSession {
     const views = engine.channelViews();
     this.runners = networks.map((m) => this.finalRunner(engine, m, views));
     this.stages.push(...views.stages);
-    if (options.provisional && !this.speakers) {
-      this.provisional = new ProvisionalResults({
+    if (options.provisional) {
+      const speakerMap = this.speakers ? engine.registry.get(this.speakers.model) : undefined;
+      const provisional = new ProvisionalResults({
         engine,
         networks,
         decider: this.deciderOptions(engine),
@@ -167,7 +164,10 @@ export class StreamSession {
           if (!this.closed && !this.failure) this.events.onStep(step, false);
         },
         onError: (e) => this.fail(e),
+        ...(speakerMap ? { speakerMap } : {}),
       });
+      if (this.speakers) this.speakers.map.onProvisional = (start, probs) => provisional.speakerOutput(start, probs);
+      this.provisional = provisional;
     }
   }
 
@@ -179,7 +179,15 @@ export class StreamSession {
   /** Post-processing options of this stream's requested analysis (finals and provisional results alike). */
   private deciderOptions(engine: InferenceEngine): PostProcessOptions {
     const o = this.options;
-    return { models: o.models, rawKeys: engine.registry.rawKeys(), outputPeriodMs: o.outputPeriodMs, volumeThreshold: volumeThresholdOf(o), includeRaw: o.includeRaw };
+    return {
+      models: o.models,
+      rawKeys: engine.registry.rawKeys(),
+      outputPeriodMs: o.outputPeriodMs,
+      volumeThreshold: volumeThresholdOf(o),
+      includeRaw: o.includeRaw,
+      // raw values of the speaker map: the speakers known to the windows of the step (the later ones are exactly 0)
+      shownRawKeys: (model, probs) => (this.speakers?.model === model ? lastNonZero(probs) + 1 : undefined),
+    };
   }
 
   /** The speaker map has no network: its encoder stage feeds an online assignment (src/speakers). */
@@ -317,6 +325,7 @@ export class StreamSession {
     for (const r of this.runners) r.push(chunk.features, chunk.steps);
     this.provisional?.push(chunk.features, chunk.steps);
     for (const e of this.stages) e.push(chunk.levels, chunk.pcm, chunk.steps).catch((err: Error) => this.fail(err));
+    if (this.provisional) this.speakers?.map.provisionalReady();
   }
 
   private fail(e: Error): void {

@@ -13,6 +13,11 @@
  * the latest message per timestamp always has every model answered so far. With speech and
  * gender: `{speech}` about 70 ms after the step's audio, then `{speech, gender}`, then the final.
  * A tier with no requested model of its own sends nothing (gender alone: speech only gates it).
+ *
+ * The speaker map (`speakers`) has no network: its provisional answer for a step is the live map's
+ * latest window, who spoke last (src/speakers/live-map.ts), pushed here by the stream. It comes in
+ * the last tier, with every other requested model: its answers are there soon after speech's, and
+ * the steps before its first window have none, which would hold back a tier after it.
  */
 import { STEP_MS } from '../analysis/options';
 import { policyFor } from '../analysis/policies';
@@ -39,6 +44,8 @@ export interface ProvisionalResultsOptions {
   nextFinal: () => number;
   onStep: (step: TimeStepResult) => void;
   onError: (e: Error) => void;
+  /** The speaker map's model, when it runs: its provisional vectors come through speakerOutput(). */
+  speakerMap?: ModelInfo;
 }
 
 interface Tier {
@@ -100,6 +107,23 @@ export class ProvisionalResults {
         sent: 0,
       });
     }
+    if (o.speakerMap) {
+      this.probs.set(o.speakerMap.name, new StepBuffer(o.speakerMap.rawKeys.length));
+      shown.push(o.speakerMap.name);
+      this.tiers.push({
+        inputs: [...inputs, o.speakerMap.name],
+        decider: new StepDecider({ ...o.decider, models: o.decider.models.filter((n) => shown.includes(n)), segmentSmoothing: false }),
+        next: 0,
+        sent: 0,
+      });
+    }
+  }
+
+  /** The speaker map's provisional vectors of steps [start, start + steps) (in order; a gap only before the first). */
+  speakerOutput(start: number, probs: Float32Array): void {
+    if (this.stopped) return;
+    this.store(this.probs.get(this.o.speakerMap!.name)!, start, probs);
+    this.emit();
   }
 
   /** Model calls made so far (all models). */
@@ -147,11 +171,7 @@ export class ProvisionalResults {
         // the network alone: encoder views (gender) fuse into finals only
         infer: (features, steps) => this.o.engine.infer(m, features, steps, urgent),
         onOutput: (start, probs) => {
-          if (store.end < start) {
-            store.clear();
-            store.start = start;
-          }
-          store.append(probs);
+          this.store(store, start, probs);
           this.emit();
         },
         onError: (e) => this.o.onError(e),
@@ -162,6 +182,15 @@ export class ProvisionalResults {
         ...(this.gate ? { shows: (from: number, to: number) => this.shows(gated, from, to) } : {}),
       }),
     );
+  }
+
+  /** Appends outputs from `start`; after a gap (steps whose final came first) the store starts again there. */
+  private store(store: StepBuffer, start: number, probs: Float32Array): void {
+    if (store.end < start) {
+      store.clear();
+      store.start = start;
+    }
+    store.append(probs);
   }
 
   /**

@@ -6,6 +6,11 @@
  * (the one starting at or before it) is known, so it waits at most one window (W - 1 steps) and its
  * speaker never changes afterwards. Steps no window covers take the latest window's vector, or
  * zeros (speaker_1 at confidence 0) before the first one.
+ *
+ * Provisional answers (streams asking for them, docs/streaming.md): a step also gets at once the
+ * vector of the latest embedded window that ends at or before it, "who spoke last", without
+ * waiting for the windows still to come; the final, the mean of every window covering the step,
+ * follows as above. The ids are the same assigner's, so a provisional id is one the finals use.
  */
 import type { WindowOutcome } from '../inference/encoder-stage';
 import { normalise, OnlineSpeakers } from './clustering';
@@ -25,6 +30,14 @@ export class LiveSpeakerMap {
   private recent: { window: number; probs: Float32Array }[] = [];
   private latest: Float32Array | undefined;
   private emitted = 0;
+  /** Windows whose outcome is known (0 .. outcomes - 1). */
+  private outcomes = 0;
+  /** The latest embedded window's vector (provisional answers). */
+  private newest: Float32Array | undefined;
+  /** Steps given a provisional vector, or passed before the first embedded window. */
+  private provisionalTo = 0;
+  /** Receives the provisional vectors of steps [startStep, startStep + steps), when set (ProvisionalResults). */
+  onProvisional: ((startStep: number, probs: Float32Array, steps: number) => void) | undefined;
   /** Each speaker's windows (unit embeddings), for its gender in the summary (speaker-gender.ts). */
   readonly embeddings = new SpeakerEmbeddingSums();
 
@@ -59,6 +72,7 @@ export class LiveSpeakerMap {
   /** The next window's outcome (in window order). */
   pushWindow(o: WindowOutcome): void {
     const { hopSteps: H, windowSteps: W } = this.map.params;
+    this.provisionalUpTo(o.window * H + W - 1); // the steps before this window's last one: the windows before it
     if (o.kind === 'embedded') {
       const embedding = normalise(o.embeddings[0]!);
       const { speaker, probs } = this.assigner.add(embedding, o.window);
@@ -66,7 +80,10 @@ export class LiveSpeakerMap {
       const v = new Float32Array(this.width);
       v.set(probs);
       this.recent.push({ window: o.window, probs: v });
+      this.newest = v;
     }
+    this.outcomes = o.window + 1;
+    this.provisionalReady();
     const end = Math.min((o.window + 1) * H, this.stepsReceived());
     if (end <= this.emitted) return;
     const from = this.emitted;
@@ -85,5 +102,28 @@ export class LiveSpeakerMap {
     }
     this.emitted = end;
     this.onOutput(from, out, end - from);
+  }
+
+  /**
+   * New steps arrived or a window's outcome: gives the provisional vector to every received step
+   * whose windows ending at or before it are all known (window j's last step is jH + W - 1), so
+   * only a window's last step waits for the encoder.
+   */
+  provisionalReady(): void {
+    const { hopSteps: H, windowSteps: W } = this.map.params;
+    this.provisionalUpTo(this.outcomes * H + W - 1);
+  }
+
+  /** Steps before `to` (and received) take the latest embedded window's vector; before the first one, none (their final is the only answer). */
+  private provisionalUpTo(to: number): void {
+    if (!this.onProvisional) return;
+    const end = Math.min(this.stepsReceived(), to);
+    if (end <= this.provisionalTo) return;
+    const from = this.provisionalTo;
+    this.provisionalTo = end;
+    if (!this.newest) return;
+    const out = new Float32Array((end - from) * this.width);
+    for (let s = 0; s < end - from; s++) out.set(this.newest, s * this.width);
+    this.onProvisional(from, out, end - from);
   }
 }

@@ -3,7 +3,8 @@
  * test/fixtures/speakers_golden.json (slices of simulated conversations with real speaker-encoder
  * embeddings; `python -m training diarization golden`) must come out step for step as the reference
  * says, for files (FileSpeakerMap.finish: speech gating, centring, clusterWindows, speakers that win
- * no speech step dropped) and for streams (OnlineSpeakers + stepProbabilities). Any change to the
+ * no speech step dropped) and for streams (OnlineSpeakers + stepProbabilities; and LiveSpeakerMap's
+ * provisional answers, fed step by step as a live stream is). Any change to the
  * clustering's rules, ties or parameters' meaning shows here; then change cluster.py the same way and
  * regenerate the fixture.
  */
@@ -13,6 +14,7 @@ import * as path from 'node:path';
 import { describe, it } from 'node:test';
 import { normalise, OnlineSpeakers, stepProbabilities, type SpeakerMapParams } from '../../src/speakers/clustering';
 import { FileSpeakerMap } from '../../src/speakers/file-map';
+import { LiveSpeakerMap } from '../../src/speakers/live-map';
 import type { SpeakerMapInfo } from '../../src/speakers/manifest';
 import { ReclusteringSpeakers, type ReclusterParams } from '../../src/speakers/recluster';
 import type { EncoderInfo } from '../../src/inference/views';
@@ -48,7 +50,7 @@ interface Case {
   embeddings: number[][];
   speech: string;
   stream_num_speakers?: number;
-  expected: { file: { K: number; labels: number[] }; stream: { K: number; labels: number[] } };
+  expected: { file: { K: number; labels: number[] }; stream: { K: number; labels: number[]; provisional: number[] } };
 }
 
 const cases = (JSON.parse(fs.readFileSync(GOLDEN, 'utf8')) as { cases: Case[] }).cases;
@@ -84,9 +86,9 @@ function labels(probs: Float32Array, steps: number): number[] {
   });
 }
 
-function fileLabels(c: Case): { K: number; labels: number[] } {
+function infoOf(c: Case): SpeakerMapInfo {
   const params = paramsOf(c);
-  const info: SpeakerMapInfo = {
+  return {
     encoder: { windowSteps: WINDOW_STEPS } as EncoderInfo,
     schedule: { windowSteps: WINDOW_STEPS, hopSteps: params.hopSteps, every: 1, minVoicedSteps: c.params.min_voiced_steps, gateDb: c.params.gate_db },
     params,
@@ -94,7 +96,10 @@ function fileLabels(c: Case): { K: number; labels: number[] } {
     centre: c.params.center,
     recluster: reclusterOf(c),
   };
-  const map = new FileSpeakerMap(info);
+}
+
+function fileLabels(c: Case): { K: number; labels: number[] } {
+  const map = new FileSpeakerMap(infoOf(c));
   embeddingsOf(c).forEach((e, i) => map.pushWindow({ window: c.windows[i]!, kind: 'embedded', embeddings: [e], run: 0 }));
   const speech = Uint8Array.from(c.speech, (ch) => (ch === '1' ? 1 : 0));
   const out = map.finish(c.steps, speech, c.num_speakers === undefined ? {} : { numSpeakers: c.num_speakers });
@@ -115,6 +120,31 @@ function streamLabels(c: Case): { K: number; labels: number[] } {
   return { K: Math.max(1, online.count), labels: labels(probs, c.steps) };
 }
 
+/**
+ * A live stream's provisional labels (-1: none): steps arrive one at a time, each window's outcome
+ * right after its last step (embedded or not), as the encoder stage reports them.
+ */
+function provisionalLabels(c: Case): number[] {
+  const H = c.params.hop_steps;
+  const width = c.stream_num_speakers ?? c.params.max_speakers;
+  const got: number[] = new Array<number>(c.steps).fill(-1);
+  let received = 0;
+  const live = new LiveSpeakerMap(infoOf(c), width, width, () => undefined, () => received, c.stream_num_speakers);
+  live.onProvisional = (start, probs, steps) => labels(probs, steps).forEach((l, i) => (got[start + i] = l));
+  const embedded = new Map(embeddingsOf(c).map((e, i) => [c.windows[i]!, e]));
+  let next = 0;
+  for (let s = 0; s < c.steps; s++) {
+    received = s + 1;
+    live.provisionalReady();
+    while (next * H + WINDOW_STEPS - 1 === s) {
+      const e = embedded.get(next);
+      live.pushWindow(e ? { window: next, kind: 'embedded', embeddings: [e], run: 0 } : { window: next, kind: 'none' });
+      next++;
+    }
+  }
+  return got;
+}
+
 describe('speaker map golden cases (training/diarization/cluster.py)', () => {
   it('has the cases the fixture promises', () => {
     assert.ok(cases.length >= 4);
@@ -133,7 +163,9 @@ describe('speaker map golden cases (training/diarization/cluster.py)', () => {
       assert.deepEqual(fileLabels(c), c.expected.file);
     });
     it(`stream: ${c.note}`, () => {
-      assert.deepEqual(streamLabels(c), c.expected.stream);
+      const { provisional, ...finals } = c.expected.stream;
+      assert.deepEqual(streamLabels(c), finals);
+      assert.deepEqual(provisionalLabels(c), provisional, 'provisional labels');
     });
   }
 });

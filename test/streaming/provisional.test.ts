@@ -15,11 +15,13 @@ import { KEY_A, splitProvisional, startStreamingApp, wsStream } from '../websock
 import { errorCodeOf, splitProvisional as splitGrpc } from '../grpc/helpers';
 
 const FIXTURE = path.join(__dirname, '..', '..', '..', 'test', 'fixtures', 'demo.flac');
+/** Two espeak-ng voices taking turns (test/fixtures/models/make.sh): A 0-4.38 s, B 4.98-10.01 s, ... */
+const TWO_VOICES = path.join(__dirname, '..', '..', '..', 'test', 'fixtures', 'models', 'two-voices.flac');
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /** The first `seconds` of demo.flac as 16 kHz mono s16le. */
-function demoPcm(seconds: number): Buffer {
-  return execFileSync('ffmpeg', ['-v', 'error', '-i', FIXTURE, '-t', String(seconds), '-f', 's16le', '-ac', '1', '-ar', '16000', '-acodec', 'pcm_s16le', '-'], { maxBuffer: 1 << 26 });
+function demoPcm(seconds: number, file = FIXTURE): Buffer {
+  return execFileSync('ffmpeg', ['-v', 'error', '-i', file, '-t', String(seconds), '-f', 's16le', '-ac', '1', '-ar', '16000', '-acodec', 'pcm_s16le', '-'], { maxBuffer: 1 << 26 });
 }
 
 /** 20 ms chunks (640 bytes), each followed by a short sleep: close to real time. */
@@ -164,6 +166,31 @@ describe('provisional results', () => {
     }
     assert.ok(compared > 0.8 * (audio.length / 2 / 1024), `compared ${compared} steps`);
     for (const l of ['silence', 'no_speech', 'speech']) assert.ok(labels.has(l), `a compared step labelled ${l}: ${[...labels].join(', ')}`);
+  });
+
+  it('speakers: who spoke last at once, in the last tier, from the first window on; the finals as before', async () => {
+    const audio = demoPcm(8.5, TWO_VOICES);
+    const q = { models: 'speech,speakers', output_period: '64', sample_rate: '16000', max_speakers: '2' };
+    const messages = await wsPaced(app.wsUrl, q, audio);
+    const { finals, provisional } = splitProvisional(messages); // order checks: see the helper
+    assert.equal(finals.filter((m) => m.type === undefined).length, Math.ceil(audio.length / 2 / 1024));
+    const byStep = new Map<number, string[][]>();
+    for (const p of provisional) byStep.set(p.timestamp, [...(byStep.get(p.timestamp) ?? []), Object.keys(p.results)]);
+    for (const kinds of byStep.values()) assert.deepEqual(kinds, [['speech'], ['speech', 'speakers']].slice(0, kinds.length));
+    const spoken = provisional.filter((p) => p.results['speakers']);
+    // the first window (steps 0-24) must be in before any step has a speaker: none before its last step
+    assert.ok(spoken.length > 0 && spoken.every((p) => p.timestamp >= 24 * 64), `first provisional speaker at ${spoken[0]?.timestamp} ms`);
+    // voice A's turn is speaker_1; once a window lies inside voice B's turn (from ~7.0 s), speaker_2
+    const major = (from: number, to: number): string => {
+      const counts = new Map<string, number>();
+      for (const p of spoken) if (p.timestamp >= from && p.timestamp < to) counts.set(p.results['speakers']!.result, (counts.get(p.results['speakers']!.result) ?? 0) + 1);
+      return [...counts.entries()].sort((a, b) => b[1] - a[1])[0]?.[0] ?? 'none';
+    };
+    assert.equal(major(2000, 4300), 'speaker_1');
+    assert.equal(major(7200, 8400), 'speaker_2');
+    // the same finals as a stream that asks for finals only
+    const finalOnly = await wsStream(app.wsUrl, { ...q, results: 'final' }, audio);
+    assert.deepEqual(finalOnly.messages.slice(1), finals.slice(1));
   });
 
   it('results=final: no provisional message, the same finals as results=all', async () => {

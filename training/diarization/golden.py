@@ -9,7 +9,9 @@ Expected, per step, the label (argmax of the step probabilities, ties lowest):
           `center`, clusterWindows, windowProbabilities, stepProbabilities with lookAhead, speakers that win no
           speech step dropped and the rest renumbered by their first speech step;
   stream: OnlineSpeakers + stepProbabilities without lookAhead, width max_speakers (cluster.stream_map); a case with
-          `stream_num_speakers` (<= recluster_max_speakers) runs Reclustering instead, width that count.
+          `stream_num_speakers` (<= recluster_max_speakers) runs Reclustering instead, width that count;
+          `provisional`: the stream's provisional answer per step (the latest embedded window ending at or before it,
+          LiveSpeakerMap; -1 before the first one).
 The slices are searched so that the cases between them exercise merges, short clusters joining a speaker, the
 long/short rule of a given count, refine moving windows, a stream opening new speakers, unembedded windows.
 
@@ -98,7 +100,8 @@ def make_case(rec: dict, offset: int, steps: int, p: C.Params, num_speakers: int
 def finish_case(case: dict) -> dict:
     f, o = expected(case)
     case["expected"] = {"file": {"K": int(f["K"]), "labels": [int(x) for x in f["labels"]]},
-                        "stream": {"K": int(o["K"]), "labels": [int(x) for x in o["labels"]]}}
+                        "stream": {"K": int(o["K"]), "labels": [int(x) for x in o["labels"]],
+                                   "provisional": [int(x) for x in o["provisional"]]}}
     case["exercises"] = trace(case)
     return case
 
@@ -109,6 +112,7 @@ def check(case: dict) -> None:
     assert [int(x) for x in f["labels"]] == case["expected"]["file"]["labels"], case["note"]
     assert int(o["K"]) == case["expected"]["stream"]["K"], case["note"]
     assert [int(x) for x in o["labels"]] == case["expected"]["stream"]["labels"], case["note"]
+    assert [int(x) for x in o["provisional"]] == case["expected"]["stream"]["provisional"], case["note"]
 
 
 def _search(recs, p, steps, want, num_speakers=None, stream_num_speakers=None):

@@ -76,6 +76,11 @@ def score(rec: dict, p: C.Params, oracle_count: bool = False, online: bool = Tru
     modes = [("file", C.file_map(steps, win, E, p, n if oracle_count else None, speech=rec["speech"]))]
     if online:  # with the count given, a stream of 2 speakers re-clusters (cluster.recluster_assign)
         modes.append(("online", C.stream_map(steps, win, E, p, confirm=CONFIRM, num_speakers=n if oracle_count else None)))
+    if online:  # a stream's provisional labels (who spoke last); a step before the first window as its zeros: speaker 0
+        o = modes[-1][1]
+        modes.append(("provisional", {"labels": np.maximum(o["provisional"], 0), "K": o["K"]}))
+        sp = rec["speech"].astype(bool) & (o["provisional"] >= 0)
+        out["provisional_changed"] = [int((o["provisional"][sp] != o["labels"][sp]).sum()), int(sp.sum())]
     for name, r in modes:
         lab, sp = r["labels"], rec["speech"]
         d = der(rec["turns"], steps_to_turns(lab, sp, STEP_S))
@@ -164,6 +169,22 @@ def table(rows, title) -> str:
     return "\n".join(lines)
 
 
+def provisional_table(rows, title) -> str:
+    """Markdown: streams' provisional labels (LiveSpeakerMap: the latest window ending at or before the step) against
+    their finals, per condition; `changed`: speech steps with a provisional label whose final differs."""
+    lines = [f"### {title}", "", "| condition | speakers | conv. | DER online (finals) | DER provisional | provisional labels the final changes |",
+             "|---|---|---|---|---|---|"]
+    for cond in list(S.CONDITIONS) + ["all"]:
+        for gname, ns in (("2-4", (2, 3, 4)), ("all", (2, 3, 4, 5, 6))):
+            g = [r for r in rows if (cond == "all" or r["condition"] == cond) and r["n"] in ns]
+            if not g:
+                continue
+            changed = sum(r["provisional_changed"][0] for r in g) / max(1, sum(r["provisional_changed"][1] for r in g))
+            lines.append(f"| {cond} | {gname} | {len(g)} | {100 * pooled(g, 'online')['der']:.1f} % | "
+                         f"{100 * pooled(g, 'provisional')['der']:.1f} % | {100 * changed:.1f} % |")
+    return "\n".join(lines)
+
+
 def corpus_table(rows, title) -> str:
     lines = [f"### {title}", "", "| corpus | conv. | DER files clean / telephone / noise | DER online clean / telephone / noise | count right files | count right online |",
              "|---|---|---|---|---|---|"]
@@ -211,7 +232,8 @@ def main() -> None:
         for name, corp in (("DEV (tuned on)", S.DEV), ("TEST (held out)", S.TEST)):
             rows = full_rows(load(corp), p)
             out[name] = rows
-            md += [table(rows, f"{name}: hop_steps {p.hop_steps}"), "", corpus_table(rows, f"{name}: per corpus"), ""]
+            md += [table(rows, f"{name}: hop_steps {p.hop_steps}"), "", corpus_table(rows, f"{name}: per corpus"), "",
+                   provisional_table(rows, f"{name}: streams' provisional labels"), ""]
         (RUNS / f"report{sfx}.json").write_text(json.dumps(out, indent=1, default=float))
         (RUNS / f"report{sfx}.md").write_text("\n".join(md))
         print("\n".join(md))
