@@ -87,10 +87,10 @@ describe('console Live view (Chromium, fake microphone, real service)', { timeou
     }
   });
 
-  test('speech and gender: the later provisional message of a step replaces the earlier one, and the final replaces both', async () => {
+  test('speech, gender and speakers: the later provisional message of a step replaces the earlier one, and the final replaces both', async () => {
     const browser = await launchBrowser(['--use-fake-ui-for-media-stream', '--use-fake-device-for-media-stream', `--use-file-for-fake-audio-capture=${FIXTURE}`]);
     try {
-      const { page, problems } = await openConsole(browser.context, ['speech', 'gender']);
+      const { page, problems } = await openConsole(browser.context, ['speech', 'gender', 'speakers']);
       await page.getByRole('button', { name: 'Start' }).click();
       await page.locator('#live-status', { hasText: 'Listening' }).waitFor();
       // finals of both lanes, several steps in (gender's finals come 24 steps after the audio)
@@ -104,6 +104,12 @@ describe('console Live view (Chromium, fake microphone, real service)', { timeou
         for (const [t, n] of perStep) assert.equal(n, 1, `${model}: ${n} blocks at ${t} ms (a provisional block left behind)`);
         assert.ok(blocks.some((b) => !b.provisional), `${model}: no final block`);
       }
+      // the speaker lanes together: one block per step there too (a provisional speaker's block goes when its final comes)
+      await page.locator(`[data-model="speakers"] .live-step:not(.live-provisional)`).nth(3).waitFor({ timeout: 60_000 });
+      const speakerSteps = await page.locator('.live-lane[data-model="speakers"] .live-step').evaluateAll((els) =>
+        els.map((e) => (e as unknown as { dataset: { t: string } }).dataset.t),
+      );
+      assert.equal(new Set(speakerSteps).size, speakerSteps.length, `speakers: ${speakerSteps.length} blocks over ${new Set(speakerSteps).size} steps (a provisional block left behind)`);
       await page.getByRole('button', { name: 'Stop' }).click();
       await page.locator('#live-status', { hasText: 'Stopped.' }).waitFor();
       assert.deepEqual(problems, []);

@@ -98,7 +98,12 @@ export class LiveView {
     for (const b of this.provisional.get(step.timestamp) ?? []) b.remove();
     const blocks: HTMLElement[] = [];
     for (const [model, r] of Object.entries(step.results)) {
-      if (model === SPEAKERS_MODEL) continue; // the server sends none for the speaker map
+      if (model === SPEAKERS_MODEL) {
+        // who spoke last (docs/streaming.md): a lighter block in that speaker's lane until the final
+        const block = this.addProvisionalSpeaker(step.timestamp, r, periodMs);
+        if (block) blocks.push(block);
+        continue;
+      }
       const block = el('span', { class: 'live-step live-provisional', 'data-label': r.result, 'data-t': String(step.timestamp) });
       block.title = `${(step.timestamp / 1000).toFixed(2)} s: ${r.result} (${r.confidence.toFixed(2)}), provisional`;
       block.style.left = `${pxAt(step.timestamp)}px`;
@@ -129,6 +134,18 @@ export class LiveView {
     this.lastSpeakerStep.set(r.result, t);
     this.speakerLaneOf(r.result).append(block);
     this.names.querySelector<HTMLElement>(`.live-name[data-speaker="${r.result}"] .live-now`)!.textContent = `now ${r.confidence.toFixed(2)}`;
+  }
+
+  /** A provisional speakers step: a lighter block in its speaker's lane (none for no_speech and silence). */
+  private addProvisionalSpeaker(t: number, r: ModelResult, periodMs: number): HTMLElement | undefined {
+    if (speakerNumber(r.result) === null) return undefined;
+    const block = el('span', { class: 'live-step live-provisional', 'data-label': r.result, 'data-t': String(t) });
+    block.title = `${(t / 1000).toFixed(2)} s: ${r.result} (${r.confidence.toFixed(2)}), provisional`;
+    block.style.left = `${pxAt(t)}px`;
+    block.style.width = `${pxAt(periodMs)}px`;
+    paintLabel(block, r.result);
+    this.speakerLaneOf(r.result).append(block);
+    return block;
   }
 
   /** The lane of one speaker, created on its first block after the other speakers' lanes (or last). */
