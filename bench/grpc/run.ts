@@ -174,7 +174,8 @@ function liveStream(target: Target, pcm: Buffer, chunkSamples: number, periodMs:
     const due = ((k + 1) * perSteps + lookaheadSteps) * 1024 + 128;
     if (due > total) return; // flushed at the end of the stream
     const chunk = Math.ceil(due / chunkSamples) - 1;
-    latencies.push(now - sentAt[chunk]!);
+    // not sent yet: the result needed less than the manifest's lookahead (the speaker map's finals: 13 to 24 steps)
+    latencies.push(sentAt[chunk]! > 0 ? now - sentAt[chunk]! : 0);
   });
   return new Promise((resolve) => {
     let k = 0;
