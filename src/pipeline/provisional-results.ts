@@ -16,8 +16,8 @@
  *
  * The speaker map (`speakers`) has no network: its provisional answer for a step is the live map's
  * latest window, who spoke last (src/speakers/live-map.ts), pushed here by the stream. It comes in
- * the last tier, with every other requested model: its answers are there soon after speech's, and
- * the steps before its first window have none, which would hold back a tier after it.
+ * the last tier, with every other requested model: a window's last step waits for the encoder, which
+ * should not hold back a faster model's answer.
  */
 import { STEP_MS } from '../analysis/options';
 import { policyFor } from '../analysis/policies';
@@ -119,7 +119,7 @@ export class ProvisionalResults {
     }
   }
 
-  /** The speaker map's provisional vectors of steps [start, start + steps) (in order; a gap only before the first). */
+  /** The speaker map's provisional vectors of steps [start, start + steps), in order. */
   speakerOutput(start: number, probs: Float32Array): void {
     if (this.stopped) return;
     this.store(this.probs.get(this.o.speakerMap!.name)!, start, probs);

@@ -10,7 +10,8 @@
  * Provisional answers (streams asking for them, docs/streaming.md): a step also gets at once the
  * vector of the latest embedded window that ends at or before it, "who spoke last", without
  * waiting for the windows still to come; the final, the mean of every window covering the step,
- * follows as above. The ids are the same assigner's, so a provisional id is one the finals use.
+ * follows as above (before the first embedded window: zeros, speaker_1 at confidence 0). The ids
+ * are the same assigner's, so a provisional id is one the finals use.
  */
 import type { WindowOutcome } from '../inference/encoder-stage';
 import { normalise, OnlineSpeakers } from './clustering';
@@ -114,16 +115,18 @@ export class LiveSpeakerMap {
     this.provisionalUpTo(this.outcomes * H + W - 1);
   }
 
-  /** Steps before `to` (and received) take the latest embedded window's vector; before the first one, none (their final is the only answer). */
+  /**
+   * Steps before `to` (and received) take the latest embedded window's vector; before the first one, zeros:
+   * speaker_1 at confidence 0 (the first voice is always speaker_1; its final has the windows' confidence).
+   */
   private provisionalUpTo(to: number): void {
     if (!this.onProvisional) return;
     const end = Math.min(this.stepsReceived(), to);
     if (end <= this.provisionalTo) return;
     const from = this.provisionalTo;
     this.provisionalTo = end;
-    if (!this.newest) return;
     const out = new Float32Array((end - from) * this.width);
-    for (let s = 0; s < end - from; s++) out.set(this.newest, s * this.width);
+    if (this.newest) for (let s = 0; s < end - from; s++) out.set(this.newest, s * this.width);
     this.onProvisional(from, out, end - from);
   }
 }

@@ -121,7 +121,7 @@ function streamLabels(c: Case): { K: number; labels: number[] } {
 }
 
 /**
- * A live stream's provisional labels (-1: none): steps arrive one at a time, each window's outcome
+ * A live stream's provisional labels (-1: a step never answered): steps arrive one at a time, each window's outcome
  * right after its last step (embedded or not), as the encoder stage reports them.
  */
 function provisionalLabels(c: Case): number[] {

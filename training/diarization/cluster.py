@@ -438,10 +438,9 @@ def recluster_assign(win, E: np.ndarray, p: Params, K: int) -> tuple[np.ndarray,
 
 def provisional_probs(num_steps: int, win, P: np.ndarray, hop: int, width: int) -> tuple[np.ndarray, np.ndarray]:
     """LiveSpeakerMap's provisional answers: step s takes the vector of the latest embedded window whose last step
-    (jH + W - 1) is at or before s, "who spoke last"; steps before the first have none. Returns (probs [S, width]
-    float32, has [S] bool)."""
+    (jH + W - 1) is at or before s, "who spoke last"; steps before the first take zeros (label 0).
+    Returns probs [S, width] float32."""
     out = np.zeros((num_steps, width), dtype=np.float32)
-    has = np.zeros(num_steps, dtype=bool)
     last = np.asarray(win, dtype=int) * hop + WINDOW_STEPS - 1
     k = -1
     for s in range(num_steps):
@@ -449,13 +448,12 @@ def provisional_probs(num_steps: int, win, P: np.ndarray, hop: int, width: int) 
             k += 1
         if k >= 0:
             out[s, :P.shape[1]] = P[k].astype(np.float32)
-            has[s] = True
-    return out, has
+    return out
 
 
 def stream_map(num_steps: int, win, E: np.ndarray, p: Params, max_speakers: int | None = None,
                confirm: int = 1, num_speakers: int | None = None) -> dict:
-    """Streams: {labels [S], probs [S, width] float32, K, provisional [S] (-1: none)}. Step s uses only windows
+    """Streams: {labels [S], probs [S, width] float32, K, provisional [S]}. Step s uses only windows
     starting at or before s; its provisional label only windows ending at or before it (provisional_probs).
     With 2 <= num_speakers <= recluster_max_speakers: Reclustering (width num_speakers); else OnlineSpeakers."""
     maxk = p.max_speakers if max_speakers is None else max_speakers
@@ -463,16 +461,15 @@ def stream_map(num_steps: int, win, E: np.ndarray, p: Params, max_speakers: int 
         maxk = min(maxk, num_speakers)
     if len(win) == 0:
         probs = np.zeros((num_steps, maxk), dtype=np.float32)
-        return {"labels": labels_of(probs), "probs": probs, "K": 1, "provisional": np.full(num_steps, -1)}
+        return {"labels": labels_of(probs), "probs": probs, "K": 1, "provisional": labels_of(probs)}
     E = normalise(np.asarray(E, dtype=np.float64))
     if num_speakers is not None and 2 <= num_speakers <= p.recluster_max_speakers:
         assigned, P = recluster_assign(win, E, p, num_speakers)
     else:
         assigned, P = online_assign(E, p, maxk, confirm)
     probs = step_probs(num_steps, win, P, p.hop_steps, maxk, False)
-    prov, has = provisional_probs(num_steps, win, P, p.hop_steps, maxk)
     return {"labels": labels_of(probs), "probs": probs, "K": int(assigned.max()) + 1,
-            "provisional": np.where(has, labels_of(prov), -1)}
+            "provisional": labels_of(provisional_probs(num_steps, win, P, p.hop_steps, maxk))}
 
 
 def run(levels: np.ndarray, embed, p: Params, num_speakers: int | None = None, speech=None) -> tuple[dict, dict]:

@@ -11,7 +11,7 @@ Expected, per step, the label (argmax of the step probabilities, ties lowest):
   stream: OnlineSpeakers + stepProbabilities without lookAhead, width max_speakers (cluster.stream_map); a case with
           `stream_num_speakers` (<= recluster_max_speakers) runs Reclustering instead, width that count;
           `provisional`: the stream's provisional answer per step (the latest embedded window ending at or before it,
-          LiveSpeakerMap; -1 before the first one).
+          LiveSpeakerMap; before the first one, the zeros' label 0).
 The slices are searched so that the cases between them exercise merges, short clusters joining a speaker, the
 long/short rule of a given count, refine moving windows, a stream opening new speakers, unembedded windows.
 

@@ -76,10 +76,10 @@ def score(rec: dict, p: C.Params, oracle_count: bool = False, online: bool = Tru
     modes = [("file", C.file_map(steps, win, E, p, n if oracle_count else None, speech=rec["speech"]))]
     if online:  # with the count given, a stream of 2 speakers re-clusters (cluster.recluster_assign)
         modes.append(("online", C.stream_map(steps, win, E, p, confirm=CONFIRM, num_speakers=n if oracle_count else None)))
-    if online:  # a stream's provisional labels (who spoke last); a step before the first window as its zeros: speaker 0
+    if online:  # a stream's provisional labels (who spoke last)
         o = modes[-1][1]
-        modes.append(("provisional", {"labels": np.maximum(o["provisional"], 0), "K": o["K"]}))
-        sp = rec["speech"].astype(bool) & (o["provisional"] >= 0)
+        modes.append(("provisional", {"labels": o["provisional"], "K": o["K"]}))
+        sp = rec["speech"].astype(bool)
         out["provisional_changed"] = [int((o["provisional"][sp] != o["labels"][sp]).sum()), int(sp.sum())]
     for name, r in modes:
         lab, sp = r["labels"], rec["speech"]
