@@ -35,7 +35,7 @@ export class LiveSpeakerMap {
   private outcomes = 0;
   /** The latest embedded window's vector (provisional answers). */
   private newest: Float32Array | undefined;
-  /** Steps given a provisional vector, or passed before the first embedded window. */
+  /** Steps given a provisional vector so far. */
   private provisionalTo = 0;
   /** Receives the provisional vectors of steps [startStep, startStep + steps), when set (ProvisionalResults). */
   onProvisional: ((startStep: number, probs: Float32Array, steps: number) => void) | undefined;
