@@ -35,30 +35,22 @@ export interface ProvisionalPlan {
 }
 
 /**
- * Speech (12 steps of context each way): 1 step (64 ms) of lookahead, every step, 8 steps of left
- * context (a window of 10 steps). On its validation (training/validate/provisional.py) speech F1
- * 0.938 vs 0.957 for the finals (0.939 with the whole 12 steps of left context, 0.927 with 6).
+ * The plan of a network without a scored one (models/<name>/provisional.json, read by the registry):
+ * by its right context, as the shipped models' were chosen. Speech-like (12 steps or fewer each way):
+ * 1 step (64 ms) of lookahead, every step, 8 steps of left context.
  */
 export const FAST_PROVISIONAL: ProvisionalPlan = { lookahead: 1, stride: 1, leftContext: 8 };
-/**
- * The speaker models (24 steps of context each way): no lookahead, a call every 4 steps (a quarter
- * of the calls, for answers that change slowly), so a group's steps are answered as soon as its
- * last step's audio is in: 8 to 200 ms after their audio (with 2 steps of lookahead, as before
- * session 20, 136 to 328 ms). 12 steps of left context (a window of 16 steps per 4 instead of 28).
- * On their validation: gender accuracy 0.871 (2 steps of lookahead 0.883, finals 0.919), arousal
- * UAR 0.477 (0.487, finals 0.522): within the issue's 5 points of the finals.
- */
+/** Speaker-model-like (24 steps each way): no lookahead, a call every 4 steps, 12 steps of left context. */
 export const SLOW_PROVISIONAL: ProvisionalPlan = { lookahead: 0, stride: 4, leftContext: 12 };
-/**
- * Emotions (24 steps each way) needs more of the future than gender and arousal: 4 steps (256 ms) of lookahead, the
- * same cadence and left context, so 264 to 456 ms after a step's audio. On its validation step UAR 0.467 against 0.510
- * for the finals (no lookahead: 0.443, 2 steps: 0.454, outside the issue's 5 points).
- */
-export const EMOTIONS_PROVISIONAL: ProvisionalPlan = { lookahead: 4, stride: 4, leftContext: 12 };
 
-/** A model's plan, its stride a multiple of the output period (`per` steps: an output step needs all its steps). */
-export function provisionalPlan(model: Pick<RunnerModel, 'context' | 'name'>, per: number, override?: ProvisionalPlan): ProvisionalPlan {
-  const base = override ?? (model.name === 'emotions' ? EMOTIONS_PROVISIONAL : model.context.rightSteps <= 12 ? FAST_PROVISIONAL : SLOW_PROVISIONAL);
+/**
+ * A model's plan, its stride a multiple of the output period (`per` steps: an output step needs all its steps): the
+ * override (benchmarks, tests), else the plan its validation chose (`provisional`: models/<name>/provisional.json
+ * `shipped`, written by training/validate/provisional.py --write; its figures are in the model's card), else a
+ * default by its context.
+ */
+export function provisionalPlan(model: Pick<RunnerModel, 'context'> & { provisional?: ProvisionalPlan }, per: number, override?: ProvisionalPlan): ProvisionalPlan {
+  const base = override ?? model.provisional ?? (model.context.rightSteps <= 12 ? FAST_PROVISIONAL : SLOW_PROVISIONAL);
   return {
     lookahead: Math.min(base.lookahead, model.context.rightSteps),
     stride: Math.max(1, Math.ceil(base.stride / per)) * per,

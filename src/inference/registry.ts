@@ -10,6 +10,7 @@ import { unknownModelError } from '../analysis/options';
 import { BUILTIN_RAW_KEYS } from '../analysis/policies';
 import { defaultModelsDir } from './env';
 import { parseViews, type ModelViews } from './views';
+import type { ProvisionalPlan } from './provisional-runner';
 import { parseSpeakerMap, speakerKeys, MAX_SPEAKERS, SPEAKER_MAP_KIND, type SpeakerMapInfo } from '../speakers/manifest';
 
 /** Front-end parameters the models must have been trained with (docs/features.md). */
@@ -100,6 +101,11 @@ export interface ModelInfo {
    * modelPath/inputName/outputName are its encoder's.
    */
   speakerMap?: SpeakerMapInfo;
+  /**
+   * Present when the model's validation chose how it answers live streams provisionally
+   * (`provisional.json` beside the manifest, its `shipped` plan: training/validate/provisional.py --write).
+   */
+  provisional?: ProvisionalPlan;
   manifest: ModelManifest;
 }
 
@@ -221,6 +227,7 @@ export function loadModelDir(dir: string): ModelInfo {
     delaySteps: st.delay_steps,
   };
   const views = parseViews(m['views'], path.dirname(dir), manifestPath, m.raw_keys.length);
+  const provisional = readProvisionalPlan(dir, left, right);
   return {
     name: m.name,
     version: m.version,
@@ -236,8 +243,32 @@ export function loadModelDir(dir: string): ModelInfo {
     outputName: m.output,
     ...(streaming ? { streaming } : {}),
     ...(views ? { views } : {}),
+    ...(provisional ? { provisional } : {}),
     manifest: m,
   };
+}
+
+/**
+ * The provisional plan a model's validation chose: `<dir>/provisional.json` `shipped` {lookahead_steps, stride_steps,
+ * left_context_steps}, within the model's context. None without the file (provisionalPlan's defaults apply).
+ */
+function readProvisionalPlan(dir: string, leftSteps: number, rightSteps: number): ProvisionalPlan | undefined {
+  const file = path.join(dir, 'provisional.json');
+  if (!fs.existsSync(file)) return undefined;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(fs.readFileSync(file, 'utf8'));
+  } catch (e) {
+    throw fail(file, `invalid JSON (${(e as Error).message})`, e);
+  }
+  const shipped = isObj(parsed) ? parsed['shipped'] : undefined;
+  if (!isObj(shipped)) throw fail(file, '"shipped" must be an object {lookahead_steps, stride_steps, left_context_steps}');
+  const step = (key: string, min: number, max: number): number => {
+    const v = shipped[key];
+    if (!Number.isInteger(v) || (v as number) < min || (v as number) > max) throw fail(file, `"shipped.${key}" must be an integer from ${min} to ${max}, got ${JSON.stringify(v)}`);
+    return v as number;
+  };
+  return { lookahead: step('lookahead_steps', 0, rightSteps), stride: step('stride_steps', 1, 256), leftContext: step('left_context_steps', 0, leftSteps) };
 }
 
 /** A speaker-map model (src/speakers/manifest.ts): raw keys speaker_1..speaker_MAX_SPEAKERS, lookahead one window. */

@@ -8,8 +8,8 @@ import { strict as assert } from 'node:assert';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { describe, it } from 'node:test';
-import { EMOTIONS_PROVISIONAL, FAST_PROVISIONAL, ProvisionalRunner, provisionalPlan, SLOW_PROVISIONAL } from '../../src/inference/provisional-runner';
-import { FLOATS_PER_STEP } from '../../src/inference/registry';
+import { FAST_PROVISIONAL, ProvisionalRunner, provisionalPlan, SLOW_PROVISIONAL } from '../../src/inference/provisional-runner';
+import { FLOATS_PER_STEP, ModelRegistry } from '../../src/inference/registry';
 
 const MODELS = path.join(__dirname, '..', '..', '..', 'models');
 const speechLike = { name: 'speech', context: { leftSteps: 12, rightSteps: 12 } };
@@ -23,28 +23,32 @@ function features(from: number, n: number): Float32Array {
 }
 
 describe('provisional plans', () => {
-  it('speech answers every step after 1 step with 8 steps of left context, the speaker models every 4 steps at once with 12', () => {
+  it('without a scored plan: speech-like models answer every step after 1 step with 8 steps of left context, the speaker models every 4 steps at once with 12', () => {
     assert.deepEqual(provisionalPlan(speechLike, 1), FAST_PROVISIONAL);
     assert.deepEqual(FAST_PROVISIONAL, { lookahead: 1, stride: 1, leftContext: 8 });
     assert.deepEqual(provisionalPlan(speakerLike, 1), SLOW_PROVISIONAL);
     assert.deepEqual(SLOW_PROVISIONAL, { lookahead: 0, stride: 4, leftContext: 12 });
-    assert.deepEqual(provisionalPlan({ ...speakerLike, name: 'emotions' }, 1), EMOTIONS_PROVISIONAL);
-    assert.deepEqual(EMOTIONS_PROVISIONAL, { lookahead: 4, stride: 4, leftContext: 12 });
+    // a model's own plan wins over the default, an override over both
+    const own = { lookahead: 4, stride: 4, leftContext: 12 };
+    assert.deepEqual(provisionalPlan({ ...speakerLike, provisional: own }, 1), own);
+    assert.deepEqual(provisionalPlan({ ...speakerLike, provisional: own }, 1, SLOW_PROVISIONAL), SLOW_PROVISIONAL);
   });
 
-  it('each scored model runs the plan its card reports (models/<task>/provisional.json, training/validate/provisional.py)', () => {
+  it('each scored model runs the plan its validation chose (models/<task>/provisional.json, read by the registry; emotions waits 4 steps)', () => {
+    const registry = ModelRegistry.loadSync();
     for (const task of ['speech', 'gender', 'arousal', 'emotions']) {
-      const manifest = JSON.parse(fs.readFileSync(path.join(MODELS, task, 'manifest.json'), 'utf8')) as { context: { left_steps: number; right_steps: number } };
       const scored = JSON.parse(fs.readFileSync(path.join(MODELS, task, 'provisional.json'), 'utf8')) as { shipped: { lookahead_steps: number; stride_steps: number; left_context_steps: number } };
-      const plan = provisionalPlan({ name: task, context: { leftSteps: manifest.context.left_steps, rightSteps: manifest.context.right_steps } }, 1);
+      const plan = provisionalPlan(registry.get(task), 1);
       assert.deepEqual(plan, { lookahead: scored.shipped.lookahead_steps, stride: scored.shipped.stride_steps, leftContext: scored.shipped.left_context_steps }, task);
     }
+    assert.deepEqual(provisionalPlan(registry.get('emotions'), 1), { lookahead: 4, stride: 4, leftContext: 12 });
+    assert.deepEqual(provisionalPlan(registry.get('speech'), 1), FAST_PROVISIONAL);
   });
 
   it('strides are whole output steps; lookahead and left context never exceed the model\'s; an override applies to every model', () => {
     assert.deepEqual(provisionalPlan(speechLike, 4), { lookahead: 1, stride: 4, leftContext: 8 });
     assert.deepEqual(provisionalPlan(speakerLike, 3), { lookahead: 0, stride: 6, leftContext: 12 });
-    assert.deepEqual(provisionalPlan({ name: 'x', context: { leftSteps: 1, rightSteps: 1 } }, 1, { lookahead: 2, stride: 1, leftContext: 12 }), { lookahead: 1, stride: 1, leftContext: 1 });
+    assert.deepEqual(provisionalPlan({ context: { leftSteps: 1, rightSteps: 1 } }, 1, { lookahead: 2, stride: 1, leftContext: 12 }), { lookahead: 1, stride: 1, leftContext: 1 });
     assert.deepEqual(provisionalPlan(speechLike, 1, { lookahead: 2, stride: 1, leftContext: 12 }), { lookahead: 2, stride: 1, leftContext: 12 });
   });
 });

@@ -137,6 +137,26 @@ describe('model registry', () => {
     expectLoadError(() => ModelRegistry.loadSync({ modelsDir: window }), manifest(window), /window_steps/);
   });
 
+  it('reads a model\'s scored provisional plan (provisional.json `shipped`; absent: none), and rejects one out of range naming the file', () => {
+    const placeholders = modelsDir('provisional');
+    assert.equal(ModelRegistry.loadSync({ modelsDir: placeholders }).get('speech').provisional, undefined, 'no provisional.json: no plan of its own');
+    const file = path.join(placeholders, 'speech', 'provisional.json');
+    fs.writeFileSync(file, JSON.stringify({ shipped: { lookahead_steps: 2, stride_steps: 1, left_context_steps: 4 } }));
+    assert.deepEqual(ModelRegistry.loadSync({ modelsDir: placeholders }).get('speech').provisional, { lookahead: 2, stride: 1, leftContext: 4 });
+    // the placeholder speech model sees 5 steps back and 3 ahead
+    for (const [shipped, re] of [
+      [{ lookahead_steps: 4, stride_steps: 1, left_context_steps: 4 }, /shipped.lookahead_steps" must be an integer from 0 to 3, got 4/],
+      [{ lookahead_steps: 1, stride_steps: 0, left_context_steps: 4 }, /shipped.stride_steps/],
+      [{ lookahead_steps: 1, stride_steps: 1, left_context_steps: 1.5 }, /shipped.left_context_steps/],
+      [undefined, /"shipped" must be an object/],
+    ] as const) {
+      fs.writeFileSync(file, JSON.stringify({ shipped }));
+      expectLoadError(() => ModelRegistry.loadSync({ modelsDir: placeholders }), file, re);
+    }
+    fs.writeFileSync(file, '{"shipped": ');
+    expectLoadError(() => ModelRegistry.loadSync({ modelsDir: placeholders }), file, /invalid JSON/);
+  });
+
   it('reads the speaker map\'s streams bar (online_threshold_step; absent: 0), and rejects one out of range naming the file', () => {
     const withMap = (name: string, f?: (b: Record<string, unknown>) => void): string => {
       const dir = path.join(tmp, name);

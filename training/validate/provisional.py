@@ -29,8 +29,9 @@ from training.features import FRAMES_PER_STEP as FRAMES, logmel_fast, step_level
 from training.validate.evaluation import CLASSES as _CLASSES, VOICED_DBFS, recall_table
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-# The service's plans (lookahead, stride, left context) in steps: src/inference/provisional-runner.ts provisionalPlan, which
-# test/inference/provisional-runner.test.ts holds to the `shipped` plan of each models/<task>/provisional.json.
+# The plans (lookahead, stride, left context) in steps that --write records as `shipped` in each models/<task>/provisional.json:
+# the service reads them there (src/inference/registry.ts readProvisionalPlan; provisional-runner.ts provisionalPlan), so
+# changing a model's plan is changing it here and re-running --write.
 SHIPPED = {"speech": (1, 1, 8), "arousal": (0, 4, 12), "gender": (0, 4, 12), "emotions": (4, 4, 12)}
 # --write: the shipped plan and its neighbours (lookahead, stride[, left context]); the whole left context when absent
 WRITE_PLANS = {"speech": [(0, 1), (1, 1), (2, 1), (1, 1, 8), (1, 1, 6)],
