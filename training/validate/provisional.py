@@ -40,13 +40,12 @@ WRITE_PLANS = {"speech": [(0, 1), (1, 1), (2, 1), (1, 1, 8), (1, 1, 6)],
                "emotions": [(0, 4, 12), (2, 4, 12), (2, 4), (4, 4), (6, 4, 12), (8, 4, 12), (4, 4, 12)]}
 
 
-def _raw_keys(task: str) -> list[str]:
+def classes(task: str) -> list[str]:
+    """A task's class order: evaluation.CLASSES, else its manifest's raw keys (emotions: the order of its outputs)."""
+    if task in _CLASSES:
+        return list(_CLASSES[task])
     with open(os.path.join(ROOT, "models", task, "manifest.json")) as f:
         return json.load(f)["raw_keys"]
-
-
-# class order of each task's labels (emotions: its manifest's raw keys, the order of its outputs)
-CLASSES = {**_CLASSES, "emotions": _raw_keys("emotions")}
 
 
 def plan_name(P: int, stride: int, left: int | None = None) -> str:
@@ -105,11 +104,11 @@ def run_windows(sess, feats: np.ndarray, left: int, P: int, n_steps: int, stride
 def score(task: str, truth: np.ndarray, pred: np.ndarray) -> dict:
     m = truth >= 0
     y, p = truth[m], pred[m]
-    n = len(CLASSES[task])
+    n = len(classes(task))
     rec = list(recall_table(y, p, n).values())
     r = {"steps": int(m.sum()), "uar": round(float(np.nanmean(rec)), 4), "accuracy": round(float((y == p).mean()), 4)}
     if task == "speech":
-        si = CLASSES[task].index("speech")
+        si = classes(task).index("speech")
         tp, fp, fn = ((y == si) & (p == si)).sum(), ((y != si) & (p == si)).sum(), ((y == si) & (p != si)).sum()
         r["speech_f1"] = round(float(2 * tp / max(1, 2 * tp + fp + fn)), 4)
     return r
@@ -137,7 +136,7 @@ def evaluate(task: str, plans, models_dir: str, store: D.AudioStore, store_clips
     sess = ort.InferenceSession(os.path.join(models_dir, task, "model.onnx"), so)
     clips = {c.path: c for c in store_clips}
     rows = [r for r in _rows(task) if r["path"] in clips]
-    items = [(clips[r["path"]], CLASSES[task].index(r["label"])) for r in rows]
+    items = [(clips[r["path"]], classes(task).index(r["label"])) for r in rows]
     truth_all, final_all, prov_all = [], [], {pl: [] for pl in plans}
     for x, truth in sequences(task, store, items):
         feats = logmel_fast(x).astype(np.float32)
