@@ -5,7 +5,7 @@
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer, Socket } from 'node:net';
+import { createServer, type Server, Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -25,14 +25,25 @@ export function natsUnavailable(): string | false {
 }
 
 export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
+  return (await freePorts(1))[0]!;
+}
+
+/**
+ * `n` distinct free ports: all held open together before any is released, so the system cannot hand
+ * the same port out twice (one after the other it may: a cluster node once got its client port as its
+ * route port too, and failed to start).
+ */
+export async function freePorts(n: number): Promise<number[]> {
+  const held = await Promise.all(
+    Array.from({ length: n }, () => new Promise<Server>((resolve, reject) => {
+      const s = createServer();
+      s.once('error', reject);
+      s.listen(0, '127.0.0.1', () => resolve(s));
+    })),
+  );
+  const ports = held.map((s) => (s.address() as { port: number }).port);
+  await Promise.all(held.map((s) => new Promise<void>((resolve) => s.close(() => resolve()))));
+  return ports;
 }
 
 function canConnect(port: number): Promise<boolean> {
@@ -127,12 +138,9 @@ export class TestNatsCluster {
   }
 
   static async start(size = 3): Promise<TestNatsCluster> {
-    const clientPorts: number[] = [];
-    const routePorts: number[] = [];
-    for (let i = 0; i < size; i++) {
-      clientPorts.push(await freePort());
-      routePorts.push(await freePort());
-    }
+    const ports = await freePorts(2 * size);
+    const clientPorts = ports.slice(0, size);
+    const routePorts = ports.slice(size);
     const routes = routePorts.map((p) => `nats://127.0.0.1:${p}`).join(',');
     const servers = clientPorts.map(
       (port, i) =>
