@@ -99,7 +99,7 @@ export class StreamSession {
   /** Encoder stages of the models with encoder views and of the speaker map. */
   private readonly stages: EncoderStage[] = [];
   /** The speaker map, when `speakers` runs: raw values and the summary list the speakers it found. */
-  private speakers: { model: string; map: LiveSpeakerMap; gender: SpeakerGenderHead | undefined } | undefined;
+  private speakers: { model: string; info: ModelInfo; map: LiveSpeakerMap; gender: SpeakerGenderHead | undefined } | undefined;
   private readonly levels = new StepBuffer(1);
   private readonly probs = new Map<string, StepBuffer>();
   private readonly per: number;
@@ -150,7 +150,7 @@ export class StreamSession {
     this.runners = networks.map((m) => this.finalRunner(engine, m, views));
     this.stages.push(...views.stages);
     if (options.provisional) {
-      const speakerMap = this.speakers ? engine.registry.get(this.speakers.model) : undefined;
+      const speakerMap = this.speakers?.info;
       const provisional = new ProvisionalResults({
         engine,
         networks,
@@ -203,7 +203,7 @@ export class StreamSession {
     }, () => this.steps, options.numSpeakers);
     // each speaker's gender in the summary when `gender` is requested too (speaker-gender.ts)
     const gender = options.includeSummary && engine.registry.has('gender') ? requestedSpeakerGender([m, engine.registry.get('gender')], options.models) : undefined;
-    this.speakers = { model: m.name, map: live, gender };
+    this.speakers = { model: m.name, info: m, map: live, gender };
     this.stages.push(engine.speakerStage(m, (o) => live.pushWindow(o)));
   }
 

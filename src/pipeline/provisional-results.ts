@@ -99,24 +99,25 @@ export class ProvisionalResults {
       const own = models.map((m) => m.name).filter((n) => requested.has(n));
       if (own.length === 0) continue;
       shown.push(...own);
-      this.tiers.push({
-        inputs: [...inputs],
-        // a provisional label stands alone: the gender segment mean is the finals' (it would need the finals' history)
-        decider: new StepDecider({ ...o.decider, models: o.decider.models.filter((n) => shown.includes(n)), segmentSmoothing: false }),
-        next: 0,
-        sent: 0,
-      });
+      this.addTier(inputs, shown);
     }
     if (o.speakerMap) {
       this.probs.set(o.speakerMap.name, new StepBuffer(o.speakerMap.rawKeys.length));
+      inputs.push(o.speakerMap.name);
       shown.push(o.speakerMap.name);
-      this.tiers.push({
-        inputs: [...inputs, o.speakerMap.name],
-        decider: new StepDecider({ ...o.decider, models: o.decider.models.filter((n) => shown.includes(n)), segmentSmoothing: false }),
-        next: 0,
-        sent: 0,
-      });
+      this.addTier(inputs, shown);
     }
+  }
+
+  /** A tier needing the outputs of `inputs` and showing the requested models among `shown` (copied: both grow). */
+  private addTier(inputs: readonly string[], shown: readonly string[]): void {
+    this.tiers.push({
+      inputs: [...inputs],
+      // a provisional label stands alone: the gender segment mean is the finals' (it would need the finals' history)
+      decider: new StepDecider({ ...this.o.decider, models: this.o.decider.models.filter((n) => shown.includes(n)), segmentSmoothing: false }),
+      next: 0,
+      sent: 0,
+    });
   }
 
   /** The speaker map's provisional vectors of steps [start, start + steps), in order. */

@@ -67,7 +67,7 @@ def windows(rec: dict, p: C.Params) -> tuple[np.ndarray, np.ndarray]:
 CONFIRM = 1  # the service; > 1 = a variant for streams (--confirm N)
 
 
-def score(rec: dict, p: C.Params, oracle_count: bool = False, online: bool = True) -> dict:
+def score(rec: dict, p: C.Params, oracle_count: bool = False, online: bool = True, provisional: bool = False) -> dict:
     win, E = windows(rec, p)
     n = rec["meta"]["speakers"]
     out = {"key": rec["meta"]["key"], "corpus": rec["meta"]["corpus"], "condition": rec["meta"]["condition"], "n": n,
@@ -75,12 +75,12 @@ def score(rec: dict, p: C.Params, oracle_count: bool = False, online: bool = Tru
     steps = len(rec["levels"])
     modes = [("file", C.file_map(steps, win, E, p, n if oracle_count else None, speech=rec["speech"]))]
     if online:  # with the count given, a stream of 2 speakers re-clusters (cluster.recluster_assign)
-        modes.append(("online", C.stream_map(steps, win, E, p, confirm=CONFIRM, num_speakers=n if oracle_count else None)))
-    if online:  # a stream's provisional labels (who spoke last)
-        o = modes[-1][1]
-        modes.append(("provisional", {"labels": o["provisional"], "K": o["K"]}))
-        sp = rec["speech"].astype(bool)
-        out["provisional_changed"] = [int((o["provisional"][sp] != o["labels"][sp]).sum()), int(sp.sum())]
+        o = C.stream_map(steps, win, E, p, confirm=CONFIRM, num_speakers=n if oracle_count else None)
+        modes.append(("online", o))
+        if provisional:  # the stream's provisional labels (who spoke last): the report's table, not the tuning
+            modes.append(("provisional", {"labels": o["provisional"], "K": o["K"]}))
+            sp = rec["speech"].astype(bool)
+            out["provisional_changed"] = [int((o["provisional"][sp] != o["labels"][sp]).sum()), int(sp.sum())]
     for name, r in modes:
         lab, sp = r["labels"], rec["speech"]
         d = der(rec["turns"], steps_to_turns(lab, sp, STEP_S))
@@ -89,8 +89,8 @@ def score(rec: dict, p: C.Params, oracle_count: bool = False, online: bool = Tru
     return out
 
 
-def evaluate(recs, p, oracle_count=False, online=True) -> list[dict]:
-    return [score(r, p, oracle_count, online) for r in recs]
+def evaluate(recs, p, oracle_count=False, online=True, provisional=False) -> list[dict]:
+    return [score(r, p, oracle_count, online, provisional) for r in recs]
 
 
 def pooled(rows, mode="file") -> dict:
@@ -197,7 +197,7 @@ def corpus_table(rows, title) -> str:
 
 
 def full_rows(recs, p) -> list[dict]:
-    rows = evaluate(recs, p)
+    rows = evaluate(recs, p, provisional=True)
     for r, k in zip(rows, evaluate(recs, p, oracle_count=True)):
         r["file_k"], r["online_k"] = k["file"], k["online"]
     return rows
