@@ -256,6 +256,16 @@ EXPERIMENTS = {
         "phrases `high` on about half their steps (raw `high` 0.45-0.61); the speech model hears 0-6 speech steps in a "
         "0.4-0.6 s word. So the short-word checks the issue asks for in test/models cannot pass with this model and "
         "were not added: synthetic effort is not what the acted corpora taught it.",
+        "**Session 22: a short word's voice repeated to fill the receptive field** (test-time tiling, so the network "
+        "hears 4 s of the word instead of 0.5-1.2 s of it between silences; experiment script not kept). 2750 clips "
+        "of the four unheard corpora of `clips.csv` (ASED, ETTSDB, nEMO, URDU), each cut to a 0.5-1.2 s crop as "
+        "`embed_affect.short_crop` does; decided as a segment (mean of the voiced steps, argmax) with the neutral logit "
+        "lowered by 0 / 0.5 / 1: as heard 0.393 / 0.407 / 0.408 mean UAR; the word repeated back to back 0.380 / 0.387 / "
+        "0.384; with 0.1 s gaps 0.404 / 0.411 / 0.405; alternately forwards and reversed (no onset at each join) 0.410 / "
+        "0.403 / 0.396, with gaps 0.398 / 0.414 / 0.422. Within 0.03 of the crops as heard, and the neutral share falls "
+        "from 0.71 to 0.4-0.6 without the other classes being found more often: the network lacks the cue in a short "
+        "word, not the room to hear it. Repeating the espeak-ng words above six times did not change their labels "
+        "either (angry \"No!\" raw `high` 0.16 -> 0.20). Not kept.",
     ],
     "emotions": [
         "Shipped as trained; no variant was tried in this version. The leave-one-corpus-out figures are far below the "
