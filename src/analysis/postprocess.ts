@@ -90,6 +90,11 @@ export interface PostProcessOptions {
    * probabilities (a live speaker map: the speakers its windows knew).
    */
   shownRawKeys?: (model: string, probs: ArrayLike<number>) => number | undefined;
+  /**
+   * Per model, the temperature its confidences are shown at (models/<name>/calibration.json, read by the registry):
+   * the confidence of a label is its probability in softmax(log p / T) instead of p itself. Absent: T = 1.
+   */
+  confidenceTemperature?: Readonly<Record<string, number>>;
 }
 
 /** Rounds to DECIMALS places (half away from zero, robust to binary representation of x.xxxx5). */
@@ -114,6 +119,8 @@ export class StepDecider {
   private readonly _inputModels: readonly string[];
   /** Per reported model: its running segment mean, for policies with segmentSmoothing. */
   private readonly segments: (SegmentMean | null)[];
+  /** Per reported model: the temperature of its confidences (1: as the network gives them). */
+  private readonly temperatures: number[];
 
   constructor(readonly options: PostProcessOptions) {
     if (options.models.length === 0) throw new AurisError('INVALID_ARGUMENT', 'no models to report');
@@ -126,6 +133,7 @@ export class StepDecider {
       return policyFor(name, keys, overrides);
     });
     this.segments = this.policies.map((p) => (p.segmentSmoothing ? new SegmentMean(p.rawKeys.length) : null));
+    this.temperatures = this.policies.map((p) => options.confidenceTemperature?.[p.name] ?? 1);
     this.needSpeech = this.policies.some((p) => p.speechGated);
     const names = this.policies.map((p) => p.name);
     if (this.needSpeech && !names.includes(SPEECH_MODEL)) names.push(SPEECH_MODEL);
@@ -232,7 +240,8 @@ export class StepDecider {
       if (!stepProbs) throw new AurisError('INVALID_ARGUMENT', `missing probabilities for model ${policy.name}`);
       const p = segment ? segment.add(stepProbs, timestampMs, timestampMs + this.options.outputPeriodMs) : stepProbs;
       const k = argmax(p);
-      const conf = p[k]!;
+      const t = this.temperatures[m]!;
+      const conf = t === 1 ? p[k]! : temperedProbability(p, k, t);
       // Compared as shown (rounded): a displayed 0.65 is not below a 0.65 threshold.
       if (policy.unknownThreshold !== undefined && round(conf) < policy.unknownThreshold) {
         return { result: UNKNOWN_LABEL, confidence: conf };
@@ -240,6 +249,23 @@ export class StepDecider {
       return { result: policy.rawKeys[k]!, confidence: conf };
     });
   }
+}
+
+/**
+ * Class k's probability in softmax(log p / t): the confidence of a model whose probabilities are too sure on
+ * recordings it never heard (t > 1 pulls them towards uniform). The argmax is the same as p's, so labels do not
+ * change. Same as training/validate/calibration.py tempered() (probabilities floored at 1e-12).
+ */
+export function temperedProbability(p: ArrayLike<number>, k: number, t: number): number {
+  let max = -Infinity;
+  const z = new Float64Array(p.length);
+  for (let j = 0; j < p.length; j++) {
+    z[j] = Math.log(Math.max(p[j]!, 1e-12)) / t;
+    if (z[j]! > max) max = z[j]!;
+  }
+  let sum = 0;
+  for (let j = 0; j < p.length; j++) sum += Math.exp(z[j]! - max);
+  return Math.exp(z[k]! - max) / sum;
 }
 
 /** Index of the largest value; ties go to the first (raw-key order). */

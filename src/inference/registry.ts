@@ -106,6 +106,12 @@ export interface ModelInfo {
    * (`provisional.json` beside the manifest, its `shipped` plan: training/validate/provisional.py --write).
    */
   provisional?: ProvisionalPlan;
+  /**
+   * Present when the model's validation measured its confidences on corpora it never heard (`calibration.json`
+   * beside the manifest, its `shipped.temperature`: training/validate/calibration.py --write): a step's confidence
+   * is the winning class's probability after this temperature (src/analysis/postprocess.ts).
+   */
+  confidenceTemperature?: number;
   manifest: ModelManifest;
 }
 
@@ -228,6 +234,7 @@ export function loadModelDir(dir: string): ModelInfo {
   };
   const views = parseViews(m['views'], path.dirname(dir), manifestPath, m.raw_keys.length);
   const provisional = readProvisionalPlan(dir, left, right);
+  const temperature = readConfidenceTemperature(dir);
   return {
     name: m.name,
     version: m.version,
@@ -244,8 +251,33 @@ export function loadModelDir(dir: string): ModelInfo {
     ...(streaming ? { streaming } : {}),
     ...(views ? { views } : {}),
     ...(provisional ? { provisional } : {}),
+    ...(temperature !== undefined ? { confidenceTemperature: temperature } : {}),
     manifest: m,
   };
+}
+
+/** Temperatures outside this range would be a broken file, not a calibration. */
+const TEMPERATURE_RANGE = [0.05, 100] as const;
+
+/**
+ * The confidence temperature a model's validation chose: `<dir>/calibration.json` `shipped.temperature`. None
+ * without the file (the confidence is then the winning probability as it is).
+ */
+function readConfidenceTemperature(dir: string): number | undefined {
+  const file = path.join(dir, 'calibration.json');
+  if (!fs.existsSync(file)) return undefined;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(fs.readFileSync(file, 'utf8'));
+  } catch (e) {
+    throw fail(file, `invalid JSON (${(e as Error).message})`, e);
+  }
+  const shipped = isObj(parsed) ? parsed['shipped'] : undefined;
+  const t = isObj(shipped) ? shipped['temperature'] : undefined;
+  if (typeof t !== 'number' || !Number.isFinite(t) || t < TEMPERATURE_RANGE[0] || t > TEMPERATURE_RANGE[1]) {
+    throw fail(file, `"shipped.temperature" must be a number from ${TEMPERATURE_RANGE[0]} to ${TEMPERATURE_RANGE[1]}, got ${JSON.stringify(t)}`);
+  }
+  return t;
 }
 
 /**
@@ -455,6 +487,13 @@ export class ModelRegistry {
   rawKeys(): Record<string, readonly string[]> {
     const out: Record<string, readonly string[]> = {};
     for (const m of this.models.values()) out[m.name] = m.rawKeys;
+    return out;
+  }
+
+  /** The confidence temperature of every model that has one (calibration.json). */
+  confidenceTemperatures(): Record<string, number> {
+    const out: Record<string, number> = {};
+    for (const m of this.models.values()) if (m.confidenceTemperature !== undefined) out[m.name] = m.confidenceTemperature;
     return out;
   }
 }

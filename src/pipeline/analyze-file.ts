@@ -276,6 +276,7 @@ function postProcess(plan: AnalysisPlan, states: Map<number, ChannelState>, head
   const options: PostProcessOptions = {
     models: request.models,
     rawKeys: plan.engine.registry.rawKeys(),
+    confidenceTemperature: plan.engine.registry.confidenceTemperatures(),
     outputPeriodMs: request.outputPeriodMs,
     volumeThreshold: volumeThresholdOf(request),
     includeSummary: request.includeSummary,

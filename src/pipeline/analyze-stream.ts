@@ -182,6 +182,7 @@ export class StreamSession {
     return {
       models: o.models,
       rawKeys: engine.registry.rawKeys(),
+      confidenceTemperature: engine.registry.confidenceTemperatures(),
       outputPeriodMs: o.outputPeriodMs,
       volumeThreshold: volumeThresholdOf(o),
       includeRaw: o.includeRaw,

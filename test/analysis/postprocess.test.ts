@@ -11,6 +11,7 @@ import {
   PostProcessOptions,
   roundFractions,
   stepLevelDb,
+  temperedProbability,
 } from '../../src/analysis';
 
 const RAW = { speech: ['music', 'other', 'speech'], arousal: ['high', 'low', 'neutral'], gender: ['female', 'male'] };
@@ -193,6 +194,38 @@ describe('no_speech and unknown', () => {
     assert.deepEqual(modelsToRun(['arousal', 'speech']), ['arousal', 'speech']);
     assert.deepEqual(modelsToRun(['speech']), ['speech']);
     assert.throws(() => buildChannelResult({ steps: 1, levels: [LOUD], probs: { gender: flat([FE]) } }, opts(['gender'])), /speech/);
+  });
+});
+
+describe('confidence temperature (models/<name>/calibration.json)', () => {
+  // HI = [0.6, 0.3, 0.1]: at T = 2 the probabilities become sqrt(p) / sum sqrt(p)
+  const expected = Math.sqrt(0.6) / (Math.sqrt(0.6) + Math.sqrt(0.3) + Math.sqrt(0.1));
+  const input: ChannelSteps = {
+    steps: 3,
+    levels: [LOUD, LOUD, QUIET],
+    probs: { speech: flat([SP, MU, SP]), arousal: flat([HI, HI, HI]), gender: flat([FE, FE, FE]) },
+  };
+
+  it('shows a label\'s probability after softmax(log p / T): same label, same raw values, other models untouched', () => {
+    const plain = buildChannelResult(input, opts(['arousal', 'gender'], { includeRaw: true, includeTransitions: true }));
+    const hot = buildChannelResult(input, opts(['arousal', 'gender'], { includeRaw: true, includeTransitions: true, confidenceTemperature: { arousal: 2 } }));
+    assert.deepEqual(plain.time_series[0]!.results['arousal'], { result: 'high', confidence: 0.6 });
+    assert.deepEqual(hot.time_series[0]!.results['arousal'], { result: 'high', confidence: Math.round(expected * 10000) / 10000 });
+    assert.ok(expected < 0.6 && expected > 1 / 3, `${expected}`);
+    assert.deepEqual(hot.time_series[0]!.raw, plain.time_series[0]!.raw, 'raw values are the network\'s own');
+    assert.deepEqual(hot.time_series[0]!.results['gender'], plain.time_series[0]!.results['gender'], 'a model without a temperature');
+    // no_speech and silence keep their own confidences (the speech model's, and 1)
+    assert.deepEqual(hot.time_series[1]!.results['arousal'], plain.time_series[1]!.results['arousal']);
+    assert.deepEqual(hot.time_series[2]!.results['arousal'], { result: 'silence', confidence: 1 });
+    // a segment's confidence is the mean of its (tempered) steps'
+    assert.equal(hot.transitions!['arousal']![0]!.confidence, Math.round(expected * 10000) / 10000);
+  });
+
+  it('T = 1 is the network\'s probability; T < 1 sharpens; a zero probability does not break it', () => {
+    assert.equal(temperedProbability([0.6, 0.3, 0.1], 0, 1), 0.6);
+    assert.ok(temperedProbability([0.6, 0.3, 0.1], 0, 0.5) > 0.6);
+    const p = temperedProbability([1, 0, 0], 0, 8);
+    assert.ok(Number.isFinite(p) && p > 0.9, `${p}`);
   });
 });
 

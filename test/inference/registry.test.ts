@@ -157,6 +157,22 @@ describe('model registry', () => {
     expectLoadError(() => ModelRegistry.loadSync({ modelsDir: placeholders }), file, /invalid JSON/);
   });
 
+  it('reads a model\'s confidence temperature (calibration.json `shipped.temperature`; absent: none), and rejects a bad one naming the file', () => {
+    const placeholders = modelsDir('calibration');
+    assert.equal(ModelRegistry.loadSync({ modelsDir: placeholders }).get('arousal').confidenceTemperature, undefined, 'no calibration.json: none');
+    const file = path.join(placeholders, 'arousal', 'calibration.json');
+    fs.writeFileSync(file, JSON.stringify({ shipped: { temperature: 2.5 } }));
+    const registry = ModelRegistry.loadSync({ modelsDir: placeholders });
+    assert.equal(registry.get('arousal').confidenceTemperature, 2.5);
+    assert.deepEqual(registry.confidenceTemperatures(), { arousal: 2.5 }, 'only the models with one');
+    for (const shipped of [{ temperature: 0 }, { temperature: 101 }, { temperature: '2' }, {}, undefined]) {
+      fs.writeFileSync(file, JSON.stringify({ shipped }));
+      expectLoadError(() => ModelRegistry.loadSync({ modelsDir: placeholders }), file, /"shipped.temperature" must be a number from 0.05 to 100/);
+    }
+    fs.writeFileSync(file, '{"shipped": ');
+    expectLoadError(() => ModelRegistry.loadSync({ modelsDir: placeholders }), file, /invalid JSON/);
+  });
+
   it('reads the speaker map\'s streams bar (online_threshold_step; absent: 0), and rejects one out of range naming the file', () => {
     const withMap = (name: string, f?: (b: Record<string, unknown>) => void): string => {
       const dir = path.join(tmp, name);

@@ -10,7 +10,8 @@ import { strict as assert } from 'node:assert';
 import * as path from 'node:path';
 import { after, describe, it } from 'node:test';
 import type { ChannelResult } from '../../src/analysis';
-import { closeSharedEngines } from '../../src/inference';
+import { temperedProbability } from '../../src/analysis';
+import { closeSharedEngines, ModelRegistry } from '../../src/inference';
 import { analyzeFile } from '../../src/pipeline';
 
 const FIXTURES = path.join(__dirname, '..', '..', '..', 'test', 'fixtures', 'models');
@@ -57,6 +58,25 @@ describe('shipped models on committed fixtures', () => {
       const right = speechShare(ch, 'gender', want);
       const wrong = speechShare(ch, 'gender', other);
       assert.ok(right > 0.7 && wrong < 0.15, `${f}: ${want} on ${right.toFixed(2)}, ${other} on ${wrong.toFixed(2)} of the speech steps`);
+    }
+  });
+
+  it('show arousal confidences at the temperature its validation chose (calibration.json): labels as the network says, confidences honest', async () => {
+    const t = ModelRegistry.loadSync().get('arousal').confidenceTemperature;
+    assert.ok(t !== undefined && t > 1, `arousal ships a temperature above 1, got ${t}`);
+    const ch = await analyse('excited.flac');
+    const speech = ch.time_series.filter((s) => s.results['speech']?.result === 'speech');
+    assert.ok(speech.length > 10);
+    for (const s of speech) {
+      const raw = s.raw!['arousal']!;
+      const keys = ['high', 'low', 'neutral'];
+      const p = keys.map((k) => raw[k]!);
+      const k = p.indexOf(Math.max(...p));
+      const { result, confidence } = s.results['arousal']!;
+      assert.equal(result, keys[k], `label = the raw argmax at ${s.timestamp} ms`);
+      // from the rounded raw values: within rounding of the service's own (unrounded) computation
+      assert.ok(Math.abs(confidence - temperedProbability(p, k, t)) < 2e-3, `${s.timestamp} ms: ${confidence} vs ${temperedProbability(p, k, t)}`);
+      assert.ok(confidence <= p[k]! + 1e-4, 'never surer than the network');
     }
   });
 

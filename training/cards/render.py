@@ -14,7 +14,8 @@ from training.cards import text_longform as TL
 from training.cards import text_speaker as TS
 from training.cards.experiments import EXPERIMENTS
 from training.cards.sections import (added_member_section, fused_line, fused_section, kept_model_addendum,
-                                     learning_curve_section, length_section, prior_shift_section, provisional_section)
+                                     learning_curve_section, length_section, prior_shift_section, provisional_section,
+                                     calibration_section)
 from training.cards.tables import (added_member_sources, licences, loco_section, metric_table, shipped_section,
                                    source_licences, table, trained_sources)
 from training.data import clips as D
@@ -204,7 +205,7 @@ def write_card(d, clips) -> str:
         from training.encoders.card import section
         network = m["training"]["encoder_view"]["network"].split(" (")[0]
         text = section(d, m) + f"# The network ({network}, unchanged inside {m['version']})" + text[text.index("\n"):]
-    text = text.rstrip("\n") + "\n" + length_section(d) + provisional_section(d)
+    text = text.rstrip("\n") + "\n" + length_section(d) + calibration_section(d) + provisional_section(d)
     fn = os.path.join(d, "MODEL_CARD.md")
     with open(fn, "w") as fh:
         fh.write(text)
