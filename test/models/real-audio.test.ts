@@ -61,22 +61,26 @@ describe('shipped models on committed fixtures', () => {
     }
   });
 
-  it('show arousal confidences at the temperature its validation chose (calibration.json): labels as the network says, confidences honest', async () => {
-    const t = ModelRegistry.loadSync().get('arousal').confidenceTemperature;
-    assert.ok(t !== undefined && t > 1, `arousal ships a temperature above 1, got ${t}`);
+  it('show arousal and emotions confidences at the temperature their validation chose (calibration.json): labels as the network says, confidences honest', async () => {
+    const registry = ModelRegistry.loadSync();
     const ch = await analyse('excited.flac');
     const speech = ch.time_series.filter((s) => s.results['speech']?.result === 'speech');
     assert.ok(speech.length > 10);
-    for (const s of speech) {
-      const raw = s.raw!['arousal']!;
-      const keys = ['high', 'low', 'neutral'];
-      const p = keys.map((k) => raw[k]!);
-      const k = p.indexOf(Math.max(...p));
-      const { result, confidence } = s.results['arousal']!;
-      assert.equal(result, keys[k], `label = the raw argmax at ${s.timestamp} ms`);
-      // from the rounded raw values: within rounding of the service's own (unrounded) computation
-      assert.ok(Math.abs(confidence - temperedProbability(p, k, t)) < 2e-3, `${s.timestamp} ms: ${confidence} vs ${temperedProbability(p, k, t)}`);
-      assert.ok(confidence <= p[k]! + 1e-4, 'never surer than the network');
+    for (const model of ['arousal', 'emotions']) {
+      const info = registry.get(model);
+      const t = info.confidenceTemperature;
+      assert.ok(t !== undefined && t > 1, `${model} ships a temperature above 1, got ${t}`);
+      for (const s of speech) {
+        const raw = s.raw![model]!;
+        const p = info.rawKeys.map((k) => raw[k]!);
+        const k = p.indexOf(Math.max(...p));
+        const { result, confidence } = s.results[model]!;
+        assert.equal(result, info.rawKeys[k], `${model}: label = the raw argmax at ${s.timestamp} ms`);
+        // from the rounded raw values: within rounding of the service's own (unrounded) computation
+        const want = temperedProbability(p, k, t);
+        assert.ok(Math.abs(confidence - want) < 2e-3, `${model} ${s.timestamp} ms: ${confidence} vs ${want}`);
+        assert.ok(confidence < p[k]! - 0.01 || p[k]! < 0.3, `${model}: less sure than the network (${confidence} vs ${p[k]})`);
+      }
     }
   });
 

@@ -10,12 +10,14 @@ after a temperature T: softmax(log p / T) (src/analysis/postprocess.ts). The lab
 and so are `raw` (the network's own averaged probabilities), the summary fractions and the transitions' labels; a
 confidence and a segment's confidence come from the tempered probabilities.
 
-Data: the clips of `training/encoders/embed_affect.py` `sample()` from the corpora the network never heard
-(`UNHEARD`), each whole and as a 0.5-1.2 s crop (`short_crop`, the short-utterance slice), the shipped network's
-per-step probabilities over every voiced step (>= -50 dBFS; the clip's label on each). T is fitted by the mean
-negative log-likelihood, every corpus weighing the same, and scored leave one corpus out (fitted on the others) by the
-expected calibration error (15 bins of confidence: the gap between the confidence and how often the label is right,
-weighted by the bin's share). `--write` fits T on all of them and records it with the table.
+Data: the clips of `training/encoders/embed_affect.py` `sample()` and `emospeech()` (its git snapshot, fetched
+under /work/.mirror or $AURIS_MIRRORS) from the corpora the network never heard (`UNHEARD`), each whole and as a
+0.5-1.2 s crop (`short_crop`, the short-utterance slice): the shipped network's per-step probabilities over every
+voiced step (>= -50 dBFS; the clip's label on each). T is fitted by the mean negative log-likelihood, every corpus
+weighing the same, and each unheard corpus is scored at a T fitted without it (arousal: on the other unheard corpora;
+emotions, which heard every corpus of clips.csv: on their held-out speakers) by the expected calibration error (15
+bins of confidence: the gap between the confidence and how often the label is right, weighted by the bin's share).
+`--write` fits T on all of them and records it with the table.
 """
 from __future__ import annotations
 
@@ -27,9 +29,13 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[2]
-CLASSES = {"arousal": ["high", "low", "neutral"]}
-# corpora of clips.csv the shipped network never heard (its card; emospeech, the other one, lives in a git snapshot)
-UNHEARD = {"arousal": ("ased", "ettsdb", "nemo", "urdu")}
+CLASSES = {"arousal": ["high", "low", "neutral"], "emotions": ["happy", "irritated", "neutral", "tired"]}
+# Scored: corpora the shipped network never heard (its card). arousal 1.0.1 never heard five corpora, so T is fitted
+# on four and scored on the fifth, each in turn. emotions 1.1.0 heard the training speakers of every corpus of
+# clips.csv, so its T is fitted on their held-out speakers (data/speakers.py split "val") and scored on emospeech,
+# the one corpus it never heard (its labels have no `tired`).
+UNHEARD = {"arousal": ("ased", "emospeech", "ettsdb", "nemo", "urdu"), "emotions": ("emospeech",)}
+FIT_HELD_OUT_SPEAKERS = {"emotions": "held-out speakers"}
 GATE_DB = -50.0
 BINS = 15
 SEED = 11
@@ -38,8 +44,6 @@ SEED = 11
 def _work(args) -> list[dict]:
     task, part, seed = args
     import onnxruntime as ort
-    from training.data import clips as D
-    from training.data import speakers as S
     from training.encoders import embed_affect as EA
     from training.encoders import windows
     from training.features import logmel_fast
@@ -48,22 +52,37 @@ def _work(args) -> list[dict]:
     net = ort.InferenceSession(str(ROOT / "models" / task / "model.onnx"), so, providers=["CPUExecutionProvider"])
     rng = np.random.default_rng(seed)
     out = []
-    for c in part:
-        x = D.decode(c.path)
+    for c, group in part:
+        x = EA._load(c)
+        label = EA._labels(c)[0 if task == "arousal" else 1]
         for kind, sig in (("whole", x), ("short", EA.short_crop(x, windows.step_levels(x), rng))):
             levels = windows.step_levels(sig)
             probs = net.run(None, {"features": logmel_fast(sig)[None].astype(np.float32)})[0][0][: len(levels)]
             voiced = levels[: len(probs)] >= GATE_DB
-            out.append({"source": c.source, "short": kind == "short", "y": CLASSES[task].index(S.label(task, c)),
-                        "probs": probs[voiced].astype(np.float32)})
+            out.append({"source": group, "short": kind == "short", "y": CLASSES[task].index(label), "probs": probs[voiced].astype(np.float32)})
+    return out
+
+
+def clips_of(task: str) -> list[tuple]:
+    """(clip, group): the clips of embed_affect's samples (clips.csv and the emospeech snapshot) the task scores or
+    fits on; group = the corpus, or FIT_HELD_OUT_SPEAKERS[task] for the held-out speakers of corpora it heard."""
+    from training.data import speakers as S
+    from training.encoders import embed_affect as EA
+    i = 0 if task == "arousal" else 1
+    out = []
+    for c in EA.sample() + EA.emospeech():
+        if EA._labels(c)[i] not in CLASSES[task]:
+            continue
+        if c.source in UNHEARD[task]:
+            out.append((c, c.source))
+        elif task in FIT_HELD_OUT_SPEAKERS and not isinstance(c, EA.MirrorClip) and S.split(c) == "val":
+            out.append((c, FIT_HELD_OUT_SPEAKERS[task]))
     return out
 
 
 def steps_of(task: str, workers: int = 2) -> list[dict]:
-    """One record per clip version: its source, whether it is the short crop, its label, its voiced steps' probabilities."""
-    from training.data import speakers as S
-    from training.encoders import embed_affect as EA
-    clips = [c for c in EA.sample() if c.source in UNHEARD[task] and S.label(task, c) in CLASSES[task]]
+    """One record per clip version: its group, whether it is the short crop, its label, its voiced steps' probabilities."""
+    clips = clips_of(task)
     chunks = [clips[i:i + 40] for i in range(0, len(clips), 40)]
     recs: list[dict] = []
     with Pool(workers) as pool:
@@ -119,19 +138,23 @@ def fit(by_corpus: dict[str, list[dict]]) -> float:
 
 
 def report(task: str, recs: list[dict]) -> dict:
-    by = {s: [r for r in recs if r["source"] == s] for s in UNHEARD[task]}
+    """Each unheard corpus scored at a T fitted without it: on the other unheard corpora, or on the held-out speakers
+    of the corpora the model heard (FIT_HELD_OUT_SPEAKERS). The shipped T is fitted on every group."""
+    by = {s: [r for r in recs if r["source"] == s] for s in sorted({r["source"] for r in recs})}
+    slices = (("all", None), ("short", True), ("whole", False))
     rows = {}
-    for held in by:
+    for held in UNHEARD[task]:
         t = fit({s: rs for s, rs in by.items() if s != held})
         rows[held] = {"temperature": t, **{f"{name} {slice_}": calibration(*_pool(by[held], sh), tt)
-                                            for slice_, sh in (("all", None), ("short", True), ("whole", False))
-                                            for name, tt in (("as trained", 1.0), ("tempered", t))}}
+                                            for slice_, sh in slices for name, tt in (("as trained", 1.0), ("tempered", t))}}
     mean = {k: round(float(np.mean([rows[c][k]["ece"] for c in rows])), 4) for k in rows[next(iter(rows))] if k != "temperature"}
     shipped = fit(by)
+    scored = [r for r in recs if r["source"] in UNHEARD[task]]
     version = json.loads((ROOT / "models" / task / "manifest.json").read_text())["version"]
-    return {"task": task, "version": version, "corpora": list(by), "command": "python -m training.validate.calibration --write",
+    return {"task": task, "version": version, "corpora": list(UNHEARD[task]), "fitted_on": list(by),
+            "command": "python -m training.validate.calibration --write",
             "shipped": {"temperature": shipped}, "leave_one_corpus_out": rows, "mean_ece": mean,
-            "all_corpora": {f"{name} {slice_}": calibration(*_pool(recs, sh), tt) for slice_, sh in (("all", None), ("short", True), ("whole", False))
+            "all_corpora": {f"{name} {slice_}": calibration(*_pool(scored, sh), tt) for slice_, sh in slices
                             for name, tt in (("as trained", 1.0), ("tempered", shipped))}}
 
 
