@@ -266,6 +266,12 @@ EXPERIMENTS = {
         "from 0.71 to 0.4-0.6 without the other classes being found more often: the network lacks the cue in a short "
         "word, not the room to hear it. Repeating the espeak-ng words above six times did not change their labels "
         "either (angry \"No!\" raw `high` 0.16 -> 0.20). Not kept.",
+        "**Session 22: gender's segment mean for arousal** (src/analysis/segment.ts: each step decided from the running mean "
+        "of the probabilities since its speech segment began, causal, so streams would still equal files; experiment script "
+        "not kept). Per-step UAR over the voiced steps of the five corpora 1.0.1 never heard (ASED, emospeech, ETTSDB, "
+        "nEMO, URDU; each clip one segment), step by step / running mean / an exponential mean (0.85): 0.426 / 0.428 / "
+        "0.428 (0.5-1.2 s crops 0.405 / 0.404 / 0.406; ASED and URDU lose 0.01-0.02, nEMO and emospeech gain 0.01-0.03). "
+        "The network's 3 s receptive field already pools what a segment holds. Not kept.",
     ],
     "emotions": [
         "Shipped as trained; no variant was tried in this version. The leave-one-corpus-out figures are far below the "
