@@ -187,7 +187,9 @@ describe('model registry', () => {
       return dir;
     };
     const shipped = ModelRegistry.loadSync({ modelsDir: withMap('map-ok') }).get('speakers').speakerMap!;
-    assert.deepEqual([shipped.params.onlineThreshold, shipped.params.onlineThresholdStep], [0.7, 0.02]);
+    const written = (JSON.parse(fs.readFileSync(path.join(packageRoot(), 'models', 'speakers', 'manifest.json'), 'utf8')) as { speaker_map: Record<string, number> }).speaker_map;
+    assert.deepEqual([shipped.params.onlineThreshold, shipped.params.onlineThresholdStep], [written['online_threshold'], written['online_threshold_step']]);
+    assert.ok(written['online_threshold_step']! > 0, 'the shipped map lowers its bar per known speaker');
     const older = ModelRegistry.loadSync({ modelsDir: withMap('map-no-step', (b) => delete b['online_threshold_step']) }).get('speakers').speakerMap!;
     assert.equal(older.params.onlineThresholdStep, 0, 'a manifest before 1.1.0: one fixed threshold');
     const bad = withMap('map-bad-step', (b) => (b['online_threshold_step'] = 2));

@@ -150,7 +150,7 @@ describe('speaker map golden cases (training/diarization/cluster.py)', () => {
     assert.ok(cases.length >= 4);
     assert.ok(cases.some((c) => c.num_speakers !== undefined));
     assert.ok(cases.some((c) => c.windows.length === 0));
-    assert.ok(cases.some((c) => c.params.hop_steps === 6));
+    assert.ok(cases.some((c) => c.params.hop_steps === 6) && cases.some((c) => c.params.hop_steps === 12), 'both hops the cache holds');
     assert.ok(cases.some((c) => c.stream_num_speakers !== undefined && c.windows.length > c.params.recluster_min_windows));
     for (const c of cases) {
       assert.equal(c.speech.length, c.steps);

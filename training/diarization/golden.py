@@ -141,16 +141,17 @@ def main() -> None:
         return list(flat) != c["expected"]["stream"]["labels"]
     c = _search(many, p, 600, lambda x, c: x["file_K"] >= 3 and x["short_joined"] >= 1 and x["refine_moved"] > 0
                 and x["clustered"] < x["windows"] and x["online_speakers"] >= 3 and stepped(c))
-    c["note"] = "hop 12, the manifest's parameters: merges, short clusters joining a speaker, refine moving windows, 3+ speakers, windows not mostly speech not clustered; streams open new speakers, at a bar lowered per known speaker (labels differ without online_threshold_step)"
+    c["note"] = f"hop {p.hop_steps}, the manifest's parameters: merges, short clusters joining a speaker, refine moving windows, 3+ speakers, windows not mostly speech not clustered; streams open new speakers, at a bar lowered per known speaker (labels differ without online_threshold_step)"
     cases.append(c)
     c = _search(recs, p, 480, lambda x, c: x["file_K"] == 3 and x["long"] < 3 < x["after_agglomerate"]
                 and x["refine_moved"] > 0 and x["clustered"] < x["windows"], num_speakers=3)
-    c["note"] = "hop 12, the manifest's parameters, num_speakers 3 given: the count's long/short rule (agglomeration stops before merging two long clusters while no more long ones than the count; a short cluster kept up to the count), windows not mostly speech not clustered"
+    c["note"] = f"hop {p.hop_steps}, the manifest's parameters, num_speakers 3 given: the count's long/short rule (agglomeration stops before merging two long clusters while no more long ones than the count; a short cluster kept up to the count), windows not mostly speech not clustered"
     cases.append(c)
-    p3 = replace(p, hop_steps=6, max_speakers=3, center=False, merge_threshold=0.91)  # 0.91: tuned uncentred
-    c = _search(recs, p3, 144, lambda x, c: x["windows"] < C.num_windows(144, 6) and x["online_speakers"] >= 2
+    other = 12 if p.hop_steps == 6 else 6  # the other hop the cache holds, so both are golden-tested
+    p3 = replace(p, hop_steps=other, max_speakers=3, center=False, merge_threshold=0.91)  # 0.91: tuned uncentred
+    c = _search(recs, p3, 144, lambda x, c: x["windows"] < C.num_windows(144, other) and x["online_speakers"] >= 2
                 and x["segments"] >= 3 and x["file_K"] >= 2 and "0" in c["speech"])
-    c["note"] = "hop 6, max_speakers 3, center false (merge_threshold 0.91, the uncentred tuning): unvoiced windows not embedded (segments cut, steps without a covering window)"
+    c["note"] = f"hop {other}, max_speakers 3, center false (merge_threshold 0.91, the uncentred tuning): unvoiced windows not embedded (segments cut, steps without a covering window)"
     cases.append(c)
     two = [r for r in recs if r["meta"]["speakers"] == 2]
 
@@ -160,7 +161,7 @@ def main() -> None:
         return x["windows"] >= p.recluster_min_windows + 3 * p.recluster_every and c["expected"]["stream"]["K"] == 2 \
             and list(plain) != c["expected"]["stream"]["labels"]
     c = _search(two, p, 720, reclustered, stream_num_speakers=2)
-    c["note"] = "hop 12, the manifest's parameters, a stream given num_speakers 2: Reclustering (OnlineSpeakers for the first windows, then the recent windows clustered for 2 every recluster_every windows and mapped onto the ids already given)"
+    c["note"] = f"hop {p.hop_steps}, the manifest's parameters, a stream given num_speakers 2: Reclustering (OnlineSpeakers for the first windows, then the recent windows clustered for 2 every recluster_every windows and mapped onto the ids already given)"
     cases.append(c)
     a, b, m = [10000, 0, 0, 0], [0, 10000, 0, 0], [7071, 7071, 0, 0]
     ties = {"note": "synthetic 4-d ties: every window its own segment, equal merge candidates (lowest pair first), a window "
