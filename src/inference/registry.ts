@@ -256,6 +256,22 @@ export function loadModelDir(dir: string): ModelInfo {
   };
 }
 
+/**
+ * A validation report beside a model's manifest (`<dir>/<name>`, written by training/validate/*.py --write): its path
+ * and its `shipped` value, the part the service reads (the rest is for the card). None without the file.
+ */
+function readValidationReport(dir: string, name: string): { file: string; shipped: unknown } | undefined {
+  const file = path.join(dir, name);
+  if (!fs.existsSync(file)) return undefined;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(fs.readFileSync(file, 'utf8'));
+  } catch (e) {
+    throw fail(file, `invalid JSON (${(e as Error).message})`, e);
+  }
+  return { file, shipped: isObj(parsed) ? parsed['shipped'] : undefined };
+}
+
 /** Temperatures outside this range would be a broken file, not a calibration. */
 const TEMPERATURE_RANGE = [0.05, 100] as const;
 
@@ -264,15 +280,9 @@ const TEMPERATURE_RANGE = [0.05, 100] as const;
  * without the file (the confidence is then the winning probability as it is).
  */
 function readConfidenceTemperature(dir: string): number | undefined {
-  const file = path.join(dir, 'calibration.json');
-  if (!fs.existsSync(file)) return undefined;
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(fs.readFileSync(file, 'utf8'));
-  } catch (e) {
-    throw fail(file, `invalid JSON (${(e as Error).message})`, e);
-  }
-  const shipped = isObj(parsed) ? parsed['shipped'] : undefined;
+  const report = readValidationReport(dir, 'calibration.json');
+  if (!report) return undefined;
+  const { file, shipped } = report;
   const t = isObj(shipped) ? shipped['temperature'] : undefined;
   if (typeof t !== 'number' || !Number.isFinite(t) || t < TEMPERATURE_RANGE[0] || t > TEMPERATURE_RANGE[1]) {
     throw fail(file, `"shipped.temperature" must be a number from ${TEMPERATURE_RANGE[0]} to ${TEMPERATURE_RANGE[1]}, got ${JSON.stringify(t)}`);
@@ -285,15 +295,9 @@ function readConfidenceTemperature(dir: string): number | undefined {
  * left_context_steps}, within the model's context. None without the file (provisionalPlan's defaults apply).
  */
 function readProvisionalPlan(dir: string, leftSteps: number, rightSteps: number): ProvisionalPlan | undefined {
-  const file = path.join(dir, 'provisional.json');
-  if (!fs.existsSync(file)) return undefined;
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(fs.readFileSync(file, 'utf8'));
-  } catch (e) {
-    throw fail(file, `invalid JSON (${(e as Error).message})`, e);
-  }
-  const shipped = isObj(parsed) ? parsed['shipped'] : undefined;
+  const report = readValidationReport(dir, 'provisional.json');
+  if (!report) return undefined;
+  const { file, shipped } = report;
   if (!isObj(shipped)) throw fail(file, '"shipped" must be an object {lookahead_steps, stride_steps, left_context_steps}');
   const step = (key: string, min: number, max: number): number => {
     const v = shipped[key];
