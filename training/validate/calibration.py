@@ -1,11 +1,11 @@
 """How far a model's confidence can be trusted on recordings it never heard, and the temperature that makes it honest.
 
-    python -m training.validate.calibration [--tasks arousal]      # the table (leave one corpus out)
+    python -m training.validate.calibration [--tasks arousal,emotions]   # the table (each unheard corpus at a T fitted without it)
     python -m training.validate.calibration --write                # models/<task>/calibration.json, read by the service
 
 A step's confidence is the winning class's probability. Trained on acted corpora, arousal 1.0.1 says `neutral` with
 0.8-0.9 on a short angry word and is about as sure on whole utterances of corpora it never heard, where it is right on
-a third to two fifths of the speech steps (the figures below). The service shows instead the winning probability
+a third to two fifths of the speech steps (models/arousal/calibration.json). The service shows instead the winning probability
 after a temperature T: softmax(log p / T) (src/analysis/postprocess.ts). The label is unchanged (the same argmax),
 and so are `raw` (the network's own averaged probabilities), the summary fractions and the transitions' labels; a
 confidence and a segment's confidence come from the tempered probabilities.
