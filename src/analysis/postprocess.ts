@@ -257,15 +257,13 @@ export class StepDecider {
  * change. Same as training/validate/calibration.py tempered() (probabilities floored at 1e-12).
  */
 export function temperedProbability(p: ArrayLike<number>, k: number, t: number): number {
+  // called for every shown step of a tempered model: no allocation, the logs taken again in the second pass
+  const z = (j: number): number => Math.log(Math.max(p[j]!, 1e-12)) / t;
   let max = -Infinity;
-  const z = new Float64Array(p.length);
-  for (let j = 0; j < p.length; j++) {
-    z[j] = Math.log(Math.max(p[j]!, 1e-12)) / t;
-    if (z[j]! > max) max = z[j]!;
-  }
+  for (let j = 0; j < p.length; j++) max = Math.max(max, z(j));
   let sum = 0;
-  for (let j = 0; j < p.length; j++) sum += Math.exp(z[j]! - max);
-  return Math.exp(z[k]! - max) / sum;
+  for (let j = 0; j < p.length; j++) sum += Math.exp(z(j) - max);
+  return Math.exp(z(k) - max) / sum;
 }
 
 /** Index of the largest value; ties go to the first (raw-key order). */

@@ -90,14 +90,14 @@ def emospeech(seed: int = 0) -> list[MirrorClip]:
     return out
 
 
-def _load(c) -> np.ndarray:
+def load_clip(c) -> np.ndarray:
     if isinstance(c, MirrorClip):
         from training.encoders import corpora
         return corpora.load(corpora.Voice(c.source, c.speaker, c.gender, c.path, c.emotion))
     return D.decode(c.path)
 
 
-def _labels(c) -> tuple:
+def labels_of(c) -> tuple:
     if isinstance(c, MirrorClip):
         return c.arousal, c.emotions
     return S.label("arousal", c), S.label("emotions", c)
@@ -144,7 +144,7 @@ def _work(args) -> list[dict]:
     nets = {t: session(str(ROOT / f"models/{t}/model.onnx")) for t in ("arousal", "emotions")}
     wh = whisper.load()
     rng = np.random.default_rng(seed)
-    clean = [_load(c) for c in part]
+    clean = [load_clip(c) for c in part]
     phone, codecs = phone_all(clean, seed=seed)
     out = []
     for c, x, y, codec in zip(part, clean, phone, codecs):
@@ -157,7 +157,7 @@ def _work(args) -> list[dict]:
             idx, pcm = windows.voiced_windows(sig, levels, min_voiced)
             feats = logmel_fast(sig)[None].astype(np.float32)
             rec = {"source": c.source, "speaker": c.speaker, "gender": c.gender, "ref": c.path, "emotion": c.emotion,
-                   "arousal": _labels(c)[0], "emotions": _labels(c)[1],
+                   "arousal": labels_of(c)[0], "emotions": labels_of(c)[1],
                    "channel": channel, "seconds": sig.size / 16000, "levels": levels.astype(np.float32),
                    "windows": np.array(idx, np.int32),
                    "emb": spk.run(None, {"pcm": pcm})[0].astype(np.float32) if len(idx) else np.zeros((0, 256), np.float32),

@@ -53,8 +53,8 @@ def _work(args) -> list[dict]:
     rng = np.random.default_rng(seed)
     out = []
     for c, group in part:
-        x = EA._load(c)
-        label = EA._labels(c)[0 if task == "arousal" else 1]
+        x = EA.load_clip(c)
+        label = EA.labels_of(c)[0 if task == "arousal" else 1]
         for kind, sig in (("whole", x), ("short", EA.short_crop(x, windows.step_levels(x), rng))):
             levels = windows.step_levels(sig)
             probs = net.run(None, {"features": logmel_fast(sig)[None].astype(np.float32)})[0][0][: len(levels)]
@@ -71,7 +71,7 @@ def clips_of(task: str) -> list[tuple]:
     i = 0 if task == "arousal" else 1
     out = []
     for c in EA.sample() + EA.emospeech():
-        if EA._labels(c)[i] not in CLASSES[task]:
+        if EA.labels_of(c)[i] not in CLASSES[task]:
             continue
         if c.source in UNHEARD[task]:
             out.append((c, c.source))
@@ -92,7 +92,7 @@ def steps_of(task: str, workers: int = 2) -> list[dict]:
 
 
 def tempered(probs: np.ndarray, t: float) -> np.ndarray:
-    """softmax(log p / t), row by row (postprocess.ts temperedConfidence does the same for the winning class)."""
+    """softmax(log p / t), row by row (postprocess.ts temperedProbability does the same for the winning class)."""
     z = np.log(np.clip(probs.astype(np.float64), 1e-12, 1.0)) / t
     z -= z.max(1, keepdims=True)
     e = np.exp(z)
