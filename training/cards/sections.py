@@ -305,6 +305,12 @@ def calibration_section(d) -> str:
     others = [g for g in z["fitted_on"] if g not in z["corpora"]]
     how = ("each corpus scored at a T fitted on the others" if not others else
            f"each scored at a T fitted on the {', '.join(others)} of the corpora it heard (data/speakers.py `val`)")
+    from training.encoders.embed_affect import EMOSPEECH
+    local = [g for g in z["fitted_on"] if g != "emospeech"]
+    sources = (f"the datasets folder's clips of {', '.join(local)} (each clip's licence in its clips.csv row)" +
+               (f"; emospeech: git snapshot of `{EMOSPEECH[0].replace('+', '/')}` at commit `{EMOSPEECH[1]}`, CC BY-NC-SA 4.0 "
+                "(command words recorded by 105 identified users in real places; calm as neutral, angry as irritated)"
+                if "emospeech" in z["fitted_on"] else ""))
     return f"""
 ## Calibrated confidence (session 22)
 
@@ -315,7 +321,7 @@ probability averages {a['confidence']:.2f}; where it says 0.8 or more ({a['share
 {a['right_at_0.8']:.2f}. T is fitted by the mean negative log-likelihood, every group weighing the same ({", ".join(z['fitted_on'])}), on
 whole utterances and 0.5-1.2 s crops of them, and scored by the expected calibration error (ECE: 15 bins of
 confidence, the gap between confidence and accuracy weighted by the bin's share), {how}.
-`{z['command']}` (`models/{z['task']}/calibration.json`):
+`{z['command']}` (`models/{z['task']}/calibration.json`). Data: {sources}.
 
 {chr(10).join(rows)}
 
