@@ -4,7 +4,8 @@
  *
  *   config, API keys, job backends, downloads, callbacks, job workers -> createServer (src/http)
  *   live streams: stream engine, StreamHub (quotas, idle timeouts),
- *                 stream tokens                                        -> here
+ *                 stream tokens (this process; shared over NATS KV in   -> here
+ *                 distributed mode, so any API node redeems them)
  *   transports: REST + WebSocket GET /stream + POST /stream-tokens on the REST port,
  *               gRPC on GRPC_PORT, both over the one StreamHub         -> mounted here
  *
@@ -22,7 +23,9 @@ import { streamTokenRoutes } from './http/routes/stream-tokens';
 import { createServer, type AurisServer, type ServerOptions } from './http/server';
 import { InferenceEngine } from './inference/engine';
 import { STREAM_DISPATCH_INTERVAL_MS, StreamHub, type StreamLimits } from './streaming/hub';
-import { StreamTokens } from './streaming/tokens';
+import { StreamTokens, type StreamTokenStore } from './streaming/tokens';
+import { SharedStreamTokens } from './jobs/nats/stream-tokens';
+import type { NatsBackends } from './jobs/nats';
 import { websocketErrorHandler } from './websocket/socket-errors';
 import { websocketStreamRoutes } from './websocket/stream-route';
 
@@ -48,7 +51,7 @@ export interface AurisApp {
   rest: AurisServer;
   /** The live-stream hub shared by the transports (null without streaming). */
   hub: StreamHub | null;
-  tokens: StreamTokens | null;
+  tokens: StreamTokenStore | null;
   /** The gRPC streaming server (null without it). */
   grpc: AnalysisGrpcServer | null;
   /** http://host:port of the REST (and WebSocket) listener. */
@@ -65,7 +68,7 @@ export async function startApp(opts: AppOptions = {}): Promise<AurisApp> {
   const streaming = opts.streaming === false ? null : opts.streaming ?? {};
   let engine: InferenceEngine | null = null;
   let hub: StreamHub | null = null;
-  let tokens: StreamTokens | null = null;
+  let tokens: StreamTokenStore | null = null;
   let grpc: AnalysisGrpcServer | null = null;
   const graceMs = streaming?.shutdownGraceMs ?? 5000;
   const closeAll = async (): Promise<void> => {
@@ -86,7 +89,10 @@ export async function startApp(opts: AppOptions = {}): Promise<AurisApp> {
       });
       const log = app.log.child({ component: 'streaming' });
       hub = new StreamHub(engine, { ...config.streaming, maxOutputPeriodMs: config.limits.maxOutputPeriodMs, ...streaming }, log);
-      tokens = new StreamTokens(config.streaming.tokenTtlSec);
+      const nats = natsBackends(rest.backends);
+      tokens = nats
+        ? await SharedStreamTokens.open(nats.conn, nats.settings, config.streaming.tokenTtlSec, app.log.child({ component: 'nats' }))
+        : new StreamTokens(config.streaming.tokenTtlSec);
       await app.register(fastifyWebsocket, {
         options: { maxPayload: 4 * 1024 * 1024 },
         // A client that drops its connection is not a server error; a protocol error keeps its close code (1009 ...).
@@ -125,4 +131,10 @@ export async function startApp(opts: AppOptions = {}): Promise<AurisApp> {
     grpcPort: grpc?.port ?? 0,
     close: () => (closing ??= closeAll()),
   };
+}
+
+/** The NATS backends of distributed mode (src/jobs/nats), or null on the embedded default. */
+function natsBackends(b: unknown): NatsBackends | null {
+  const n = b as Partial<NatsBackends> | null;
+  return n && typeof n === 'object' && n.conn && n.settings ? (n as NatsBackends) : null;
 }

@@ -85,7 +85,7 @@ export const ERRORS = {
   IDLE_TIMEOUT: { message: 'No stream config or no audio in time.', grpc: 'DEADLINE_EXCEEDED', ws: 4408 },
   RESOURCE_EXHAUSTED: { message: 'The client does not read its results.', grpc: 'RESOURCE_EXHAUSTED', ws: 4413 },
   TOO_MANY_STREAMS: { message: 'Too many concurrent streams (the server or the API key).', grpc: 'RESOURCE_EXHAUSTED', ws: 4429 },
-  UNAVAILABLE: { message: 'The server is shutting down.', grpc: 'UNAVAILABLE', ws: 4503 },
+  UNAVAILABLE: { message: 'The server is shutting down, or a store it needs (distributed mode: NATS) does not answer.', grpc: 'UNAVAILABLE', ws: 4503 },
   INTERNAL: { message: 'Internal error', grpc: 'INTERNAL', ws: 4500 },
 } as const satisfies Record<string, ErrorSpec>;
 

@@ -25,7 +25,7 @@ import type { StreamEncoding } from '../pipeline/analyze-stream';
 import { validateStreamParams, type ResultsMode, type StreamParams } from '../streaming/config';
 import type { StreamHub } from '../streaming/hub';
 import type { LiveStream, StreamError, StreamOutput, StreamSink } from '../streaming/live-stream';
-import type { StreamTokens } from '../streaming/tokens';
+import type { StreamTokenStore } from '../streaming/tokens';
 
 export const WS_CLOSE_NORMAL = 1000;
 
@@ -46,7 +46,7 @@ export const WS_RESULTS_MODES: Readonly<Record<string, ResultsMode>> = { all: 'a
 export interface StreamRouteOptions {
   hub: StreamHub;
   keys: Pick<ApiKeyRegistry, 'lookup'>;
-  tokens: StreamTokens;
+  tokens: StreamTokenStore;
   /** The REST server's failed-authentication throttle (the same addresses, the same limit). */
   authThrottle?: Pick<AuthFailureThrottle, 'failure'>;
 }
@@ -164,10 +164,11 @@ function closeWithError(ws: WebSocket, e: StreamError): void {
 }
 
 /** The owner of the request's credentials (x-api-key header, else a single-use stream token); failures count against the address. */
-function authenticate(req: FastifyRequest, opts: StreamRouteOptions): Owner {
+async function authenticate(req: FastifyRequest, opts: StreamRouteOptions): Promise<Owner> {
   try {
-    return credentialsOwner(req, opts);
+    return await credentialsOwner(req, opts);
   } catch (e) {
+    if (e instanceof AurisError && e.code === 'UNAVAILABLE') throw e; // the token store, not the client, failed
     // Valid credentials always pass; beyond its limit an address's failures get 4429.
     const retryAfter = opts.authThrottle?.failure(req.ip).retryAfter ?? 0;
     if (retryAfter > 0) throw wsError('TOO_MANY_AUTH_FAILURES', `too many requests with missing or invalid credentials from this address; retry after ${retryAfter} s`);
@@ -175,7 +176,7 @@ function authenticate(req: FastifyRequest, opts: StreamRouteOptions): Owner {
   }
 }
 
-function credentialsOwner(req: FastifyRequest, opts: StreamRouteOptions): Owner {
+async function credentialsOwner(req: FastifyRequest, opts: StreamRouteOptions): Promise<Owner> {
   const header = req.headers['x-api-key'];
   const key = Array.isArray(header) ? header[0] : header;
   if (key) {
@@ -187,17 +188,32 @@ function credentialsOwner(req: FastifyRequest, opts: StreamRouteOptions): Owner 
   if (typeof token !== 'string' || token === '') {
     throw wsError('MISSING_API_KEY', 'credentials are required: the x-api-key header, or token= from POST /stream-tokens');
   }
-  const owner = opts.tokens.redeem(token);
+  let owner: Owner | null;
+  try {
+    owner = await opts.tokens.redeem(token);
+  } catch (e) {
+    // Distributed mode: the shared token store (NATS) did not answer. Not the client's fault: no auth failure counted.
+    req.log.warn({ err: e instanceof Error ? e.message : String(e) }, 'websocket stream: the stream token could not be checked');
+    throw wsError('UNAVAILABLE', 'the stream token could not be checked now (the shared token store is unavailable); retry with a new token');
+  }
   if (!owner) throw wsError('INVALID_STREAM_TOKEN', 'the stream token is not valid: unknown, expired or already used');
   return owner;
 }
+
+/** Frames that arrive while the credentials are being checked wait, up to this many bytes. */
+export const PENDING_FRAMES_MAX_BYTES = 8 * 1024 * 1024;
 
 /** GET /stream (WebSocket). */
 export async function websocketStreamRoutes(app: FastifyInstance, opts: StreamRouteOptions): Promise<void> {
   app.get('/stream', { websocket: true }, (ws: WebSocket, req: FastifyRequest) => {
     const sink = new WsSink(ws);
     let stream: LiveStream | undefined;
-    ws.on('message', (data: Buffer, isBinary: boolean) => {
+    let closed = false;
+    // A stream token is redeemed asynchronously (in distributed mode over NATS): a client that sends its
+    // audio at once must not lose the first frames, so they wait here until the stream exists.
+    let pending: Array<[Buffer, boolean]> | null = [];
+    let pendingBytes = 0;
+    const handle = (data: Buffer, isBinary: boolean): void => {
       if (!stream || stream.isDone) return;
       if (isBinary) return stream.audio(data);
       let msg: { type?: unknown } | undefined;
@@ -208,11 +224,24 @@ export async function websocketStreamRoutes(app: FastifyInstance, opts: StreamRo
       }
       if (msg && msg.type === 'end') stream.endInput();
       else stream.fail(wsError('INVALID_MESSAGE', 'text frames must be {"type":"end"}; audio goes in binary frames'));
+    };
+    ws.on('message', (data: Buffer, isBinary: boolean) => {
+      if (!pending) return handle(data, isBinary);
+      pendingBytes += data.length;
+      if (pendingBytes > PENDING_FRAMES_MAX_BYTES) {
+        pending = [];
+        return closeWithError(ws, { code: 'UNAVAILABLE', message: 'the credentials could not be checked in time; retry' });
+      }
+      pending.push([data, isBinary]);
     });
-    ws.on('close', () => stream?.cancel('disconnected'));
-    try {
+    ws.on('close', () => {
+      closed = true;
+      stream?.cancel('disconnected');
+    });
+    const start = async (): Promise<void> => {
       refuseKeyInUrl(req.query as Record<string, unknown>);
-      const owner = authenticate(req, opts);
+      const owner = await authenticate(req, opts);
+      if (closed || ws.readyState !== ws.OPEN) return; // gone while its token was checked
       const params = validateStreamParams(queryParams(req.query as Record<string, unknown>), opts.hub.engine.models(), {
         prefix: '',
         encodings: WS_ENCODINGS,
@@ -225,10 +254,15 @@ export async function websocketStreamRoutes(app: FastifyInstance, opts: StreamRo
       stream = opened;
       sink.stream = stream;
       stream.configure(params, params.streamId || `s-${randomUUID()}`);
-    } catch (e) {
+      const waiting = pending ?? [];
+      pending = null;
+      for (const [data, isBinary] of waiting) handle(data, isBinary);
+    };
+    start().catch((e: unknown) => {
+      pending = null;
       const code = errorCode(e) ?? 'INTERNAL';
       if (code === 'INTERNAL') req.log.error({ err: e }, 'websocket stream failed to start');
       closeWithError(ws, { code: code === 'INVALID_ARGUMENT' ? 'INVALID_PARAMETER' : code, message: e instanceof Error ? e.message : String(e) });
-    }
+    });
   });
 }

@@ -5,12 +5,12 @@
  */
 import type { FastifyInstance } from 'fastify';
 import type { Owner } from '../../jobs/service';
-import type { StreamTokens } from '../../streaming/tokens';
+import type { StreamTokenStore } from '../../streaming/tokens';
 import { ApiError } from '../errors';
 import { JSON_MEDIA_TYPE, problemResponses } from '../schemas';
 
 export interface StreamTokenRoutesOptions {
-  tokens: StreamTokens;
+  tokens: StreamTokenStore;
 }
 
 export async function streamTokenRoutes(app: FastifyInstance, opts: StreamTokenRoutesOptions): Promise<void> {
@@ -50,7 +50,7 @@ export async function streamTokenRoutes(app: FastifyInstance, opts: StreamTokenR
       // The server's onRequest hook authenticated the key (with the failed-auth throttle and the per-key rate limit).
       const owner: Owner | undefined = req.owner;
       if (!owner) throw new ApiError('MISSING_API_KEY', 'The x-api-key header is required.');
-      const issued = opts.tokens.issue(owner);
+      const issued = await opts.tokens.issue(owner);
       if (!issued) throw new ApiError('RATE_LIMITED', `Too many unused stream tokens for this API key; retry after ${opts.tokens.ttlSec} s.`, { retry_after: opts.tokens.ttlSec }, opts.tokens.ttlSec);
       return reply.code(201).header('cache-control', 'no-store').send(issued);
     },

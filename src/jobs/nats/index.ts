@@ -8,6 +8,8 @@
  *     consumer "callbacks"   durable pull, explicit ack (callback dispatchers)
  *   KV  <prefix>_jobs        job records, revision-checked updates             (JobStore)
  *   OBJ <prefix>_blobs       uploads and results                               (BlobStore)
+ *   KV  <prefix>_stream_tokens  browsers' single-use stream tokens (API nodes; stream-tokens.ts, opened by src/app.ts)
+ *   KV  <prefix>_nodes       signing-key fingerprints (shared-keys.ts, opened by auris serve)
  *
  * Every node creates what is missing on start. See docs/deploy.md.
  */
