@@ -6,14 +6,15 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
-import { after, before, describe, it } from 'node:test';
-import { openNatsBackends, type NatsBackendOptions, type NatsBackends } from '../../src/jobs/nats';
+import { describe, it } from 'node:test';
+import type { NatsBackendOptions, NatsBackends } from '../../src/jobs/nats';
 import { names } from '../../src/jobs/nats/settings';
 import { BackendUnavailableError, BlobTooLargeError, type JobFinishedEvent, type QueueMessage, RevisionConflictError } from '../../src/jobs/types';
-import { tempDir, waitFor } from '../http/helpers';
+import { waitFor } from '../http/helpers';
 import { newJob } from '../jobs/behaviour';
 import { envSkip } from '../env';
-import { natsUnavailable, TestNatsServer } from './server';
+import { useNatsServer } from './fixture';
+import { natsUnavailable } from './server';
 
 const skip = envSkip(natsUnavailable());
 
@@ -28,36 +29,8 @@ async function pullWithin(b: NatsBackends, ms: number): Promise<QueueMessage | n
 }
 
 describe('NATS JetStream backends', { skip }, () => {
-  let server: TestNatsServer;
-  const tmp = tempDir('auris-nats-js-');
-  const open: NatsBackends[] = [];
-  let n = 0;
-
-  const node = async (opts: Partial<NatsBackendOptions> = {}): Promise<NatsBackends> => {
-    const b = await openNatsBackends({
-      servers: server.url,
-      prefix: 'js',
-      retentionSec: 3600,
-      ackWaitMs: 1000,
-      eventsAckWaitMs: 1000,
-      orphanGraceMs: 0,
-      tmpDir: tmp.path,
-      reconnectWaitMs: 100,
-      name: `node-${++n}`,
-      ...opts,
-    });
-    open.push(b);
-    return b;
-  };
-
-  before(async () => {
-    server = await TestNatsServer.start();
-  });
-  after(async () => {
-    for (const b of open) await b.close().catch(() => undefined);
-    await server.close();
-    tmp.cleanup();
-  });
+  const nats = useNatsServer({ prefix: 'js', ackWaitMs: 1000, eventsAckWaitMs: 1000, orphanGraceMs: 0 });
+  const node = (opts: Partial<NatsBackendOptions> = {}): Promise<NatsBackends> => nats.node(opts);
 
   it('creates the streams, consumer and buckets with the documented settings', async () => {
     const a = await node();
@@ -192,7 +165,7 @@ describe('NATS JetStream backends', { skip }, () => {
     const before = newJob();
     await a.jobs.create(before);
     await a.queue.enqueue(before.record.job_id);
-    await server.stop();
+    await nats.server.stop();
     await waitFor(() => !a.conn.isConnected && !b.conn.isConnected, 10_000, 'disconnect noticed');
     await assert.rejects(a.jobs.get(before.record.job_id), BackendUnavailableError);
     await assert.rejects(a.jobs.create(newJob()), BackendUnavailableError);
@@ -201,7 +174,7 @@ describe('NATS JetStream backends', { skip }, () => {
     await assert.rejects(a.events.publish({ ...(await fakeEvent()) }), BackendUnavailableError);
     assert.ok((await a.jobs.list()).some((j) => j.record.job_id === before.record.job_id), 'list() answers from the watched copy');
     const pulling = pullWithin(b, 30_000); // waits for the reconnect
-    await server.start();
+    await nats.server.start();
     await waitFor(() => a.conn.isConnected && b.conn.isConnected, 20_000, 'reconnect');
     const m = await pulling;
     assert.equal(m?.jobId, before.record.job_id, 'the job queued before the outage is still there');

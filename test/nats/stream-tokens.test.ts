@@ -9,16 +9,16 @@ import { strict as assert } from 'node:assert';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { after, describe, it } from 'node:test';
 import { startApp, type AurisApp } from '../../src/app';
 import { defaultConfig } from '../../src/config';
-import { openNatsBackends, type NatsBackends } from '../../src/jobs/nats';
+import type { NatsBackends } from '../../src/jobs/nats';
 import { silentLogger } from '../../src/jobs/nats/connection';
 import { SharedStreamTokens } from '../../src/jobs/nats/stream-tokens';
 import { envSkip } from '../env';
-import { tempDir } from '../http/helpers';
 import { KEY_A, wsStream } from '../websocket/helpers';
-import { natsUnavailable, TestNatsServer } from './server';
+import { useNatsServer } from './fixture';
+import { natsUnavailable } from './server';
 
 const skip = envSkip(natsUnavailable());
 const OWNER = { organization_id: 'org-a', project_id: 'proj-a', key_id: 'key-a' };
@@ -31,28 +31,12 @@ const TONE = (() => {
 })();
 
 describe('stream tokens shared by the API nodes (NATS KV)', { skip }, () => {
-  let server: TestNatsServer;
-  const tmp = tempDir('auris-nats-tokens-');
-  const open: NatsBackends[] = [];
-  let n = 0;
-  const backends = async (): Promise<NatsBackends> => {
-    const b = await openNatsBackends({ servers: server.url, prefix: 'tok', retentionSec: 3600, tmpDir: tmp.path, reconnectWaitMs: 100, requestTimeoutMs: 1000, name: `tokens-${++n}` });
-    open.push(b);
-    return b;
-  };
+  const nats = useNatsServer({ prefix: 'tok', requestTimeoutMs: 1000 });
+  const backends = (): Promise<NatsBackends> => nats.node();
   const store = async (ttlSec = 60, maxPerKey = 1000): Promise<SharedStreamTokens> => {
     const b = await backends();
     return SharedStreamTokens.open(b.conn, b.settings, ttlSec, silentLogger, maxPerKey);
   };
-
-  before(async () => {
-    server = await TestNatsServer.start();
-  });
-  after(async () => {
-    for (const b of open) await b.close().catch(() => undefined);
-    await server.close();
-    tmp.cleanup();
-  });
 
   it('issued on one node, redeemed on another, once; unknown and expired tokens give null; the per-key cap', async () => {
     const [a, b] = [await store(), await store()];
@@ -128,7 +112,7 @@ describe('stream tokens shared by the API nodes (NATS KV)', { skip }, () => {
       assert.equal(again.closeCode, 4401);
 
       const pending = await token();
-      await server.stop();
+      await nats.server.stop();
       try {
         const down = await wsStream(b.wsUrl, { ...Q, token: pending }, TONE, { apiKey: null });
         assert.equal(down.error?.code, 'UNAVAILABLE', JSON.stringify(down.messages));
@@ -140,7 +124,7 @@ describe('stream tokens shared by the API nodes (NATS KV)', { skip }, () => {
         assert.match(res.headers.get('content-type') ?? '', /^application\/problem\+json/);
         assert.ok(Number(res.headers.get('retry-after')) > 0);
       } finally {
-        await server.start();
+        await nats.server.start();
       }
     });
   });
