@@ -99,7 +99,7 @@ export class StreamSession {
   /** Encoder stages of the models with encoder views and of the speaker map. */
   private readonly stages: EncoderStage[] = [];
   /** The speaker map, when `speakers` runs: raw values and the summary list the speakers it found. */
-  private speakers: { model: string; info: ModelInfo; map: LiveSpeakerMap; gender: SpeakerGenderHead | undefined } | undefined;
+  private speakers: { info: ModelInfo; map: LiveSpeakerMap; gender: SpeakerGenderHead | undefined } | undefined;
   private readonly levels = new StepBuffer(1);
   private readonly probs = new Map<string, StepBuffer>();
   private readonly per: number;
@@ -187,7 +187,7 @@ export class StreamSession {
       volumeThreshold: volumeThresholdOf(o),
       includeRaw: o.includeRaw,
       // raw values of the speaker map: the speakers known to the windows of the step (the later ones are exactly 0)
-      shownRawKeys: (model, probs) => (this.speakers?.model === model ? lastNonZero(probs) + 1 : undefined),
+      shownRawKeys: (model, probs) => (this.speakers?.info.name === model ? lastNonZero(probs) + 1 : undefined),
     };
   }
 
@@ -204,7 +204,7 @@ export class StreamSession {
     }, () => this.steps, options.numSpeakers);
     // each speaker's gender in the summary when `gender` is requested too (speaker-gender.ts)
     const gender = options.includeSummary && engine.registry.has('gender') ? requestedSpeakerGender([m, engine.registry.get('gender')], options.models) : undefined;
-    this.speakers = { model: m.name, info: m, map: live, gender };
+    this.speakers = { info: m, map: live, gender };
     this.stages.push(engine.speakerStage(m, (o) => live.pushWindow(o)));
   }
 
@@ -394,7 +394,7 @@ export class StreamSession {
       const fr = roundFractions(policy.summaryClasses.map((_, i) => this.summaryTime[m]![i]! / durationMs));
       const obj: Record<string, number> = {};
       // the speaker map lists the speakers it found (speaker_1..speaker_K), then no_speech and silence
-      const speakers = this.speakers?.model === policy.name ? this.speakers : undefined;
+      const speakers = this.speakers?.info.name === policy.name ? this.speakers : undefined;
       const hidden = speakers ? new Set(policy.rawKeys.slice(Math.max(1, speakers.map.count))) : undefined;
       policy.summaryClasses.forEach((c, i) => {
         if (!hidden?.has(c)) obj[`${c}_fraction`] = fr[i]!;

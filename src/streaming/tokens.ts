@@ -49,86 +49,73 @@ export function newToken(owner: Owner, ttlSec: number, now: number): { issued: I
 }
 
 /**
- * Counts the unexpired tokens each key was issued here, to bound what one key can pile up.
- * Entries are kept in issue order and every token lives ttlSec, so expired ones are always
- * at the front.
+ * The tokens issued here and not yet redeemed or expired, by digest, with a count per key to bound
+ * what one key can pile up. Entries are kept in issue order and every token lives ttlSec, so
+ * expired ones are always at the front. The embedded store is this ledger alone; the shared store
+ * keeps one beside its bucket for the per-key cap.
  */
-export class PerKeyCount {
-  private readonly issued = new Map<string, { keyId: string; expiresAt: number }>();
+export class IssuedTokens {
+  private readonly entries = new Map<string, TokenEntry>();
   private readonly perKey = new Map<string, number>();
 
-  constructor(readonly max: number) {}
+  constructor(readonly maxPerKey: number) {}
 
-  /** Whether `keyId` may be issued one more token now. */
+  /** Whether `keyId` may be issued one more token now (expired entries are dropped first). */
   allows(keyId: string, now: number): boolean {
-    this.sweep(now);
-    return (this.perKey.get(keyId) ?? 0) < this.max;
-  }
-
-  add(digest: string, keyId: string, expiresAt: number): void {
-    this.issued.set(digest, { keyId, expiresAt });
-    this.perKey.set(keyId, (this.perKey.get(keyId) ?? 0) + 1);
-  }
-
-  /** A token redeemed before it expired (no-op for one issued elsewhere). */
-  remove(digest: string): void {
-    const e = this.issued.get(digest);
-    if (!e) return;
-    this.issued.delete(digest);
-    const n = (this.perKey.get(e.keyId) ?? 1) - 1;
-    if (n > 0) this.perKey.set(e.keyId, n);
-    else this.perKey.delete(e.keyId);
-  }
-
-  private sweep(now: number): void {
-    for (const [digest, e] of this.issued) {
+    for (const [digest, e] of this.entries) {
       if (e.expiresAt > now) break;
-      this.remove(digest);
+      this.take(digest);
     }
+    return (this.perKey.get(keyId) ?? 0) < this.maxPerKey;
+  }
+
+  add(digest: string, entry: TokenEntry): void {
+    this.entries.set(digest, entry);
+    this.perKey.set(entry.owner.key_id, (this.perKey.get(entry.owner.key_id) ?? 0) + 1);
+  }
+
+  /** Removes and returns a token's entry (undefined for one unknown here). */
+  take(digest: string): TokenEntry | undefined {
+    const e = this.entries.get(digest);
+    if (!e) return undefined;
+    this.entries.delete(digest);
+    const n = (this.perKey.get(e.owner.key_id) ?? 1) - 1;
+    if (n > 0) this.perKey.set(e.owner.key_id, n);
+    else this.perKey.delete(e.owner.key_id);
+    return e;
+  }
+
+  get size(): number {
+    return this.entries.size;
   }
 }
 
 /** The embedded default: tokens in this process's memory. */
 export class StreamTokens implements StreamTokenStore {
-  private readonly tokens = new Map<string, TokenEntry>();
-  private readonly count: PerKeyCount;
+  private readonly issued: IssuedTokens;
 
   constructor(
     readonly ttlSec = 60,
     /** Unredeemed, unexpired tokens one key may hold (bounds memory). */
     maxPerKey = 1000,
   ) {
-    this.count = new PerKeyCount(maxPerKey);
+    this.issued = new IssuedTokens(maxPerKey);
   }
 
   async issue(owner: Owner, now = Date.now()): Promise<IssuedToken | null> {
-    // Expired tokens leave the map when the count sweeps them (both in issue order).
-    if (!this.count.allows(owner.key_id, now)) return null;
-    this.dropExpired(now);
+    if (!this.issued.allows(owner.key_id, now)) return null;
     const { issued, digest, entry } = newToken(owner, this.ttlSec, now);
-    this.tokens.set(digest, entry);
-    this.count.add(digest, owner.key_id, entry.expiresAt);
+    this.issued.add(digest, entry);
     return issued;
   }
 
   async redeem(token: string, now = Date.now()): Promise<Owner | null> {
-    const digest = tokenDigest(token);
-    const e = this.tokens.get(digest);
-    if (!e) return null;
-    this.tokens.delete(digest);
-    this.count.remove(digest);
-    return e.expiresAt > now ? e.owner : null;
+    const e = this.issued.take(tokenDigest(token));
+    return e && e.expiresAt > now ? e.owner : null;
   }
 
   /** Live tokens (tests, metrics). */
   get size(): number {
-    return this.tokens.size;
-  }
-
-  private dropExpired(now: number): void {
-    for (const [digest, e] of this.tokens) {
-      if (e.expiresAt > now) break;
-      this.tokens.delete(digest);
-    }
+    return this.issued.size;
   }
 }

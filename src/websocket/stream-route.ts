@@ -208,7 +208,6 @@ export async function websocketStreamRoutes(app: FastifyInstance, opts: StreamRo
   app.get('/stream', { websocket: true }, (ws: WebSocket, req: FastifyRequest) => {
     const sink = new WsSink(ws);
     let stream: LiveStream | undefined;
-    let closed = false;
     // A stream token is redeemed asynchronously (in distributed mode over NATS): a client that sends its
     // audio at once must not lose the first frames, so they wait here until the stream exists.
     let pending: Array<[Buffer, boolean]> | null = [];
@@ -234,14 +233,11 @@ export async function websocketStreamRoutes(app: FastifyInstance, opts: StreamRo
       }
       pending.push([data, isBinary]);
     });
-    ws.on('close', () => {
-      closed = true;
-      stream?.cancel('disconnected');
-    });
+    ws.on('close', () => stream?.cancel('disconnected'));
     const start = async (): Promise<void> => {
       refuseKeyInUrl(req.query as Record<string, unknown>);
       const owner = await authenticate(req, opts);
-      if (closed || ws.readyState !== ws.OPEN) return; // gone while its token was checked
+      if (ws.readyState !== ws.OPEN) return; // closed while its token was checked
       const params = validateStreamParams(queryParams(req.query as Record<string, unknown>), opts.hub.engine.models(), {
         prefix: '',
         encodings: WS_ENCODINGS,

@@ -8,11 +8,11 @@
  * revision read: of two nodes redeeming one token at once, exactly one succeeds (single use).
  * The bucket forgets entries after the longest token lifetime any node asked for (max_age, raised
  * by a node configured with a longer STREAM_TOKEN_TTL_SECONDS), so unused tokens do not pile up.
- * The cap on one key's unused tokens is counted per node (PerKeyCount).
+ * The cap on one key's unused tokens is counted per node (IssuedTokens).
  */
 import { type KV, nanos, StorageType } from 'nats';
 import type { Owner } from '../service';
-import { type IssuedToken, newToken, PerKeyCount, type StreamTokenStore, type TokenEntry, tokenDigest } from '../../streaming/tokens';
+import { type IssuedToken, IssuedTokens, newToken, type StreamTokenStore, type TokenEntry, tokenDigest } from '../../streaming/tokens';
 import { apiErrorCode, type NatsConn, type NatsLogger } from './connection';
 import { ensureReplicas } from './settings';
 
@@ -21,7 +21,8 @@ const WRONG_LAST_SEQUENCE = 10071;
 const BUCKET_MARGIN_MS = 10_000;
 
 export class SharedStreamTokens implements StreamTokenStore {
-  private readonly count: PerKeyCount;
+  /** This node's issued tokens, for the per-key cap only (the bucket is the truth). */
+  private readonly issued: IssuedTokens;
 
   private constructor(
     private readonly conn: NatsConn,
@@ -30,7 +31,7 @@ export class SharedStreamTokens implements StreamTokenStore {
     maxPerKey: number,
     private readonly log: NatsLogger,
   ) {
-    this.count = new PerKeyCount(maxPerKey);
+    this.issued = new IssuedTokens(maxPerKey);
   }
 
   static async open(conn: NatsConn, opts: { prefix: string; replicas: number }, ttlSec: number, log: NatsLogger, maxPerKey = 1000): Promise<SharedStreamTokens> {
@@ -46,10 +47,10 @@ export class SharedStreamTokens implements StreamTokenStore {
   }
 
   async issue(owner: Owner, now = Date.now()): Promise<IssuedToken | null> {
-    if (!this.count.allows(owner.key_id, now)) return null;
+    if (!this.issued.allows(owner.key_id, now)) return null;
     const { issued, digest, entry } = newToken(owner, this.ttlSec, now);
     await this.conn.call('stream token issue', () => this.kv.create(digest, JSON.stringify(entry)));
-    this.count.add(digest, owner.key_id, entry.expiresAt);
+    this.issued.add(digest, entry);
     return issued;
   }
 
@@ -65,7 +66,7 @@ export class SharedStreamTokens implements StreamTokenStore {
         if (apiErrorCode(err) === WRONG_LAST_SEQUENCE) return null;
         throw err;
       }
-      this.count.remove(digest);
+      this.issued.take(digest);
       const entry = parseEntry(e.string());
       if (!entry) this.log.warn({ key: digest.slice(0, 8) }, 'stream token: a malformed entry in the shared bucket was refused');
       return entry && entry.expiresAt > now ? entry.owner : null;
