@@ -148,6 +148,7 @@ def _work(args) -> list[dict]:
     phone, codecs = phone_all(clean, seed=seed)
     out = []
     for c, x, y, codec in zip(part, clean, phone, codecs):
+        arousal, emotions = labels_of(c)
         lv = windows.step_levels(x)
         versions = (("clean", x), (codec, y), ("short", short_crop(x, lv, rng)))
         for channel, sig in versions:
@@ -157,7 +158,7 @@ def _work(args) -> list[dict]:
             idx, pcm = windows.voiced_windows(sig, levels, min_voiced)
             feats = logmel_fast(sig)[None].astype(np.float32)
             rec = {"source": c.source, "speaker": c.speaker, "gender": c.gender, "ref": c.path, "emotion": c.emotion,
-                   "arousal": labels_of(c)[0], "emotions": labels_of(c)[1],
+                   "arousal": arousal, "emotions": emotions,
                    "channel": channel, "seconds": sig.size / 16000, "levels": levels.astype(np.float32),
                    "windows": np.array(idx, np.int32),
                    "emb": spk.run(None, {"pcm": pcm})[0].astype(np.float32) if len(idx) else np.zeros((0, 256), np.float32),
