@@ -1,8 +1,9 @@
 /**
- * The shipped speaker encoder (models/encoders/speaker, Resemblyzer 0.1.4 exported with its front end
- * inside the graph) run through the service's inference pool equals the package's own Python path
- * (librosa mel + its PyTorch LSTM) on two golden windows: test/fixtures/speaker_encoder_golden.json,
- * written by `python -m training.encoders.speaker golden`. A wrong window, gain, mel or weight fails here.
+ * Every shipped encoder (models/encoders/<name>, exported with its front end inside the graph) run
+ * through the service's inference pool equals its package's own Python path on two golden windows:
+ * test/fixtures/<name>_encoder_golden.json, written by `python -m training.encoders.<name> golden`
+ * (speaker: Resemblyzer 0.1.4's librosa mel + PyTorch LSTM; campplus: Kaldi's fbank via
+ * kaldi-native-fbank + the package's CAM++ weights). A wrong window, gain, filterbank or weight fails here.
  */
 import { strict as assert } from 'node:assert';
 import * as fs from 'node:fs';
@@ -10,13 +11,14 @@ import * as path from 'node:path';
 import { after, describe, it } from 'node:test';
 import * as os from 'node:os';
 import { closeSharedEngines, InferenceEngine, sharedEngine } from '../../src/inference';
+import { loadEncoder, type EncoderInfo } from '../../src/inference/views';
 import { analyzeFile } from '../../src/pipeline';
 
 const ROOT = path.join(__dirname, '..', '..', '..');
 interface Golden {
   windows: { f0: number; embedding: number[] }[];
 }
-/** test/fixtures/<encoder>_encoder_golden.json, written by `python -m training.encoders.<speaker|whisper> golden`. */
+/** test/fixtures/<encoder>_encoder_golden.json, written by `python -m training.encoders.<speaker|campplus> golden`. */
 function golden(encoder: string): Golden {
   return JSON.parse(fs.readFileSync(path.join(ROOT, 'test', 'fixtures', `${encoder}_encoder_golden.json`), 'utf8')) as Golden;
 }
@@ -51,13 +53,26 @@ after(async () => {
   await closeSharedEngines();
 });
 
+/** Every encoder folder under models/encoders. */
+function shippedEncoders(): EncoderInfo[] {
+  const dir = path.join(ROOT, 'models', 'encoders');
+  return fs.readdirSync(dir).sort().map((name) => loadEncoder(path.join(ROOT, 'models'), name, 'encoder.test.ts'));
+}
+
 describe('pretrained encoders', () => {
-  it('each of gender\'s encoders gives its package\'s own output for the golden windows', async () => {
+  it('the shipped models use encoders of models/encoders: gender\'s views and the speaker map\'s', async () => {
     const engine = await sharedEngine();
+    const names = new Set(shippedEncoders().map((e) => e.name));
     const views = engine.model('gender').views;
-    assert.ok(views, 'gender ships encoder views');
-    assert.ok(views.views.some((v) => v.encoder.name === 'encoder:speaker'), 'the speaker encoder is one of them');
-    for (const { encoder } of views.views) {
+    assert.ok(views && views.views.length > 0, 'gender ships encoder views');
+    for (const v of views.views) assert.ok(names.has(v.encoder.name), v.encoder.name);
+    const map = engine.model('speakers').speakerMap;
+    assert.ok(map && names.has(map.encoder.name), `speaker map encoder ${map?.encoder.name}`);
+  });
+
+  it('each encoder gives its package\'s own output for the golden windows', async () => {
+    const engine = await sharedEngine();
+    for (const encoder of shippedEncoders()) {
       const name = encoder.name.replace('encoder:', '');
       for (const w of golden(name).windows) {
         const got = await engine.pool.runEncoder(encoder, goldenSignal(w.f0));
@@ -76,7 +91,7 @@ describe('pretrained encoders', () => {
 
   it('tells the two golden voices apart (a constant encoder fails)', async () => {
     const engine = await sharedEngine();
-    for (const { encoder } of engine.model('gender').views!.views) {
+    for (const encoder of shippedEncoders()) {
       const [a, b] = await Promise.all(golden(encoder.name.replace('encoder:', '')).windows.map((w) => engine.pool.runEncoder(encoder, goldenSignal(w.f0))));
       assert.ok(cosine(a!, b!) < 0.99, `${encoder.name}: cosine of the 110 Hz and 220 Hz windows ${cosine(a!, b!)}`);
     }

