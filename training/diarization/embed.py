@@ -1,10 +1,10 @@
 """Simulates every planned conversation once and caches what the speaker map needs: step levels
-(training.features.step_levels, the service framer's) and the speaker encoder's embedding
-(models/encoders/speaker/encoder.onnx, onnxruntime, 1 thread) of every window starting on a multiple of 6 or
+(training.features.step_levels, the service framer's) and the speaker map's encoder's embedding
+(models/encoders/<the speakers manifest's "encoder">/encoder.onnx, onnxruntime, 1 thread) of every window starting on a multiple of 6 or
 of 25 steps (hop_steps 6 and 12 subsample the first, 25 the second) with at least one step >= -50 dBFS.
 The held-out conversations with index 0 are also written as WAV + reference JSON for the end-to-end run.
 
-  nice -n 10 python -m training.diarization.embed     # ~15 min on one core -> training/runs/diarization/cache/
+  nice -n 10 python -m training.diarization.embed     # ~1 h on one core with CAM++ -> training/runs/diarization/cache/
 """
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from training.features import step_levels
 
 ROOT = Path(__file__).resolve().parents[2]
 RUNS = ROOT / "training/runs/diarization"
-ENCODER = ROOT / "models/encoders/speaker/encoder.onnx"
+ENCODER = ROOT / "models/encoders" / json.load(open(ROOT / "models/speakers/manifest.json"))["encoder"] / "encoder.onnx"
 HOP_BASES = (6, 25)
 WINDOW = 25
 STEP = 1024
@@ -50,7 +50,7 @@ def embed_conversation(sess, y: np.ndarray, levels: np.ndarray, gate_db: float =
         seg = y[s * STEP:(s + WINDOW) * STEP]
         pcm[i, :seg.size] = seg
     out = [sess.run(None, {"pcm": pcm[i:i + 32]})[0] for i in range(0, len(starts), 32)]
-    E = np.concatenate(out) if out else np.zeros((0, 256), np.float32)
+    E = np.concatenate(out) if out else np.zeros((0, sess.get_outputs()[0].shape[-1]), np.float32)
     return np.array(starts, int), E.astype(np.float32)
 
 

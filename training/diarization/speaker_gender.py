@@ -118,6 +118,8 @@ def main() -> None:
     ap.add_argument("--out", default=str(OUT))
     a = ap.parse_args()
     p = C.Params.from_manifest()
+    encoder = json.load(open(C.MANIFEST))["encoder"]
+    key = {name: k for k, name in G.ENCODER_OF_KEY.items()}[encoder]  # the gender cache's view of the map's encoder
     recs_g = G.load()
     doubted = frozenset(json.load(open(AUDIT))["suspect"])
     genders = {r["speaker"]: r["gender"] for r in recs_g}
@@ -126,7 +128,7 @@ def main() -> None:
     for rec in V.load(list(S.DEV) + list(S.TEST)):
         corpus = rec["meta"]["corpus"]
         if corpus not in heads:  # the head never saw this corpus
-            heads[corpus] = G.fit_head([r for r in recs_g if r["source"] != corpus and G.fitted_on(r, doubted)])
+            heads[corpus] = G.fit_head([r for r in recs_g if r["source"] != corpus and G.fitted_on(r, doubted)], key)
         rows += score_conversation(rec, p, heads[corpus], genders, doubted)
     out = {"rule": __doc__.split("\n\n")[1].replace("\n", " "), "conversations": "training/diarization/simulate.py, oracle speech",
            **report(rows)}
