@@ -106,7 +106,10 @@ describe('model registry', () => {
     const v = ModelRegistry.loadSync({ modelsDir: ok }).get('gender').views;
     assert.ok(v, 'gender has an encoder view');
     const speaker = v.views[0]!;
-    assert.equal(speaker.encoder.modelPath, path.join(ok, 'encoders', 'speaker', 'encoder.onnx'));
+    // the encoder gender's manifest names first (campplus since gender 2.1)
+    const named = ((JSON.parse(fs.readFileSync(path.join(ok, 'gender', 'manifest.json'), 'utf8')) as { views: { encoders: { encoder: string }[] } }).views.encoders[0]!).encoder;
+    assert.equal(speaker.encoder.name, `encoder:${named}`);
+    assert.equal(speaker.encoder.modelPath, path.join(ok, 'encoders', named, 'encoder.onnx'));
     assert.equal(speaker.encoder.pcmFloats, 25600);
     assert.equal(speaker.head.weights.length, v.classes * speaker.encoder.dim, 'one row per class (class 0 zero for two classes)');
     assert.ok(speaker.head.weights.subarray(0, speaker.encoder.dim).every((w) => w === 0));
@@ -116,7 +119,7 @@ describe('model registry', () => {
 
     const noEncoder = copy('views-no-encoder');
     fs.rmSync(path.join(noEncoder, 'encoders'), { recursive: true });
-    expectLoadError(() => ModelRegistry.loadSync({ modelsDir: noEncoder }), path.join(noEncoder, 'encoders', 'speaker', 'manifest.json'), /cannot read the encoder manifest/);
+    expectLoadError(() => ModelRegistry.loadSync({ modelsDir: noEncoder }), path.join(noEncoder, 'encoders', named, 'manifest.json'), /cannot read the encoder manifest/);
 
     const manifest = (dir: string): string => path.join(dir, 'gender', 'manifest.json');
     const edit = (name: string, f: (views: Record<string, unknown>) => void): string => {

@@ -3,7 +3,7 @@ clean and through a telephone channel (training/channels.py codecs), cut into th
 windows (windows.py), each voiced window through the shipped encoder graph
 (models/encoders/<name>/encoder.onnx), beside the per-step log-odds of the shipped gender network.
 
-  python -m training.encoders.embed --out training/runs/encoders/gender.pkl     # ~10 min on 2 cores
+  python -m training.encoders.embed --out training/runs/encoders/gender.pkl     # ~25 min on 2 cores (both encoders)
 """
 from __future__ import annotations
 
@@ -87,7 +87,8 @@ def embed_voices(voices: list[Voice], encoders: dict[str, str], net: str, worker
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default=str(ROOT / "training/runs/encoders/gender.pkl"))
-    ap.add_argument("--encoders", default=f"speaker={ROOT / 'models/encoders/speaker/encoder.onnx'}",
+    ap.add_argument("--encoders", default=f"speaker={ROOT / 'models/encoders/speaker/encoder.onnx'},"
+                                          f"campplus={ROOT / 'models/encoders/campplus/encoder.onnx'}",
                     help="name=encoder.onnx[,name=...]: every encoder embeds the same windows")
     ap.add_argument("--net", default=str(ROOT / "models/gender/model.onnx"), help="the per-step network fused with the view")
     ap.add_argument("--workers", type=int, default=4)

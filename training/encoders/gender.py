@@ -1,4 +1,4 @@
-"""Gender 2.0's encoder view: a linear head on the speaker encoder's window embeddings, fused
+"""Gender 2.x's encoder view: a linear head on a speaker encoder's window embeddings (2.1: CAM++'s), fused
 step by step with gender 1.3.0's network (src/inference/view-fusion.ts), chosen and scored
 leave-one-corpus-out on the embeddings of training/encoders/embed.py.
 
@@ -262,9 +262,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("command", choices=["evaluate", "ship"])
     ap.add_argument("--cache", default=str(CACHE))
-    ap.add_argument("--every", type=int, nargs="+", default=[4])
+    ap.add_argument("--every", type=int, nargs="+", default=[EVERY])
     ap.add_argument("--head-variants", action="store_true", help="the heads also fit the WORLD variants of pitch_moved.py --train")
-    ap.add_argument("--views", default="emb", help="comma-separated embedding keys: emb (speaker encoder), emb_whisper, ...")
+    ap.add_argument("--views", default="emb_campplus",
+                    help="comma-separated embedding keys: emb_campplus (CAM++, shipped), emb (Resemblyzer), emb_whisper, ...")
     a = ap.parse_args()
     recs = load(Path(a.cache))
     keys = a.views.split(",")
