@@ -63,6 +63,12 @@ export type PoolModel = Pick<ModelInfo, 'name' | 'modelPath' | 'inputName' | 'ou
 /** A pretrained encoder (src/inference/encoders.ts): one item = `pcmFloats` 16 kHz samples -> `dim` floats. */
 export interface EncoderPoolModel extends PoolModel {
   pcmFloats: number;
+  /**
+   * Most items per call (the manifest's `max_batch`), below the pool's own cap: a convolutional
+   * encoder's activations grow with the batch (CAM++: about 8 MB per window), and a 64-window call
+   * would hold half a gigabyte. Undefined: the pool's cap alone.
+   */
+  maxBatch?: number;
   dim: number;
 }
 
@@ -348,7 +354,8 @@ export class InferencePool {
       const head = this.queue.find((j) => j.urgent) ?? this.queue[0]!;
       const same = this.queue.filter((j) => j.key === head.key);
       const share = Math.ceil(same.length / idle.length);
-      const n = Math.max(1, Math.min(share, this.maxBatch, Math.floor(this.maxBatchSteps / head.steps)));
+      const modelCap = isEncoder(head.model) ? (head.model.maxBatch ?? Infinity) : Infinity;
+      const n = Math.max(1, Math.min(share, this.maxBatch, modelCap, Math.floor(this.maxBatchSteps / head.steps)));
       const batch = same.slice(0, n);
       const taken = new Set(batch);
       this.queue = this.queue.filter((j) => !taken.has(j));

@@ -93,6 +93,7 @@ export function loadEncoder(modelsDir: string, name: string, from: string): Enco
     throw fail(manifestPath, `"window_samples" must be a positive multiple of ${STEP_SAMPLES}`);
   }
   if (!isPosInt(m['dim'])) throw fail(manifestPath, '"dim" must be a positive integer');
+  if (m['max_batch'] !== undefined && !isPosInt(m['max_batch'])) throw fail(manifestPath, '"max_batch" must be a positive integer when given');
   const modelPath = path.resolve(dir, m['file'] as string);
   if (path.relative(dir, modelPath).startsWith('..') || !fs.existsSync(modelPath) || !fs.statSync(modelPath).isFile()) {
     throw fail(manifestPath, `encoder file ${JSON.stringify(m['file'])} is missing`);
@@ -108,6 +109,7 @@ export function loadEncoder(modelsDir: string, name: string, from: string): Enco
     rawKeys: [],
     pcmFloats: m['window_samples'],
     dim: m['dim'],
+    ...(m['max_batch'] !== undefined ? { maxBatch: m['max_batch'] as number } : {}),
     windowSteps: m['window_samples'] / STEP_SAMPLES,
     manifest: m,
   };

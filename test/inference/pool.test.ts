@@ -4,8 +4,9 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { Worker } from 'node:worker_threads';
-import { FLOATS_PER_STEP, InferencePool, ModelRegistry, writePlaceholderModels } from '../../src/inference';
+import { FLOATS_PER_STEP, InferencePool, ModelRegistry, packageRoot, writePlaceholderModels } from '../../src/inference';
 import { seededRandom } from '../../src/inference/placeholder';
+import { loadEncoder } from '../../src/inference/views';
 
 function randomFeatures(steps: number, seed: number): Float32Array {
   const r = seededRandom(seed);
@@ -176,5 +177,23 @@ describe('inference pool', () => {
     await assert.rejects(pool.run(reg.get('speech'), new Float32Array(100), 1), { code: 'INVALID_ARGUMENT' });
     await pool.close();
     await assert.rejects(pool.run(reg.get('speech'), randomFeatures(1, 1), 1), { code: 'CLOSED' });
+  });
+
+  it('calls an encoder with at most its manifest\'s max_batch windows, and the batch gives each window its own embedding', async () => {
+    const encoder = loadEncoder(path.join(packageRoot(), 'models'), 'campplus', 'pool.test.ts');
+    assert.ok(encoder.maxBatch !== undefined && encoder.maxBatch < 8, `campplus max_batch ${encoder.maxBatch}`);
+    const pool = new InferencePool({ size: 1, maxBatch: 64 });
+    try {
+      const rnd = seededRandom(7);
+      const windows = Array.from({ length: 10 }, () => Float32Array.from({ length: encoder.pcmFloats }, () => 0.1 * (rnd() - 0.5)));
+      const alone = await pool.runEncoder(encoder, windows[0]!.slice());
+      const calls = pool.stats.calls;
+      const out = await Promise.all(windows.map((w) => pool.runEncoder(encoder, w.slice())));
+      assert.equal(pool.stats.calls - calls, Math.ceil(10 / encoder.maxBatch!), 'calls of at most max_batch windows');
+      for (let i = 0; i < alone.length; i++) assert.ok(Math.abs(out[0]![i]! - alone[i]!) < 1e-4);
+      assert.ok(out[1]!.some((v, i) => Math.abs(v - out[0]![i]!) > 1e-3), 'another window, another embedding');
+    } finally {
+      await pool.close();
+    }
   });
 });

@@ -367,6 +367,8 @@ def export(out: Path = OUT, floor_db: float | None = FLOOR_DB) -> dict:
         "output": "embedding",
         "window_samples": WINDOW_SAMPLES,
         "dim": 192,
+        # the service calls it with at most this many windows: its activations take about 8 MB per window
+        "max_batch": 4,
         "front_end": "in the graph: Kaldi fbank (torchaudio.compliance.kaldi.fbank, dither 0): 25 ms povey frames every "
                      "10 ms, snip edges, DC removed, pre-emphasis 0.97, 512-point power spectrum, 80 mel bands 20-8000 Hz, "
                      "log" + (f"; every band held at least {floor_db:g} dB under the window's loudest band and frame"
