@@ -120,6 +120,10 @@ describe('model registry', () => {
     const noEncoder = copy('views-no-encoder');
     fs.rmSync(path.join(noEncoder, 'encoders'), { recursive: true });
     expectLoadError(() => ModelRegistry.loadSync({ modelsDir: noEncoder }), path.join(noEncoder, 'encoders', named, 'manifest.json'), /cannot read the encoder manifest/);
+    const badBatch = copy('views-bad-max-batch');
+    const encoderManifest = path.join(badBatch, 'encoders', named, 'manifest.json');
+    fs.writeFileSync(encoderManifest, JSON.stringify({ ...(JSON.parse(fs.readFileSync(encoderManifest, 'utf8')) as object), max_batch: 0 }));
+    expectLoadError(() => ModelRegistry.loadSync({ modelsDir: badBatch }), encoderManifest, /max_batch/);
 
     const manifest = (dir: string): string => path.join(dir, 'gender', 'manifest.json');
     const edit = (name: string, f: (views: Record<string, unknown>) => void): string => {
