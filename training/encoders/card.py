@@ -249,10 +249,10 @@ What limits it, measured here:
 - The encoder's view of very clean audio: CAM++ alone is right on 0.815 of speechocean's clean clips and 0.914 of the
   same clips through a phone codec (ETTSDB 0.853 / 0.942); without the front end's 40 dB floor 0.738 / 0.928. Fused
   with the network, speechocean clean is the one corpus and channel where 2.1.0 loses to 2.0.1 (0.900 against 0.923).
-- Pitch (measured with 2.0.1's Resemblyzer view; the pitch-moved clips were not re-embedded for CAM++): the speaker
-  encoder followed F0: on the pitch-moved clips its view alone was right on 0.58 (the network, which learnt from WORLD
-  variants of its training speakers, 0.78); on real raised voices (high-arousal men) the views help (0.85 -> 0.95 with
-  CAM++).
+- Pitch: a speaker encoder follows F0. On the pitch-moved clips the CAM++ view alone is right on 0.63 (Resemblyzer's
+  0.58; the network, which learnt from WORLD variants of its training speakers, 0.78), and fused 0.75 (2.0.1: 0.70),
+  so the view still costs the network there; on real raised voices (high-arousal men) the views help (0.85 -> 0.95
+  with CAM++). Part of the slice's loss may be WORLD's own artefacts, which the encoders never heard.
 - Short clips: AudioMNIST_AZ's single digits (~0.6 s) fill a 1.6 s window with silence (CAM++ view 0.947 clean, 0.881
   through a codec).
 - Emotional Amharic (ASED): 0.947 / 0.878 with CAM++ (2.0.1: 0.898 / 0.854), still under the target on the phone line.

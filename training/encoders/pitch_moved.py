@@ -63,7 +63,7 @@ def pick_for_training(recs: list[dict], untrusted: set[str], moved: set[str], se
 def _work(args) -> list[dict]:
     voices, seed, train = args
     from training.data.voice_variants import make_variants
-    encs = {"speaker": embed.session(str(ROOT / "models/encoders/speaker/encoder.onnx"))}
+    encs = {name: embed.session(str(ROOT / f"models/encoders/{name}/encoder.onnx")) for name in ("speaker", "campplus")}
     gnet = embed.session(str(ROOT / "models/gender/model.onnx"))
     rng = np.random.default_rng(seed)
     out = []
