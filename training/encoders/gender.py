@@ -207,6 +207,7 @@ VERSION = "2.1.0"
 EVERY = 16
 
 
+PREVIOUS_COLUMN = "2.0.1 (Resemblyzer view fused)"
 ENCODER_OF_KEY = {"emb": "speaker", "emb_whisper": "whisper", "emb_campplus": "campplus"}
 
 
@@ -279,8 +280,15 @@ def main() -> None:
                 recs = recs + moved
         # other entries (e.g. "tried_speaker_and_whisper", an earlier run with more views) are kept
         results = json.loads(OUT_JSON.read_text()) if OUT_JSON.exists() else {}
+        # 2.0.1 side by side: Resemblyzer's view ("emb") on every 8th window, when the cache holds it
+        previous = evaluate(recs, 8, ["emb"], untrusted) if "emb" not in keys and all("emb" in r for r in recs) else None
         for e in a.every:
             ev = evaluate(recs, e, keys, untrusted)
+            if previous is not None:
+                for which in ("tables", "tables_audited"):
+                    t = ev[which]
+                    ev[which] = {"net": t["net"], PREVIOUS_COLUMN: previous[which]["speaker fused"],
+                                 **{k: v for k, v in t.items() if k != "net"}}
             print(f"\n== every {e}, views {keys}: as labelled")
             print_table(ev)
             print(f"\n== every {e}, views {keys}: {len(untrusted)} speakers the audit doubts left out")
