@@ -7,9 +7,10 @@
  * speaker never changes afterwards. Steps no window covers take the latest window's vector, or
  * zeros (speaker_1 at confidence 0) before the first one.
  *
- * Provisional answers (streams asking for them, docs/streaming.md): a step also gets at once the
- * vector of the latest embedded window that ends at or before it, "who spoke last", without
- * waiting for the windows still to come; the final, the mean of every window covering the step,
+ * Provisional answers (streams asking for them, docs/streaming.md): a step also gets the vector of
+ * the latest embedded window that ends at or before it plus L steps (the manifest's
+ * provisional_lookahead_steps; L = 0: "who spoke last", at once), so it waits for L steps of audio
+ * and the windows ending by then, not for every window covering it; the final, the mean of every window covering the step,
  * follows as above (before the first embedded window: zeros, speaker_1 at confidence 0). The ids
  * are the same assigner's, so a provisional id is one the finals use.
  */
@@ -73,7 +74,8 @@ export class LiveSpeakerMap {
   /** The next window's outcome (in window order). */
   pushWindow(o: WindowOutcome): void {
     const { hopSteps: H, windowSteps: W } = this.map.params;
-    this.provisionalUpTo(o.window * H + W - 1); // the steps before this window's last one: the windows before it
+    // the steps s with s + L before this window's last step: the windows before it
+    this.provisionalUpTo(o.window * H + W - 1 - this.map.provisionalLookaheadSteps);
     if (o.kind === 'embedded') {
       const embedding = normalise(o.embeddings[0]!);
       const { speaker, probs } = this.assigner.add(embedding, o.window);
@@ -106,13 +108,13 @@ export class LiveSpeakerMap {
   }
 
   /**
-   * New steps arrived or a window's outcome: gives the provisional vector to every received step
-   * whose windows ending at or before it are all known (window j's last step is jH + W - 1), so
-   * only a window's last step waits for the encoder.
+   * New steps arrived or a window's outcome: gives the provisional vector to every received step s
+   * whose windows ending at or before s + L are all known (window j's last step is jH + W - 1), so
+   * a step waits for the encoder only where a window ends at s + L.
    */
   provisionalReady(): void {
     const { hopSteps: H, windowSteps: W } = this.map.params;
-    this.provisionalUpTo(this.outcomes * H + W - 1);
+    this.provisionalUpTo(this.outcomes * H + W - 1 - this.map.provisionalLookaheadSteps);
   }
 
   /**

@@ -29,6 +29,11 @@ export interface SpeakerMapInfo {
   centre: boolean;
   /** Streams told a small num_speakers re-cluster their recent windows (recluster.ts). */
   recluster: ReclusterParams;
+  /**
+   * Streams' provisional answers: step s takes the latest window ending at or before step s + this,
+   * so it waits for this many steps of audio (live-map.ts; 0 = "who spoke last", at once).
+   */
+  provisionalLookaheadSteps: number;
 }
 
 function fail(file: string, problem: string): AurisError {
@@ -62,6 +67,11 @@ export function parseSpeakerMap(m: Record<string, unknown>, modelsDir: string, f
   const hopSteps = int('hop_steps', W);
   const minVoicedSteps = int('min_voiced_steps', W);
   const gateDb = num('gate_db', -120, 0);
+  const lookahead = b['provisional_lookahead_steps'];
+  // absent in a manifest before speakers 1.3.1: at once
+  if (!(lookahead === undefined || (typeof lookahead === 'number' && Number.isInteger(lookahead) && lookahead >= 0 && lookahead < W))) {
+    throw fail(file, `"speaker_map.provisional_lookahead_steps" must be an integer in 0..${W - 1}`);
+  }
   const refine = b['refine_iterations'];
   if (!(typeof refine === 'number' && Number.isInteger(refine) && refine >= 0 && refine <= 10)) {
     throw fail(file, '"speaker_map.refine_iterations" must be an integer in 0..10');
@@ -90,5 +100,6 @@ export function parseSpeakerMap(m: Record<string, unknown>, modelsDir: string, f
       every: int('recluster_every', 1000),
       history: int('recluster_history', 100000),
     },
+    provisionalLookaheadSteps: lookahead ?? 0,
   };
 }

@@ -180,7 +180,7 @@ describe('model registry', () => {
     expectLoadError(() => ModelRegistry.loadSync({ modelsDir: placeholders }), file, /invalid JSON/);
   });
 
-  it('reads the speaker map\'s streams bar (online_threshold_step; absent: 0), and rejects one out of range naming the file', () => {
+  it('reads the speaker map\'s streams bar (online_threshold_step; absent: 0) and provisional lookahead (absent: 0), and rejects one out of range naming the file', () => {
     const withMap = (name: string, f?: (b: Record<string, unknown>) => void): string => {
       const dir = path.join(tmp, name);
       fs.cpSync(path.join(packageRoot(), 'models', 'speakers'), path.join(dir, 'speakers'), { recursive: true });
@@ -201,6 +201,16 @@ describe('model registry', () => {
     assert.equal(older.params.onlineThresholdStep, 0, 'a manifest before 1.1.0: one fixed threshold');
     const bad = withMap('map-bad-step', (b) => (b['online_threshold_step'] = 2));
     expectLoadError(() => ModelRegistry.loadSync({ modelsDir: bad }), path.join(bad, 'speakers', 'manifest.json'), /online_threshold_step/);
+    // the streams' provisional lookahead (speakers 1.3.1; absent: 0, at once); under one window
+    assert.equal(shipped.provisionalLookaheadSteps, written['provisional_lookahead_steps']);
+    assert.ok(shipped.provisionalLookaheadSteps > 0);
+    assert.equal(older.provisionalLookaheadSteps, shipped.provisionalLookaheadSteps);
+    const atOnce = ModelRegistry.loadSync({ modelsDir: withMap('map-no-lookahead', (b) => delete b['provisional_lookahead_steps']) }).get('speakers').speakerMap!;
+    assert.equal(atOnce.provisionalLookaheadSteps, 0, 'a manifest before 1.3.1: at once');
+    for (const v of [-1, 2.5, 25, '4']) {
+      const wrong = withMap(`map-bad-lookahead-${String(v)}`, (b) => (b['provisional_lookahead_steps'] = v));
+      expectLoadError(() => ModelRegistry.loadSync({ modelsDir: wrong }), path.join(wrong, 'speakers', 'manifest.json'), /provisional_lookahead_steps/);
+    }
   });
 
   it('reads a model\'s streaming graph, and rejects a missing, corrupt or inconsistent one naming the file', async () => {

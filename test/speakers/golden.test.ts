@@ -36,6 +36,7 @@ interface Case {
     temperature: number;
     online_threshold: number;
     online_threshold_step?: number;
+    provisional_lookahead_steps?: number;
     max_speakers: number;
     center: boolean;
     recluster_max_speakers: number;
@@ -95,6 +96,7 @@ function infoOf(c: Case): SpeakerMapInfo {
     defaultMaxSpeakers: c.params.max_speakers,
     centre: c.params.center,
     recluster: reclusterOf(c),
+    provisionalLookaheadSteps: c.params.provisional_lookahead_steps ?? 0,
   };
 }
 
@@ -122,7 +124,7 @@ function streamLabels(c: Case): { K: number; labels: number[] } {
 
 /**
  * A live stream's provisional labels (-1: a step never answered): steps arrive one at a time, each window's outcome
- * right after its last step (embedded or not), as the encoder stage reports them.
+ * right after its last step (embedded or not), as the encoder stage reports them, and those reaching past the end at the end.
  */
 function provisionalLabels(c: Case): number[] {
   const H = c.params.hop_steps;
@@ -133,15 +135,18 @@ function provisionalLabels(c: Case): number[] {
   live.onProvisional = (start, probs, steps) => labels(probs, steps).forEach((l, i) => (got[start + i] = l));
   const embedded = new Map(embeddingsOf(c).map((e, i) => [c.windows[i]!, e]));
   let next = 0;
+  const push = (): void => {
+    const e = embedded.get(next);
+    live.pushWindow(e ? { window: next, kind: 'embedded', embeddings: [e], run: 0 } : { window: next, kind: 'none' });
+    next++;
+  };
   for (let s = 0; s < c.steps; s++) {
     received = s + 1;
     live.provisionalReady();
-    while (next * H + WINDOW_STEPS - 1 === s) {
-      const e = embedded.get(next);
-      live.pushWindow(e ? { window: next, kind: 'embedded', embeddings: [e], run: 0 } : { window: next, kind: 'none' });
-      next++;
-    }
+    while (next * H + WINDOW_STEPS - 1 === s) push();
   }
+  // the end of the stream: the windows reaching past it (EncoderStage.end)
+  while (next * H < c.steps) push();
   return got;
 }
 

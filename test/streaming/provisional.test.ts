@@ -10,6 +10,7 @@ import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import WebSocket from 'ws';
 import { createClient, openAnalyzeStream } from '../../src/grpc/client';
+import { ModelRegistry } from '../../src/inference';
 import type { StepResultMsg, StreamConfigMsg } from '../../src/grpc/proto';
 import { KEY_A, splitProvisional, startStreamingApp, wsStream } from '../websocket/helpers';
 import { errorCodeOf, splitProvisional as splitGrpc } from '../grpc/helpers';
@@ -168,7 +169,7 @@ describe('provisional results', () => {
     for (const l of ['silence', 'no_speech', 'speech']) assert.ok(labels.has(l), `a compared step labelled ${l}: ${[...labels].join(', ')}`);
   });
 
-  it('speakers: who spoke last at once, in the last tier (speaker_1 at confidence 0 before the first window); the finals as before', async () => {
+  it('speakers: the speaker of the latest window ending by the step plus the manifest\'s lookahead, in the last tier (speaker_1 at confidence 0 before the first window); the finals as before', async () => {
     const audio = demoPcm(8.5, TWO_VOICES);
     const q = { models: 'speech,speakers', output_period: '64', sample_rate: '16000', max_speakers: '2' };
     const messages = await wsPaced(app.wsUrl, q, audio);
@@ -178,8 +179,10 @@ describe('provisional results', () => {
     for (const p of provisional) byStep.set(p.timestamp, [...(byStep.get(p.timestamp) ?? []), Object.keys(p.results)]);
     for (const kinds of byStep.values()) assert.deepEqual(kinds, [['speech'], ['speech', 'speakers']].slice(0, kinds.length));
     const spoken = provisional.filter((p) => p.results['speakers']);
-    // before the first window's last step (24) no window is known: speaker_1 at confidence 0
-    const early = spoken.filter((p) => p.timestamp < 24 * 64 && p.results['speakers']!.result.startsWith('speaker_'));
+    // a step s takes the latest window ending by s + L: before the first window's last step (24) less L, none is known,
+    // so speaker_1 at confidence 0
+    const lookahead = ModelRegistry.loadSync().get('speakers').speakerMap!.provisionalLookaheadSteps;
+    const early = spoken.filter((p) => p.timestamp < (24 - lookahead) * 64 && p.results['speakers']!.result.startsWith('speaker_'));
     assert.ok(early.length > 10, `${early.length} early provisional speakers`);
     for (const p of early) assert.deepEqual(p.results['speakers'], { result: 'speaker_1', confidence: 0 }, `step ${p.timestamp}`);
     // and their finals name speaker_1 too (the first voice is always speaker_1), with the windows' confidence

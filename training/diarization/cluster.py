@@ -46,6 +46,8 @@ class Params:
     # streams: the similarity that keeps a window with a known speaker falls by this per speaker beyond the first,
     # so each further speaker needs a window further from all the others to open (speakers 1.1.0)
     online_threshold_step: float = 0.0
+    # streams' provisional answers: step s takes the latest window ending at or before s + this (speakers 1.3.1)
+    provisional_lookahead_steps: int = 0
     max_speakers: int = 10
     center: bool = True
     # streams told num_speakers <= recluster_max_speakers re-cluster their recent windows (Reclustering)
@@ -436,15 +438,15 @@ def recluster_assign(win, E: np.ndarray, p: Params, K: int) -> tuple[np.ndarray,
     return ids, P
 
 
-def provisional_probs(num_steps: int, win, P: np.ndarray, hop: int, width: int) -> tuple[np.ndarray, np.ndarray]:
+def provisional_probs(num_steps: int, win, P: np.ndarray, hop: int, width: int, ahead: int = 0) -> np.ndarray:
     """LiveSpeakerMap's provisional answers: step s takes the vector of the latest embedded window whose last step
-    (jH + W - 1) is at or before s, "who spoke last"; steps before the first take zeros (label 0).
-    Returns probs [S, width] float32."""
+    (jH + W - 1) is at or before s + `ahead` (provisional_lookahead_steps; 0: "who spoke last"); steps before the
+    first take zeros (label 0). Returns probs [S, width] float32."""
     out = np.zeros((num_steps, width), dtype=np.float32)
     last = np.asarray(win, dtype=int) * hop + WINDOW_STEPS - 1
     k = -1
     for s in range(num_steps):
-        while k + 1 < len(last) and last[k + 1] <= s:
+        while k + 1 < len(last) and last[k + 1] <= s + ahead:
             k += 1
         if k >= 0:
             out[s, :P.shape[1]] = P[k].astype(np.float32)
@@ -454,7 +456,8 @@ def provisional_probs(num_steps: int, win, P: np.ndarray, hop: int, width: int) 
 def stream_map(num_steps: int, win, E: np.ndarray, p: Params, max_speakers: int | None = None,
                confirm: int = 1, num_speakers: int | None = None) -> dict:
     """Streams: {labels [S], probs [S, width] float32, K, provisional [S]}. Step s uses only windows
-    starting at or before s; its provisional label only windows ending at or before it (provisional_probs).
+    starting at or before s; its provisional label only windows ending at or before s + provisional_lookahead_steps
+    (provisional_probs).
     With 2 <= num_speakers <= recluster_max_speakers: Reclustering (width num_speakers); else OnlineSpeakers."""
     maxk = p.max_speakers if max_speakers is None else max_speakers
     if num_speakers is not None:
@@ -469,7 +472,7 @@ def stream_map(num_steps: int, win, E: np.ndarray, p: Params, max_speakers: int 
         assigned, P = online_assign(E, p, maxk, confirm)
     probs = step_probs(num_steps, win, P, p.hop_steps, maxk, False)
     return {"labels": labels_of(probs), "probs": probs, "K": int(assigned.max()) + 1,
-            "provisional": labels_of(provisional_probs(num_steps, win, P, p.hop_steps, maxk))}
+            "provisional": labels_of(provisional_probs(num_steps, win, P, p.hop_steps, maxk, p.provisional_lookahead_steps))}
 
 
 def run(levels: np.ndarray, embed, p: Params, num_speakers: int | None = None, speech=None) -> tuple[dict, dict]:

@@ -10,8 +10,8 @@ Expected, per step, the label (argmax of the step probabilities, ties lowest):
           speech step dropped and the rest renumbered by their first speech step;
   stream: OnlineSpeakers + stepProbabilities without lookAhead, width max_speakers (cluster.stream_map); a case with
           `stream_num_speakers` (<= recluster_max_speakers) runs Reclustering instead, width that count;
-          `provisional`: the stream's provisional answer per step (the latest embedded window ending at or before it,
-          LiveSpeakerMap; before the first one, the zeros' label 0).
+          `provisional`: the stream's provisional answer per step (the latest embedded window ending at or before it
+          plus provisional_lookahead_steps, LiveSpeakerMap; before the first one, the zeros' label 0).
 The slices are searched so that the cases between them exercise merges, short clusters joining a speaker, the
 long/short rule of a given count, refine moving windows, a stream opening new speakers, unembedded windows.
 
@@ -165,9 +165,11 @@ def main() -> None:
     cases.append(c)
     a, b, m = [10000, 0, 0, 0], [0, 10000, 0, 0], [7071, 7071, 0, 0]
     ties = {"note": "synthetic 4-d ties: every window its own segment, equal merge candidates (lowest pair first), a window "
-                    "equally close to two speakers (merges with / joins the lowest), streams' argmax ties",
+                    "equally close to two speakers (merges with / joins the lowest), streams' argmax ties; provisional answers "
+                    "at once (provisional_lookahead_steps 0; the other cases: the manifest's)",
             "source": "synthetic", "params": replace(p, segment_threshold=2.0, merge_threshold=0.5, min_speaker_s=0.0,
-                                                     min_speaker_share=1.0, refine_iterations=1, center=False).as_dict(),
+                                                     min_speaker_share=1.0, refine_iterations=1, center=False,
+                                                     provisional_lookahead_steps=0).as_dict(),
             "steps": 80, "windows": [0, 1, 2, 3, 4], "embedding_scale": SCALE, "embeddings": [a, b, a, b, m],
             "speech": "1" * 80}
     cases.append(finish_case(ties))
