@@ -255,6 +255,20 @@ export function parseApiKeys(text: string, origin: string): ApiKeyEntry[] {
   return out;
 }
 
+/**
+ * An env value with an inline comment (`HOST=127.0.0.1   # behind the proxy`) is refused: systemd's
+ * EnvironmentFile and `docker --env-file` keep the comment as part of the value, so the service would
+ * otherwise run with a setting nobody wrote (a host it cannot listen on, a path that does not exist).
+ */
+function withoutInlineComment(value: string, name: string): string {
+  if (/\s#/.test(value)) {
+    throw new ConfigError(
+      `env ${name}: ${JSON.stringify(value)} holds an inline comment; environment files (systemd EnvironmentFile, docker --env-file) keep it as part of the value: put the comment on a line of its own`,
+    );
+  }
+  return value;
+}
+
 function convert(def: OptionDef, value: string, origin: string): unknown {
   switch (def.kind) {
     case 'string':
@@ -324,7 +338,7 @@ export function loadConfig(argv: readonly string[] = [], env: NodeJS.ProcessEnv 
   for (const o of OPTIONS) {
     let value: unknown = o.def();
     const fromEnv = env[o.env];
-    if (fromEnv !== undefined && fromEnv !== '') value = convert(o, fromEnv, `env ${o.env}`);
+    if (fromEnv !== undefined && fromEnv !== '') value = convert(o, withoutInlineComment(fromEnv, o.env), `env ${o.env}`);
     const fromFlag = flags.get(o.flag);
     if (fromFlag !== undefined) value = convert(o, fromFlag, `flag ${o.flag}`);
     if (value !== undefined) setPath(cfg, o.path, value);

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
@@ -62,6 +62,34 @@ describe('configuration', () => {
     assert.match(usage(), /PORT/);
   });
 
+  it('refuses an env value with an inline comment, naming the variable (systemd and docker keep it in the value)', () => {
+    assert.throws(() => loadConfig([], { HOST: '127.0.0.1                     # behind the proxy' }), (e: Error) => e instanceof ConfigError && /env HOST/.test(e.message) && /own/.test(e.message));
+    assert.throws(() => loadConfig([], { CONCURRENCY: '4\t# jobs at a time' }), /env CONCURRENCY.*inline comment/);
+    assert.equal(loadConfig([], { DATA_DIR: '/srv/auris#1' }).dataDir, '/srv/auris#1', 'a # inside a value is not a comment');
+  });
+
+  it('the shipped environment files load as systemd reads them (deploy/auris.env, docs/deploy.md\'s /etc/auris.env)', () => {
+    const root = join(__dirname, '..', '..', '..');
+    const deployDoc = readFileSync(join(root, 'docs', 'deploy.md'), 'utf8');
+    const block = /```\n(# \/etc\/auris\.env[^\n]*\n[\s\S]*?)```/.exec(deployDoc)?.[1];
+    assert.ok(block, 'docs/deploy.md has the /etc/auris.env block');
+    const dir = tempDir();
+    try {
+      const keys = join(dir.path, 'keys');
+      writeFileSync(keys, 'filekey1:org:proj\n');
+      for (const [name, text] of [['deploy/auris.env', readFileSync(join(root, 'deploy', 'auris.env'), 'utf8')], ['docs/deploy.md', block]] as const) {
+        const env = systemdEnvironmentFile(text);
+        assert.ok(Object.keys(env).length >= 5, `${name}: settings read`);
+        assert.equal(env['MALLOC_ARENA_MAX'], '2', `${name}: MALLOC_ARENA_MAX`);
+        const c = loadConfig([], { ...env, API_KEYS_FILE: keys, NATS_URL: '' });
+        assert.match(c.host, /^(127\.0\.0\.1|0\.0\.0\.0)$/, `${name}: HOST`);
+        assert.equal(c.dataDir, '/var/lib/auris', `${name}: DATA_DIR`);
+      }
+    } finally {
+      dir.cleanup();
+    }
+  });
+
   it('API keys map to their project; lookups compare every key', () => {
     const reg = new ApiKeyRegistry([
       { key: 'alpha-key-1', organizationId: 'o1', projectId: 'p1' },
@@ -85,3 +113,22 @@ describe('configuration', () => {
     assert.equal(rl.take('other', t), 0);
   });
 });
+
+/**
+ * An environment file as systemd's EnvironmentFile reads it: lines starting with # or ; are comments,
+ * KEY=VALUE with the whitespace around both stripped, a value in matching quotes unquoted; a # after a
+ * value is part of it.
+ */
+function systemdEnvironmentFile(text: string): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const raw of text.split('\n')) {
+    const line = raw.trim();
+    if (line === '' || line.startsWith('#') || line.startsWith(';')) continue;
+    const eq = line.indexOf('=');
+    if (eq < 0) continue;
+    let value = line.slice(eq + 1).trim();
+    if (value.length >= 2 && (value[0] === '"' || value[0] === "'") && value.endsWith(value[0]!)) value = value.slice(1, -1);
+    env[line.slice(0, eq).trim()] = value;
+  }
+  return env;
+}
