@@ -63,6 +63,7 @@ def trace(case: dict) -> dict:
     c = C.Clusterer(Ea[chosen], p)
     seg = c.segments(win[chosen])
     ag = c.agglomerate(seg, n)
+    free_found = sum(c.is_long(m) for m in c.agglomerate(c.segments(win[chosen]), None)) if n else None
     by_length = sorted(range(len(ag)), key=lambda k: (-len(ag[k]), k))
     kept = [k for i, k in enumerate(by_length) if i == 0 or c.is_long(ag[k]) or i < (n or 0)]
     ch = c.choose_speakers(ag, p.max_speakers, n)
@@ -74,7 +75,7 @@ def trace(case: dict) -> dict:
             "long": sum(c.is_long(m) for m in ag), "kept": len(kept), "short_joined": len(ag) - len(kept),
             "speakers": len(ch), "refine_moved": moved, "after_refine": len(rf), "file_K": int(f["K"]),
             "dropped": len(rf) - int(f["K"]),
-            "online_speakers": int(o["K"])}
+            "online_speakers": int(o["K"]), **({"free_found": free_found} if n else {})}
 
 
 def make_case(rec: dict, offset: int, steps: int, p: C.Params, num_speakers: int | None = None, note: str = "",
@@ -146,6 +147,17 @@ def main() -> None:
     c = _search(recs, p, 480, lambda x, c: x["file_K"] == 3 and x["long"] < 3 < x["after_agglomerate"]
                 and x["refine_moved"] > 0 and x["clustered"] < x["windows"], num_speakers=3)
     c["note"] = f"hop {p.hop_steps}, the manifest's parameters, num_speakers 3 given: the count's long/short rule (agglomeration stops before merging two long clusters while no more long ones than the count; a short cluster kept up to the count), windows not mostly speech not clustered"
+    cases.append(c)
+    def merged_down(x, c):  # the count given: the free clustering merged down to it, not what merges stopping at it give
+        p_, win, E, speech = case_inputs(c)
+        f = C.file_map(c["steps"], win, E, p_, c["num_speakers"], speech=speech)
+        Ea, w, n = f["centred"][f["clustered"]], win[f["clustered"]], c["num_speakers"]
+        cl = C.Clusterer(Ea, p_)
+        free = cl.choose_speakers(cl.agglomerate(cl.segments(w), None), n, None)
+        stop = cl.choose_speakers(cl.agglomerate(cl.segments(w), n), p_.max_speakers, n)
+        return x["free_found"] > n and cl.refine(free) != cl.refine(stop)
+    c = _search(recs, p, 480, lambda x, c: x["refine_moved"] > 0 and merged_down(x, c), num_speakers=2)
+    c["note"] = f"hop {p.hop_steps}, the manifest's parameters, num_speakers 2 given where the free clustering finds 3 or more speakers: they are merged down to the count (speakers 1.3.1)"
     cases.append(c)
     other = 12 if p.hop_steps == 6 else 6  # the other hop the cache holds, so both are golden-tested
     p3 = replace(p, hop_steps=other, max_speakers=3, center=False, merge_threshold=0.91)  # 0.91: tuned uncentred
