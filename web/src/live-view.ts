@@ -99,7 +99,7 @@ export class LiveView {
     const blocks: HTMLElement[] = [];
     for (const [model, r] of Object.entries(step.results)) {
       if (model === SPEAKERS_MODEL) {
-        // who spoke last (docs/streaming.md): a lighter block in that speaker's lane until the final
+        // the provisional speaker (docs/streaming.md): a lighter block in that speaker's lane until the final
         const block = this.addProvisionalSpeaker(step.timestamp, r, periodMs);
         if (block) blocks.push(block);
         continue;
