@@ -10,8 +10,8 @@
  * Provisional answers (streams asking for them, docs/streaming.md): a step also gets the vector of
  * the latest embedded window that ends at or before it plus L steps (the manifest's
  * provisional_lookahead_steps; L = 0: "who spoke last", at once), so it waits for L steps of audio
- * and the windows ending by then, not for every window covering it; the final, the mean of every window covering the step,
- * follows as above (before the first embedded window: zeros, speaker_1 at confidence 0). The ids
+ * and the windows ending by then, not for every window covering it; the final, the mean of every
+ * window covering the step, follows as above (before the first embedded window: zeros, speaker_1 at confidence 0). The ids
  * are the same assigner's, so a provisional id is one the finals use.
  */
 import type { WindowOutcome } from '../inference/encoder-stage';
