@@ -16,8 +16,8 @@
  *
  * The speaker map (`speakers`) has no network: its provisional answer for a step is the live map's
  * latest window ending by the step plus provisional_lookahead_steps (src/speakers/live-map.ts),
- * pushed here by the stream. It comes in the last tier, with every other requested model: a window's last step waits for the encoder, which
- * should not hold back a faster model's answer.
+ * pushed here by the stream. It comes in the last tier, with every other requested model: a
+ * window's last step waits for the encoder, which should not hold back a faster model's answer.
  */
 import { STEP_MS } from '../analysis/options';
 import { policyFor } from '../analysis/policies';
