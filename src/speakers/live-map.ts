@@ -11,8 +11,8 @@
  * the latest embedded window that ends at or before it plus L steps (the manifest's
  * provisional_lookahead_steps; L = 0: "who spoke last", at once), so it waits for L steps of audio
  * and the windows ending by then, not for every window covering it; the final, the mean of every
- * window covering the step, follows as above (before the first embedded window: zeros, speaker_1 at confidence 0). The ids
- * are the same assigner's, so a provisional id is one the finals use.
+ * window covering the step, follows as above (before the first embedded window: zeros, speaker_1 at
+ * confidence 0). The ids are the same assigner's, so a provisional id is one the finals use.
  */
 import type { WindowOutcome } from '../inference/encoder-stage';
 import { normalise, OnlineSpeakers } from './clustering';
@@ -74,8 +74,7 @@ export class LiveSpeakerMap {
   /** The next window's outcome (in window order). */
   pushWindow(o: WindowOutcome): void {
     const { hopSteps: H, windowSteps: W } = this.map.params;
-    // the steps s with s + L before this window's last step: the windows before it
-    this.provisionalUpTo(o.window * H + W - 1 - this.map.provisionalLookaheadSteps);
+    this.provisionalBefore(o.window); // their windows are the ones before this one
     if (o.kind === 'embedded') {
       const embedding = normalise(o.embeddings[0]!);
       const { speaker, probs } = this.assigner.add(embedding, o.window);
@@ -113,8 +112,13 @@ export class LiveSpeakerMap {
    * a step waits for the encoder only where a window ends at s + L.
    */
   provisionalReady(): void {
+    this.provisionalBefore(this.outcomes);
+  }
+
+  /** Provisional vectors for the steps s whose s + L comes before window `window`'s last step. */
+  private provisionalBefore(window: number): void {
     const { hopSteps: H, windowSteps: W } = this.map.params;
-    this.provisionalUpTo(this.outcomes * H + W - 1 - this.map.provisionalLookaheadSteps);
+    this.provisionalUpTo(window * H + W - 1 - this.map.provisionalLookaheadSteps);
   }
 
   /**

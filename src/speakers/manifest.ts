@@ -55,6 +55,11 @@ export function parseSpeakerMap(m: Record<string, unknown>, modelsDir: string, f
     if (!isPosInt(v) || v > max) throw fail(file, `"speaker_map.${k}" must be an integer in 1..${max}`);
     return v;
   };
+  const count = (k: string, max: number): number => {
+    const v = b[k];
+    if (!(typeof v === 'number' && Number.isInteger(v) && v >= 0 && v <= max)) throw fail(file, `"speaker_map.${k}" must be an integer in 0..${max}`);
+    return v;
+  };
   const num = (k: string, lo: number, hi: number): number => {
     const v = b[k];
     if (!isNum(v) || v < lo || v > hi) throw fail(file, `"speaker_map.${k}" must be a number in [${lo}, ${hi}]`);
@@ -67,15 +72,8 @@ export function parseSpeakerMap(m: Record<string, unknown>, modelsDir: string, f
   const hopSteps = int('hop_steps', W);
   const minVoicedSteps = int('min_voiced_steps', W);
   const gateDb = num('gate_db', -120, 0);
-  const lookahead = b['provisional_lookahead_steps'];
   // absent in a manifest before speakers 1.3.1: at once
-  if (!(lookahead === undefined || (typeof lookahead === 'number' && Number.isInteger(lookahead) && lookahead >= 0 && lookahead < W))) {
-    throw fail(file, `"speaker_map.provisional_lookahead_steps" must be an integer in 0..${W - 1}`);
-  }
-  const refine = b['refine_iterations'];
-  if (!(typeof refine === 'number' && Number.isInteger(refine) && refine >= 0 && refine <= 10)) {
-    throw fail(file, '"speaker_map.refine_iterations" must be an integer in 0..10');
-  }
+  const lookahead = b['provisional_lookahead_steps'] === undefined ? 0 : count('provisional_lookahead_steps', W - 1);
   return {
     encoder,
     schedule: { windowSteps: W, hopSteps, every: 1, minVoicedSteps, gateDb },
@@ -84,7 +82,7 @@ export function parseSpeakerMap(m: Record<string, unknown>, modelsDir: string, f
       windowSteps: W,
       segmentThreshold: num('segment_threshold', -1, 1),
       mergeThreshold: num('merge_threshold', -1, 1),
-      refineIterations: refine,
+      refineIterations: count('refine_iterations', 10),
       minSpeakerS: num('min_speaker_s', 0, 3600),
       minSpeakerShare: num('min_speaker_share', 0, 1),
       temperature: num('temperature', 0, 1000),
@@ -100,6 +98,6 @@ export function parseSpeakerMap(m: Record<string, unknown>, modelsDir: string, f
       every: int('recluster_every', 1000),
       history: int('recluster_history', 100000),
     },
-    provisionalLookaheadSteps: lookahead ?? 0,
+    provisionalLookaheadSteps: lookahead,
   };
 }
