@@ -109,6 +109,10 @@ port.on('message', (msg: ToWorker) => {
           transfer.push(newState.buffer as ArrayBuffer);
         }
       }
+      // The input goes back with the answer, to be freed by the main thread's next scavenge. Here it
+      // would wait for this isolate's own collector, which allocates too little to run often: dead
+      // inputs (CAM++'s windows, 100 KB each) piled up to tens of MB per worker (docs/benchmarks.md, Memory).
+      if (ownsWholeBuffer(features)) transfer.push(features.buffer as ArrayBuffer);
       reply({ type: 'result', id, probs, dims, ms: performance.now() - t0, ...(newState ? { state: newState } : {}) }, transfer);
     })
     .catch((e) => errorReply(id, e));

@@ -118,7 +118,7 @@ export async function analyzeFile(source: AudioSource, input: AnalysisRequestInp
   const { signal } = settings;
   if (signal?.aborted) throw aborted(signal);
   const plan = await prepare(input, settings);
-  const frontend = await openFrontend(source, plan.request, settings);
+  const frontend = await openFrontend(source, plan.request, { ...settings, chunkSeconds: settings.chunkSeconds ?? chunkSecondsFor(plan) });
   try {
     const info = frontend.info;
     settings.onInfo?.(info);
@@ -152,6 +152,19 @@ async function prepare(input: AnalysisRequestInput, settings: AnalyzeFileSetting
   const request = parseAnalysisRequest(input, engine.models());
   const modelsRun = modelsToRun(request.models);
   return { request, engine, modelsRun, infos: engine.registry.resolve(modelsRun) };
+}
+
+/**
+ * Audio decoded per read when the plan has the speaker map: its encoder (every 6th step) is then the slowest stage by
+ * far, so the reads in flight wait as queued windows of samples (100 KB each); 10 s reads keep about 80 of them
+ * queued instead of 230 with the front end's 30 s (docs/benchmarks.md, Memory). Not for the networks alone or
+ * gender's view (every 16th window): shorter reads give their windowed calls more context to recompute, 5-10 %
+ * more CPU time for speech + gender.
+ */
+const SPEAKER_MAP_CHUNK_SECONDS = 10;
+
+function chunkSecondsFor(plan: AnalysisPlan): number | undefined {
+  return plan.infos.some((m) => m.speakerMap) ? SPEAKER_MAP_CHUNK_SECONDS : undefined;
 }
 
 /** Opens the front end; cancelled while opening -> ABORTED, and the front end is closed once open. */

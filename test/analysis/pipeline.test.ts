@@ -218,6 +218,26 @@ describe('analyzeFile (synthetic decoder, placeholder models)', () => {
     }
   });
 
+  it('reads 10 s at a time with the speaker map (its encoder is the slow stage), else the front end default', async () => {
+    // the shipped models: the placeholders have no encoder
+    const shipped = await sharedEngine();
+    try {
+      const asked = async (models: string[], chunkSeconds?: number): Promise<number | undefined> => {
+        const { open, state } = fakeOpen([fakeChannel(30, 7, loud)]);
+        const settings = { engine: shipped, open, ...(chunkSeconds !== undefined ? { chunkSeconds } : {}) };
+        const res = await analyzeFile(source, { models, outputPeriodMs: 64 }, settings);
+        assert.equal(res.channels['0']!.time_series.length, 30);
+        return state.lastOptions!.chunkSeconds;
+      };
+      assert.equal(await asked(['speech', 'speakers']), 10);
+      assert.equal(await asked(['speech', 'gender']), undefined);
+      assert.equal(await asked(['speech', 'arousal']), undefined);
+      assert.equal(await asked(['speech', 'speakers'], 3), 3, "the caller's chunkSeconds wins");
+    } finally {
+      await closeSharedEngines();
+    }
+  });
+
   it('decoder errors pass through with their code', async () => {
     const open: OpenFileFrontend = async () => {
       throw Object.assign(new Error('not audio'), { code: 'UNSUPPORTED_FORMAT' });
