@@ -10,6 +10,9 @@ import { FRAMES_PER_STEP, N_MELS } from './registry';
 const port = parentPort;
 if (!port) throw new Error('inference worker must run in a worker thread');
 
+/** Inputs at least this large go back to the main thread with the answer (see the run handler). */
+const HAND_BACK_BYTES = 64 * 1024;
+
 const sessions = new Map<string, Promise<ort.InferenceSession>>();
 
 const SESSION_OPTIONS: ort.InferenceSession.SessionOptions = {
@@ -109,10 +112,12 @@ port.on('message', (msg: ToWorker) => {
           transfer.push(newState.buffer as ArrayBuffer);
         }
       }
-      // The input goes back with the answer, to be freed by the main thread's next scavenge. Here it
+      // A large input goes back with the answer, to be freed by the main thread's next scavenge. Here it
       // would wait for this isolate's own collector, which allocates too little to run often: dead
       // inputs (CAM++'s windows, 100 KB each) piled up to tens of MB per worker (docs/benchmarks.md, Memory).
-      if (ownsWholeBuffer(features)) transfer.push(features.buffer as ArrayBuffer);
+      // Live streams' per-step inputs (a few KB) stay: handed back, they made the main thread's
+      // collector run major GCs two to three times as often at 100 streams.
+      if (features.byteLength >= HAND_BACK_BYTES && ownsWholeBuffer(features)) transfer.push(features.buffer as ArrayBuffer);
       reply({ type: 'result', id, probs, dims, ms: performance.now() - t0, ...(newState ? { state: newState } : {}) }, transfer);
     })
     .catch((e) => errorReply(id, e));
