@@ -155,9 +155,9 @@ async function prepare(input: AnalysisRequestInput, settings: AnalyzeFileSetting
 }
 
 /**
- * Audio decoded per read when the plan has the speaker map: its encoder (every 6th step) is then the slowest stage by
- * far, so the reads in flight wait as queued windows of samples (100 KB each); 10 s reads keep about 80 of them
- * queued instead of 230 with the front end's 30 s (docs/benchmarks.md, Memory). Not for the networks alone or
+ * Audio decoded per read when the plan has the speaker map: its encoder (a window every 6 steps) is then the slowest
+ * stage by far, so the reads in flight wait as queued windows of samples (100 KB each); 10 s reads keep about 80 of
+ * them queued instead of 180-220 with the front end's 30 s (docs/benchmarks.md, Memory). Not for the networks alone or
  * gender's view (every 16th window): shorter reads give their windowed calls more context to recompute, 5-10 %
  * more CPU time for speech + gender.
  */
