@@ -42,7 +42,6 @@ function fail(file: string, problem: string): AurisError {
 
 const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const isNum = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v);
-const isPosInt = (v: unknown): v is number => typeof v === 'number' && Number.isInteger(v) && v > 0;
 
 /** Parses and checks the "speaker_map" block of a manifest of kind speaker_map. */
 export function parseSpeakerMap(m: Record<string, unknown>, modelsDir: string, file: string): SpeakerMapInfo {
@@ -50,14 +49,10 @@ export function parseSpeakerMap(m: Record<string, unknown>, modelsDir: string, f
   const b = m['speaker_map'];
   if (!isObj(b)) throw fail(file, '"speaker_map" must be an object');
   const W = encoder.windowSteps;
-  const int = (k: string, max: number): number => {
+  /** An integer in min..max (a count may be 0, a size or period may not). */
+  const int = (k: string, max: number, min = 1): number => {
     const v = b[k];
-    if (!isPosInt(v) || v > max) throw fail(file, `"speaker_map.${k}" must be an integer in 1..${max}`);
-    return v;
-  };
-  const count = (k: string, max: number): number => {
-    const v = b[k];
-    if (!(typeof v === 'number' && Number.isInteger(v) && v >= 0 && v <= max)) throw fail(file, `"speaker_map.${k}" must be an integer in 0..${max}`);
+    if (!(typeof v === 'number' && Number.isInteger(v) && v >= min && v <= max)) throw fail(file, `"speaker_map.${k}" must be an integer in ${min}..${max}`);
     return v;
   };
   const num = (k: string, lo: number, hi: number): number => {
@@ -73,7 +68,7 @@ export function parseSpeakerMap(m: Record<string, unknown>, modelsDir: string, f
   const minVoicedSteps = int('min_voiced_steps', W);
   const gateDb = num('gate_db', -120, 0);
   // absent in a manifest before speakers 1.3.1: at once
-  const lookahead = b['provisional_lookahead_steps'] === undefined ? 0 : count('provisional_lookahead_steps', W - 1);
+  const lookahead = b['provisional_lookahead_steps'] === undefined ? 0 : int('provisional_lookahead_steps', W - 1, 0);
   return {
     encoder,
     schedule: { windowSteps: W, hopSteps, every: 1, minVoicedSteps, gateDb },
@@ -82,7 +77,7 @@ export function parseSpeakerMap(m: Record<string, unknown>, modelsDir: string, f
       windowSteps: W,
       segmentThreshold: num('segment_threshold', -1, 1),
       mergeThreshold: num('merge_threshold', -1, 1),
-      refineIterations: count('refine_iterations', 10),
+      refineIterations: int('refine_iterations', 10, 0),
       minSpeakerS: num('min_speaker_s', 0, 3600),
       minSpeakerShare: num('min_speaker_share', 0, 1),
       temperature: num('temperature', 0, 1000),

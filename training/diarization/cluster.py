@@ -236,14 +236,15 @@ def cluster_windows(win, E: np.ndarray, p: Params, max_speakers: int,
     if len(win) == 0:
         return 0, np.zeros(0, dtype=int), np.zeros((0, E.shape[1] if E.ndim == 2 else 256))
     c = Clusterer(E, p)
+    segs = c.segments(win)  # agglomerate() builds its own clusters from them, so both passes start from these
     chosen = None
     if num_speakers is not None:
         # the count given: the free clustering merged down to it, when it found at least that many speakers (held-out
         # DER with the count given 14.4 -> 13.0 %, speakers 1.3.1); else merges that stop at the count
-        free = c.choose_speakers(c.agglomerate(c.segments(win), None), num_speakers, None)
+        free = c.choose_speakers(c.agglomerate(segs, None), num_speakers, None)
         chosen = free if len(free) >= num_speakers else None
     if chosen is None:
-        chosen = c.choose_speakers(c.agglomerate(c.segments(win), num_speakers), max_speakers, num_speakers)
+        chosen = c.choose_speakers(c.agglomerate(segs, num_speakers), max_speakers, num_speakers)
     speakers = c.refine(chosen)
     order = sorted(range(len(speakers)), key=lambda k: min(speakers[k]))  # e. by earliest window
     assignment = np.zeros(len(win), dtype=int)
