@@ -13,12 +13,16 @@
  * and the windows ending by then, not for every window covering it; the final, the mean of every
  * window covering the step, follows as above (before the first embedded window: zeros, speaker_1 at
  * confidence 0). The ids are the same assigner's, so a provisional id is one the finals use.
+ *
+ * The assigner compares whitened embeddings where the model has a stream whitening (whitening.ts);
+ * each speaker's gender reads the plain ones, as a file's does.
  */
 import type { WindowOutcome } from '../inference/encoder-stage';
 import { normalise, OnlineSpeakers } from './clustering';
 import type { SpeakerMapInfo } from './manifest';
 import { ReclusteringSpeakers } from './recluster';
 import { SpeakerEmbeddingSums } from './speaker-gender';
+import { whiten } from './whitening';
 
 /** How a stream gives each embedded window a speaker. */
 interface Assigner {
@@ -77,7 +81,8 @@ export class LiveSpeakerMap {
     this.provisionalBefore(o.window); // their windows are the ones before this one
     if (o.kind === 'embedded') {
       const embedding = normalise(o.embeddings[0]!);
-      const { speaker, probs } = this.assigner.add(embedding, o.window);
+      const compared = this.map.streamWhitening ? whiten(this.map.streamWhitening, embedding) : embedding;
+      const { speaker, probs } = this.assigner.add(compared, o.window);
       this.embeddings.add(speaker, embedding);
       const v = new Float32Array(this.width);
       v.set(probs);

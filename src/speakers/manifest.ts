@@ -4,10 +4,12 @@
  * clustering tunables of clustering.ts. The registry turns it into a ModelInfo like the others
  * (raw keys speaker_1..speaker_MAX_SPEAKERS) so every front door lists and validates it the same way.
  */
+import path from 'node:path';
 import { AurisError } from '../errors';
 import { loadEncoder, type EncoderInfo, type ViewSchedule } from '../inference/views';
 import type { SpeakerMapParams } from './clustering';
 import type { ReclusterParams } from './recluster';
+import { loadWhitening, type Whitening } from './whitening';
 
 /** The most speakers a channel can be split into (and the bound of max_speakers / num_speakers). */
 export const MAX_SPEAKERS = 20;
@@ -34,6 +36,8 @@ export interface SpeakerMapInfo {
    * so it waits for this many steps of audio (live-map.ts; 0 = "who spoke last", at once).
    */
   provisionalLookaheadSteps: number;
+  /** Streams: the matrix each unit embedding is whitened by before it is compared (whitening.ts); files never. */
+  streamWhitening?: Whitening;
 }
 
 function fail(file: string, problem: string): AurisError {
@@ -69,6 +73,10 @@ export function parseSpeakerMap(m: Record<string, unknown>, modelsDir: string, f
   const gateDb = num('gate_db', -120, 0);
   // absent in a manifest before speakers 1.3.1: at once
   const lookahead = b['provisional_lookahead_steps'] === undefined ? 0 : int('provisional_lookahead_steps', W - 1, 0);
+  // absent or "" in a manifest before speakers 1.4.0: streams compare the plain embeddings
+  const whiteningName = b['stream_whitening'] ?? '';
+  if (typeof whiteningName !== 'string') throw fail(file, '"speaker_map.stream_whitening" must be a file name or ""');
+  const streamWhitening = whiteningName === '' ? undefined : loadWhitening(path.dirname(file), whiteningName, encoder.dim, file);
   return {
     encoder,
     schedule: { windowSteps: W, hopSteps, every: 1, minVoicedSteps, gateDb },
@@ -94,5 +102,6 @@ export function parseSpeakerMap(m: Record<string, unknown>, modelsDir: string, f
       history: int('recluster_history', 100000),
     },
     provisionalLookaheadSteps: lookahead,
+    ...(streamWhitening ? { streamWhitening } : {}),
   };
 }

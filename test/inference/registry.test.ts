@@ -4,6 +4,8 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { defaultModelsDir, ModelRegistry, packageRoot, writePlaceholderModels } from '../../src/inference';
+import { dot, normalise } from '../../src/speakers/clustering';
+import { whiten } from '../../src/speakers/whitening';
 
 let tmp: string;
 before(() => {
@@ -180,7 +182,7 @@ describe('model registry', () => {
     expectLoadError(() => ModelRegistry.loadSync({ modelsDir: placeholders }), file, /invalid JSON/);
   });
 
-  it('reads the speaker map\'s streams bar (online_threshold_step; absent: 0) and provisional lookahead (absent: 0), and rejects one out of range naming the file', () => {
+  it('reads the speaker map\'s streams bar (online_threshold_step; absent: 0), provisional lookahead (absent: 0) and whitening (absent: none), and rejects a bad one naming the file', () => {
     const withMap = (name: string, f?: (b: Record<string, unknown>) => void): string => {
       const dir = path.join(tmp, name);
       fs.cpSync(path.join(packageRoot(), 'models', 'speakers'), path.join(dir, 'speakers'), { recursive: true });
@@ -211,6 +213,37 @@ describe('model registry', () => {
       const wrong = withMap(`map-bad-lookahead-${String(v)}`, (b) => (b['provisional_lookahead_steps'] = v));
       expectLoadError(() => ModelRegistry.loadSync({ modelsDir: wrong }), path.join(wrong, 'speakers', 'manifest.json'), /provisional_lookahead_steps/);
     }
+    // the streams' whitening (speakers 1.4.0; absent or "": none): a square matrix of the encoder's dim beside the manifest
+    const dim = shipped.encoder.dim;
+    assert.equal(shipped.streamWhitening?.length, dim);
+    assert.ok(shipped.streamWhitening!.every((row) => row.length === dim));
+    assert.equal(atOnce.streamWhitening?.length, dim, 'kept when another key is absent');
+    const plain = ModelRegistry.loadSync({ modelsDir: withMap('map-no-whitening', (b) => delete b['stream_whitening']) }).get('speakers').speakerMap!;
+    assert.equal(plain.streamWhitening, undefined, 'a manifest before 1.4.0: plain embeddings');
+    const manifestOf = (dir: string): string => path.join(dir, 'speakers', 'manifest.json');
+    for (const [name, v, re] of [
+      ['path', '../gender/manifest.json', /plain \.json file name/],
+      ['type', 7, /file name or ""/],
+      ['missing', 'absent.json', /cannot be read/],
+    ] as const) {
+      const wrong = withMap(`map-bad-whitening-${name}`, (b) => (b['stream_whitening'] = v));
+      expectLoadError(() => ModelRegistry.loadSync({ modelsDir: wrong }), manifestOf(wrong), re);
+    }
+    const shortRows = withMap('map-bad-whitening-shape');
+    const file = path.join(shortRows, 'speakers', 'stream_whitening.json');
+    const doc = JSON.parse(fs.readFileSync(file, 'utf8')) as { matrix: number[][] };
+    doc.matrix = doc.matrix.slice(1);
+    fs.writeFileSync(file, JSON.stringify(doc));
+    expectLoadError(() => ModelRegistry.loadSync({ modelsDir: shortRows }), manifestOf(shortRows), new RegExp(`${dim} rows of ${dim} finite numbers`));
+  });
+
+  it('whitens a stream\'s embedding with the shipped matrix to another unit vector', () => {
+    const map = ModelRegistry.loadSync({ modelsDir: path.join(packageRoot(), 'models') }).get('speakers').speakerMap!;
+    const dim = map.encoder.dim;
+    const e = normalise(Float64Array.from({ length: dim }, (_, i) => Math.sin(i + 1)));
+    const w = whiten(map.streamWhitening!, e);
+    assert.ok(Math.abs(dot(w, w) - 1) < 1e-12);
+    assert.ok(dot(w, e) < 0.999, 'the matrix is not the identity');
   });
 
   it('reads a model\'s streaming graph, and rejects a missing, corrupt or inconsistent one naming the file', async () => {

@@ -9,6 +9,7 @@
  * regenerate the fixture.
  */
 import { strict as assert } from 'node:assert';
+import * as crypto from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { describe, it } from 'node:test';
@@ -17,9 +18,11 @@ import { FileSpeakerMap } from '../../src/speakers/file-map';
 import { LiveSpeakerMap } from '../../src/speakers/live-map';
 import type { SpeakerMapInfo } from '../../src/speakers/manifest';
 import { ReclusteringSpeakers, type ReclusterParams } from '../../src/speakers/recluster';
+import { loadWhitening, whiten, type Whitening } from '../../src/speakers/whitening';
 import type { EncoderInfo } from '../../src/inference/views';
 
 const GOLDEN = path.resolve(__dirname, '..', '..', '..', 'test', 'fixtures', 'speakers_golden.json');
+const SPEAKERS_DIR = path.resolve(__dirname, '..', '..', '..', 'models', 'speakers');
 const WINDOW_STEPS = 25;
 
 interface Case {
@@ -43,6 +46,8 @@ interface Case {
     recluster_min_windows: number;
     recluster_every: number;
     recluster_history: number;
+    /** streams: models/speakers/<this> whitens each embedding (speakers 1.4.0); absent or "": none */
+    stream_whitening?: string;
   };
   steps: number;
   num_speakers?: number;
@@ -54,7 +59,15 @@ interface Case {
   expected: { file: { K: number; labels: number[] }; stream: { K: number; labels: number[]; provisional: number[] } };
 }
 
-const cases = (JSON.parse(fs.readFileSync(GOLDEN, 'utf8')) as { cases: Case[] }).cases;
+const golden = JSON.parse(fs.readFileSync(GOLDEN, 'utf8')) as { cases: Case[]; stream_whitening_sha256?: Record<string, string> };
+const cases = golden.cases;
+
+/** The case's stream whitening, read from the shipped file the fixture was made with. */
+function whiteningOf(c: Case): Whitening | undefined {
+  const name = c.params.stream_whitening ?? '';
+  if (name === '' || c.embeddings.length === 0) return undefined; // no window to whiten
+  return loadWhitening(SPEAKERS_DIR, name, c.embeddings[0]!.length, GOLDEN);
+}
 
 function paramsOf(c: Case): SpeakerMapParams {
   const p = c.params;
@@ -97,6 +110,7 @@ function infoOf(c: Case): SpeakerMapInfo {
     centre: c.params.center,
     recluster: reclusterOf(c),
     provisionalLookaheadSteps: c.params.provisional_lookahead_steps ?? 0,
+    ...(whiteningOf(c) ? { streamWhitening: whiteningOf(c)! } : {}),
   };
 }
 
@@ -117,7 +131,9 @@ function streamLabels(c: Case): { K: number; labels: number[] } {
   const params = paramsOf(c);
   const width = c.stream_num_speakers ?? c.params.max_speakers;
   const online = c.stream_num_speakers === undefined ? new OnlineSpeakers(params, width) : new ReclusteringSpeakers(params, reclusterOf(c), width);
-  const vectors = embeddingsOf(c).map((e, i) => ({ window: c.windows[i]!, probs: online.add(normalise(e), c.windows[i]!).probs }));
+  const w = whiteningOf(c);
+  const compared = (e: Float32Array): Float64Array => (w ? whiten(w, normalise(e)) : normalise(e));
+  const vectors = embeddingsOf(c).map((e, i) => ({ window: c.windows[i]!, probs: online.add(compared(e), c.windows[i]!).probs }));
   const probs = stepProbabilities(vectors, c.steps, width, params, false);
   return { K: Math.max(1, online.count), labels: labels(probs, c.steps) };
 }
@@ -157,6 +173,11 @@ describe('speaker map golden cases (training/diarization/cluster.py)', () => {
     assert.ok(cases.some((c) => c.windows.length === 0));
     assert.ok(cases.some((c) => c.params.hop_steps === 6) && cases.some((c) => c.params.hop_steps === 12), 'both hops the cache holds');
     assert.ok(cases.some((c) => c.stream_num_speakers !== undefined && c.windows.length > c.params.recluster_min_windows));
+    assert.ok(cases.some((c) => c.params.stream_whitening), 'streams whitened as the manifest says');
+    for (const [name, sha] of Object.entries(golden.stream_whitening_sha256 ?? {})) {
+      const now = crypto.createHash('sha256').update(fs.readFileSync(path.join(SPEAKERS_DIR, name))).digest('hex');
+      assert.equal(now, sha, `models/speakers/${name} changed since the fixture was made: python -m training diarization golden`);
+    }
     for (const c of cases) {
       assert.equal(c.speech.length, c.steps);
       assert.equal(c.embeddings.length, c.windows.length);

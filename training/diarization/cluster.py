@@ -55,6 +55,9 @@ class Params:
     recluster_min_windows: int = 8
     recluster_every: int = 8
     recluster_history: int = 256
+    # streams: a file in models/speakers/ whose matrix each unit embedding is multiplied by (then unit again) before
+    # OnlineSpeakers / Reclustering compare it (whitening.py; speakers 1.4.0); "" = none. Files never use it.
+    stream_whitening: str = ""
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -69,10 +72,11 @@ class Params:
     @classmethod
     def from_manifest(cls, path: Path | str = MANIFEST) -> "Params":
         block = json.load(open(path))["speaker_map"]
-        missing = [f.name for f in fields(cls) if f.name not in block]
+        optional = {"stream_whitening": ""}  # absent before speakers 1.4.0
+        missing = [f.name for f in fields(cls) if f.name not in block and f.name not in optional]
         if missing:
             raise KeyError(f"{path}: speaker_map lacks {missing}")
-        return cls(**{f.name: block[f.name] for f in fields(cls)})
+        return cls(**{f.name: block.get(f.name, optional.get(f.name)) for f in fields(cls)})
 
 
 # ------------------------------------------------------------------ arithmetic in the TypeScript's order
@@ -462,6 +466,25 @@ def provisional_probs(num_steps: int, win, P: np.ndarray, hop: int, width: int, 
     return out
 
 
+_WHITENING: dict[str, np.ndarray] = {}
+
+
+def whitening_matrix(name: str) -> np.ndarray | None:
+    """models/speakers/<name>'s "matrix" [d, d] (manifest.ts loadWhitening), None for ""."""
+    if not name:
+        return None
+    if name not in _WHITENING:
+        _WHITENING[name] = np.asarray(json.load(open(MANIFEST.parent / name))["matrix"], dtype=np.float64)
+    return _WHITENING[name]
+
+
+def whitened(E: np.ndarray, M: np.ndarray | None) -> np.ndarray:
+    """whiten() of live-map.ts: each unit row e -> normalise(M e), every output a left-to-right sum."""
+    if M is None or len(E) == 0:
+        return E
+    return normalise(np.stack([dots(M, e) for e in E]))
+
+
 def stream_map(num_steps: int, win, E: np.ndarray, p: Params, max_speakers: int | None = None,
                confirm: int = 1, num_speakers: int | None = None) -> dict:
     """Streams: {labels [S], probs [S, width] float32, K, provisional [S]}. Step s uses only windows
@@ -474,7 +497,7 @@ def stream_map(num_steps: int, win, E: np.ndarray, p: Params, max_speakers: int 
     if len(win) == 0:
         probs = np.zeros((num_steps, maxk), dtype=np.float32)
         return {"labels": labels_of(probs), "probs": probs, "K": 1, "provisional": labels_of(probs)}
-    E = normalise(np.asarray(E, dtype=np.float64))
+    E = whitened(normalise(np.asarray(E, dtype=np.float64)), whitening_matrix(p.stream_whitening))
     if num_speakers is not None and 2 <= num_speakers <= p.recluster_max_speakers:
         assigned, P = recluster_assign(win, E, p, num_speakers)
     else:

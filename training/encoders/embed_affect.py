@@ -68,7 +68,7 @@ class MirrorClip:
     emotions: str | None
 
 
-def emospeech(seed: int = 0) -> list[MirrorClip]:
+def emospeech(seed: int = 0, per_speaker_label: int = EMOSPEECH_PER_SPEAKER_LABEL) -> list[MirrorClip]:
     from training.encoders import corpora
     repo = EMOSPEECH[0]
     files = corpora._git(repo, "ls-tree", "-r", "--name-only", "HEAD").decode().split("\n")
@@ -84,7 +84,7 @@ def emospeech(seed: int = 0) -> list[MirrorClip]:
     out = []
     for (spk, emo), fs in sorted(by.items()):
         fs = sorted(fs)
-        for i in sorted(rng.permutation(len(fs))[:EMOSPEECH_PER_SPEAKER_LABEL]):
+        for i in sorted(rng.permutation(len(fs))[:per_speaker_label]):
             a, e = EMOSPEECH_LABELS[emo]
             out.append(MirrorClip("emospeech", f"emospeech_{spk}", "", f"{repo}:{fs[i]}", emo, a, e))
     return out
