@@ -487,7 +487,8 @@ def whitened(E: np.ndarray, M: np.ndarray | None) -> np.ndarray:
 
 def stream_map(num_steps: int, win, E: np.ndarray, p: Params, max_speakers: int | None = None,
                confirm: int = 1, num_speakers: int | None = None) -> dict:
-    """Streams: {labels [S], probs [S, width] float32, K, provisional [S]}. Step s uses only windows
+    """Streams: {labels [S], probs [S, width] float32, K, assigned [n] (each window's speaker), provisional [S]}.
+    Step s uses only windows
     starting at or before s; its provisional label only windows ending at or before s + provisional_lookahead_steps
     (provisional_probs).
     With 2 <= num_speakers <= recluster_max_speakers: Reclustering (width num_speakers); else OnlineSpeakers."""
@@ -496,14 +497,14 @@ def stream_map(num_steps: int, win, E: np.ndarray, p: Params, max_speakers: int 
         maxk = min(maxk, num_speakers)
     if len(win) == 0:
         probs = np.zeros((num_steps, maxk), dtype=np.float32)
-        return {"labels": labels_of(probs), "probs": probs, "K": 1, "provisional": labels_of(probs)}
+        return {"labels": labels_of(probs), "probs": probs, "K": 1, "assigned": np.zeros(0, dtype=int), "provisional": labels_of(probs)}
     E = whitened(normalise(np.asarray(E, dtype=np.float64)), whitening_matrix(p.stream_whitening))
     if num_speakers is not None and 2 <= num_speakers <= p.recluster_max_speakers:
         assigned, P = recluster_assign(win, E, p, num_speakers)
     else:
         assigned, P = online_assign(E, p, maxk, confirm)
     probs = step_probs(num_steps, win, P, p.hop_steps, maxk, False)
-    return {"labels": labels_of(probs), "probs": probs, "K": int(assigned.max()) + 1,
+    return {"labels": labels_of(probs), "probs": probs, "K": int(assigned.max()) + 1, "assigned": assigned,
             "provisional": labels_of(provisional_probs(num_steps, win, P, p.hop_steps, maxk, p.provisional_lookahead_steps))}
 
 

@@ -68,14 +68,16 @@ def score_conversation(rec: dict, p: C.Params, head, genders: dict, doubted: fro
     rows = []
     res = C.file_map(n, win, E, p, None, speech=rec["speech"])
     z_file = speaker_log_odds(res["embeddings"][res["clustered"]], file_assignment(res), res["K"], *head)
+    # a stream's speakers (compared whitened since 1.4.0) each read on the plain windows they were given, as live-map.ts does
     En = C.normalise(np.asarray(E, dtype=np.float64))
-    ids, _ = C.online_assign(En, p)
+    o = C.stream_map(n, win, E, p)
+    ids = o["assigned"]
     modes = [("file", res["labels"], z_file),
-             ("online", C.stream_map(n, win, E, p)["labels"], speaker_log_odds(En, ids, int(ids.max()) + 1 if len(ids) else 0, *head))]
+             ("online", o["labels"], speaker_log_odds(En, ids, int(ids.max()) + 1 if len(ids) else 0, *head))]
     k = rec["meta"]["speakers"]
     if k <= p.recluster_max_speakers:  # a stream told the count: its recent windows re-clustered (recluster_assign)
-        ids_k, _ = C.recluster_assign(win, En, p, k)
-        modes.append(("online_count_given", C.stream_map(n, win, E, p, num_speakers=k)["labels"], speaker_log_odds(En, ids_k, k, *head)))
+        ok = C.stream_map(n, win, E, p, num_speakers=k)
+        modes.append(("online_count_given", ok["labels"], speaker_log_odds(En, ok["assigned"], k, *head)))
     for mode, labels, zs in modes:
         for k, z in enumerate(zs):
             steps = np.nonzero((labels == k) & sp & (count == 1))[0]
