@@ -488,9 +488,9 @@ def whitened(E: np.ndarray, M: np.ndarray | None) -> np.ndarray:
 def stream_map(num_steps: int, win, E: np.ndarray, p: Params, max_speakers: int | None = None,
                confirm: int = 1, num_speakers: int | None = None) -> dict:
     """Streams: {labels [S], probs [S, width] float32, K, assigned [n] (each window's speaker), provisional [S]}.
-    Step s uses only windows
-    starting at or before s; its provisional label only windows ending at or before s + provisional_lookahead_steps
-    (provisional_probs).
+    Step s uses only windows starting at or before s; its provisional label only windows ending at or before
+    s + provisional_lookahead_steps (provisional_probs). Each window is whitened first when `p.stream_whitening` names
+    a matrix (`whitened`; live-map.ts).
     With 2 <= num_speakers <= recluster_max_speakers: Reclustering (width num_speakers); else OnlineSpeakers."""
     maxk = p.max_speakers if max_speakers is None else max_speakers
     if num_speakers is not None:
