@@ -133,16 +133,24 @@ def _whisper_layers(model, pcm: np.ndarray) -> np.ndarray:
     return np.concatenate(out) if out else np.zeros((0, 5, 384), np.float32)
 
 
+def _campplus(sess, pcm: np.ndarray) -> np.ndarray:
+    """[n, 25600] -> [n, 192] CAM++ embeddings (its graph takes at most 4 windows per call)."""
+    if len(pcm) == 0:
+        return np.zeros((0, 192), np.float32)
+    return np.concatenate([sess.run(None, {"pcm": pcm[i:i + 4]})[0] for i in range(0, len(pcm), 4)]).astype(np.float32)
+
+
 def _work(args) -> list[dict]:
-    part, seed, only, min_voiced = args
+    part, seed, only, min_voiced, views = args
     import torch
     torch.set_num_threads(1)
     from training.data.channels import phone_all
     from training.encoders import whisper
     from training.features import logmel_fast
     spk = session(str(ROOT / "models/encoders/speaker/encoder.onnx"))
+    campp = session(str(ROOT / "models/encoders/campplus/encoder.onnx")) if "campplus" in views else None
     nets = {t: session(str(ROOT / f"models/{t}/model.onnx")) for t in ("arousal", "emotions")}
-    wh = whisper.load()
+    wh = whisper.load() if "whisper" in views else None
     rng = np.random.default_rng(seed)
     clean = [load_clip(c) for c in part]
     phone, codecs = phone_all(clean, seed=seed)
@@ -162,7 +170,8 @@ def _work(args) -> list[dict]:
                    "channel": channel, "seconds": sig.size / 16000, "levels": levels.astype(np.float32),
                    "windows": np.array(idx, np.int32),
                    "emb": spk.run(None, {"pcm": pcm})[0].astype(np.float32) if len(idx) else np.zeros((0, 256), np.float32),
-                   "whisper": _whisper_layers(wh, pcm).astype(np.float16)}
+                   **({"whisper": _whisper_layers(wh, pcm).astype(np.float16)} if wh is not None else {}),
+                   **({"emb_campplus": _campplus(campp, pcm)} if campp is not None else {})}
             for t, sess in nets.items():
                 rec[f"net_{t}"] = sess.run(None, {"features": feats})[0][0].astype(np.float32)
             out.append(rec)
@@ -178,6 +187,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=2000)
     ap.add_argument("--min-voiced", type=int, default=windows.MIN_VOICED_STEPS, help="a window is embedded from this many voiced steps")
     ap.add_argument("--corpora", default="shared", help="shared (clips.csv) and/or emospeech (its git snapshot; affect.py reads it from affect_emospeech.pkl)")
+    ap.add_argument("--views", default="speaker,whisper", help="encoders beside the speaker encoder's `emb`: whisper and/or campplus (emb_campplus)")
     a = ap.parse_args()
     clips = (sample() if "shared" in a.corpora else []) + (emospeech() if "emospeech" in a.corpora else [])
     if a.limit:
@@ -186,7 +196,7 @@ def main() -> None:
     print(f"{len(clips)} clips in {len(chunks)} chunks", flush=True)
     records: list[dict] = []
     with Pool(a.workers) as pool:
-        for i, part in enumerate(pool.imap(_work, [(c, a.seed + j, tuple(filter(None, a.only.split(","))), a.min_voiced) for j, c in enumerate(chunks)])):
+        for i, part in enumerate(pool.imap(_work, [(c, a.seed + j, tuple(filter(None, a.only.split(","))), a.min_voiced, a.views) for j, c in enumerate(chunks)])):
             records += part
             if i % 5 == 0:
                 print(f"chunk {i + 1}/{len(chunks)}", flush=True)
