@@ -3,7 +3,8 @@ sampled clip clean, through a telephone channel (training/data/channels.py), and
 (0.5-1.2 s of its voice, the short-utterance slice), cut into the service's encoder windows
 (windows.py); each voiced window through the speaker encoder's shipped graph and the Whisper
 tiny.en encoder (whisper.py; the mean of every layer's states, so the heads can choose), beside
-the per-step probabilities of the shipped arousal and emotions networks.
+the per-step probabilities of the shipped arousal and emotions networks. `--views campplus` adds CAM++'s
+embeddings (`emb_campplus`; `--views campplus` alone leaves Whisper out: ~17 min for the shared corpora).
 
   python -m training.encoders.embed_affect        # ~15 min on 2 cores: training/runs/encoders/affect.pkl
 """
