@@ -62,11 +62,14 @@ interface Case {
 const golden = JSON.parse(fs.readFileSync(GOLDEN, 'utf8')) as { cases: Case[]; stream_whitening_sha256?: Record<string, string> };
 const cases = golden.cases;
 
-/** The case's stream whitening, read from the shipped file the fixture was made with. */
+const whitenings = new Map<string, Whitening>();
+
+/** The case's stream whitening, read (once per file) from the shipped file the fixture was made with. */
 function whiteningOf(c: Case): Whitening | undefined {
   const name = c.params.stream_whitening ?? '';
   if (name === '' || c.embeddings.length === 0) return undefined; // no window to whiten
-  return loadWhitening(SPEAKERS_DIR, name, c.embeddings[0]!.length, GOLDEN);
+  if (!whitenings.has(name)) whitenings.set(name, loadWhitening(SPEAKERS_DIR, name, c.embeddings[0]!.length, GOLDEN));
+  return whitenings.get(name);
 }
 
 function paramsOf(c: Case): SpeakerMapParams {
@@ -102,6 +105,7 @@ function labels(probs: Float32Array, steps: number): number[] {
 
 function infoOf(c: Case): SpeakerMapInfo {
   const params = paramsOf(c);
+  const streamWhitening = whiteningOf(c);
   return {
     encoder: { windowSteps: WINDOW_STEPS } as EncoderInfo,
     schedule: { windowSteps: WINDOW_STEPS, hopSteps: params.hopSteps, every: 1, minVoicedSteps: c.params.min_voiced_steps, gateDb: c.params.gate_db },
@@ -110,7 +114,7 @@ function infoOf(c: Case): SpeakerMapInfo {
     centre: c.params.center,
     recluster: reclusterOf(c),
     provisionalLookaheadSteps: c.params.provisional_lookahead_steps ?? 0,
-    ...(whiteningOf(c) ? { streamWhitening: whiteningOf(c)! } : {}),
+    ...(streamWhitening ? { streamWhitening } : {}),
   };
 }
 

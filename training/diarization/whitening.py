@@ -68,17 +68,16 @@ def emospeech_pool() -> tuple[np.ndarray, np.ndarray]:
     if POOL_CACHE.exists():
         d = pickle.load(open(POOL_CACHE, "rb"))
         return d["X"], d["y"]
-    import onnxruntime as ort
     from training.encoders import embed_affect as EA
-    sess = ort.InferenceSession(str(ENCODER), providers=["CPUExecutionProvider"])
-    name = sess.get_inputs()[0].name
+    sess = EA.session(str(ENCODER))
     X, y = [], []
     for c in EA.emospeech(per_speaker_label=6):
         ws = _windows(EA.load_clip(c))
-        for i in range(0, len(ws), 4):
-            for e in sess.run(None, {name: np.stack(ws[i:i + 4])})[0]:
-                X.append(e)
-                y.append(c.speaker)
+        if not ws:
+            continue
+        E = EA.campplus_embeddings(sess, np.stack(ws))
+        X += list(E)
+        y += [c.speaker] * len(E)
     X, y = np.asarray(X, dtype=np.float64), np.asarray(y)
     POOL_CACHE.parent.mkdir(parents=True, exist_ok=True)
     pickle.dump({"X": X, "y": y}, open(POOL_CACHE, "wb"))

@@ -134,7 +134,7 @@ def _whisper_layers(model, pcm: np.ndarray) -> np.ndarray:
     return np.concatenate(out) if out else np.zeros((0, 5, 384), np.float32)
 
 
-def _campplus(sess, pcm: np.ndarray) -> np.ndarray:
+def campplus_embeddings(sess, pcm: np.ndarray) -> np.ndarray:
     """[n, 25600] -> [n, 192] CAM++ embeddings (its graph takes at most 4 windows per call)."""
     if len(pcm) == 0:
         return np.zeros((0, 192), np.float32)
@@ -172,7 +172,7 @@ def _work(args) -> list[dict]:
                    "windows": np.array(idx, np.int32),
                    "emb": spk.run(None, {"pcm": pcm})[0].astype(np.float32) if len(idx) else np.zeros((0, 256), np.float32),
                    **({"whisper": _whisper_layers(wh, pcm).astype(np.float16)} if wh is not None else {}),
-                   **({"emb_campplus": _campplus(campp, pcm)} if campp is not None else {})}
+                   **({"emb_campplus": campplus_embeddings(campp, pcm)} if campp is not None else {})}
             for t, sess in nets.items():
                 rec[f"net_{t}"] = sess.run(None, {"features": feats})[0][0].astype(np.float32)
             out.append(rec)
