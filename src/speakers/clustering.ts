@@ -87,6 +87,11 @@ interface Cluster {
   centroid: Float64Array;
 }
 
+/** The unit mean of the members' rows of `emb`, summed in the members' order (cluster.py `_Cluster` does the same sums). */
+export function centroidOf(members: readonly number[], emb: readonly Float64Array[]): Float64Array {
+  return clusterOf([...members], emb).centroid;
+}
+
 function clusterOf(members: number[], emb: readonly Float64Array[]): Cluster {
   const dim = emb[0]!.length;
   const sum = new Float64Array(dim);

@@ -14,7 +14,7 @@
  * window covering the step, follows as above (before the first embedded window: zeros, speaker_1 at
  * confidence 0). The ids are the same assigner's, so a provisional id is one the finals use.
  *
- * The assigner compares whitened embeddings where the model has a stream whitening (whitening.ts);
+ * The assigner compares whitened embeddings where the model has a whitening (whitening.ts);
  * each speaker's gender reads the plain ones, as a file's does.
  */
 import type { WindowOutcome } from '../inference/encoder-stage';
@@ -81,7 +81,7 @@ export class LiveSpeakerMap {
     this.provisionalBefore(o.window); // their windows are the ones before this one
     if (o.kind === 'embedded') {
       const embedding = normalise(o.embeddings[0]!);
-      const compared = this.map.streamWhitening ? whiten(this.map.streamWhitening, embedding) : embedding;
+      const compared = this.map.whitening ? whiten(this.map.whitening, embedding) : embedding;
       const { speaker, probs } = this.assigner.add(compared, o.window);
       this.embeddings.add(speaker, embedding);
       const v = new Float32Array(this.width);

@@ -36,8 +36,13 @@ export interface SpeakerMapInfo {
    * so it waits for this many steps of audio (live-map.ts; 0 = "who spoke last", at once).
    */
   provisionalLookaheadSteps: number;
-  /** Streams: the matrix each unit embedding is whitened by before it is compared (whitening.ts); files never. */
-  streamWhitening?: Whitening;
+  /**
+   * The matrix unit embeddings are whitened by (whitening.ts): streams compare whitened windows,
+   * files merge speakers whose whitened centroids are alike (whitened-merge.ts).
+   */
+  whitening?: Whitening;
+  /** Files without a caller's count: speakers whose whitened centroids reach this cosine are one. */
+  whitenedMergeThreshold?: number;
 }
 
 function fail(file: string, problem: string): AurisError {
@@ -74,9 +79,12 @@ export function parseSpeakerMap(m: Record<string, unknown>, modelsDir: string, f
   // absent in a manifest before speakers 1.3.1: at once
   const lookahead = b['provisional_lookahead_steps'] === undefined ? 0 : int('provisional_lookahead_steps', W - 1, 0);
   // absent or "" in a manifest before speakers 1.4.0: streams compare the plain embeddings
-  const whiteningName = b['stream_whitening'] ?? '';
-  if (typeof whiteningName !== 'string') throw fail(file, '"speaker_map.stream_whitening" must be a file name or ""');
-  const streamWhitening = whiteningName === '' ? undefined : loadWhitening(path.dirname(file), whiteningName, encoder.dim, file);
+  const whiteningName = b['whitening'] ?? '';
+  if (typeof whiteningName !== 'string') throw fail(file, '"speaker_map.whitening" must be a file name or ""');
+  const whitening = whiteningName === '' ? undefined : loadWhitening(path.dirname(file), whiteningName, encoder.dim, file);
+  // absent in a manifest before speakers 1.5.0: no merge after clustering
+  const mergeBar = b['whitened_merge_threshold'] === undefined ? undefined : num('whitened_merge_threshold', -1, 1);
+  if (mergeBar !== undefined && !whitening) throw fail(file, '"speaker_map.whitened_merge_threshold" needs "speaker_map.whitening"');
   return {
     encoder,
     schedule: { windowSteps: W, hopSteps, every: 1, minVoicedSteps, gateDb },
@@ -102,6 +110,7 @@ export function parseSpeakerMap(m: Record<string, unknown>, modelsDir: string, f
       history: int('recluster_history', 100000),
     },
     provisionalLookaheadSteps: lookahead,
-    ...(streamWhitening ? { streamWhitening } : {}),
+    ...(whitening ? { whitening } : {}),
+    ...(mergeBar !== undefined ? { whitenedMergeThreshold: mergeBar } : {}),
   };
 }

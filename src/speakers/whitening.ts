@@ -1,9 +1,10 @@
 /**
- * The streams' whitening of the speaker map (speakers 1.4.0, training/diarization/whitening.py): a
- * fixed matrix learnt from labelled voices that shrinks the directions in which one voice moves
- * (emotion, channel, words), applied to each unit embedding before a stream compares it with its
- * speakers. A file job takes the recording's mean away instead (file-map.ts), which a stream
- * cannot do before its first speakers are fixed; files do not use this.
+ * The speaker map's whitening (training/diarization/whitening.py): a fixed matrix learnt from
+ * labelled voices that shrinks the directions in which one voice moves (emotion, channel, words).
+ * Streams (speakers 1.4.0) whiten each unit embedding before comparing it with their speakers; a
+ * file job clusters with the recording's mean taken away instead (file-map.ts), which a stream
+ * cannot do before its first speakers are fixed, and then merges speakers whose whitened centroids
+ * are alike (whitened-merge.ts, speakers 1.5.0).
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -16,7 +17,7 @@ export type Whitening = readonly Float64Array[];
 /** Reads `name` (a plain file name beside the manifest `file`): {"dim": d, "matrix": [[d numbers] x d]}. */
 export function loadWhitening(dir: string, name: string, dim: number, file: string): Whitening {
   const fail = (problem: string, cause?: unknown): AurisError =>
-    new AurisError('MODEL_LOAD_FAILED', `${file}: "speaker_map.stream_whitening" ${problem}`, { file }, cause === undefined ? undefined : { cause });
+    new AurisError('MODEL_LOAD_FAILED', `${file}: "speaker_map.whitening" ${problem}`, { file }, cause === undefined ? undefined : { cause });
   if (!/^[A-Za-z0-9_.-]+\.json$/.test(name)) throw fail(`must be a plain .json file name, got ${JSON.stringify(name)}`);
   let doc: unknown;
   try {

@@ -213,24 +213,43 @@ describe('model registry', () => {
       const wrong = withMap(`map-bad-lookahead-${String(v)}`, (b) => (b['provisional_lookahead_steps'] = v));
       expectLoadError(() => ModelRegistry.loadSync({ modelsDir: wrong }), path.join(wrong, 'speakers', 'manifest.json'), /provisional_lookahead_steps/);
     }
-    // the streams' whitening (speakers 1.4.0; absent or "": none): a square matrix of the encoder's dim beside the manifest
+    // the whitening (speakers 1.4.0; absent or "": none): a square matrix of the encoder's dim beside the manifest
     const dim = shipped.encoder.dim;
-    assert.equal(shipped.streamWhitening?.length, dim);
-    assert.ok(shipped.streamWhitening!.every((row) => row.length === dim));
-    assert.equal(atOnce.streamWhitening?.length, dim, 'kept when another key is absent');
-    const plain = ModelRegistry.loadSync({ modelsDir: withMap('map-no-whitening', (b) => delete b['stream_whitening']) }).get('speakers').speakerMap!;
-    assert.equal(plain.streamWhitening, undefined, 'a manifest before 1.4.0: plain embeddings');
+    assert.equal(shipped.whitening?.length, dim);
+    assert.ok(shipped.whitening!.every((row) => row.length === dim));
+    assert.equal(atOnce.whitening?.length, dim, 'kept when another key is absent');
+    const plain = ModelRegistry.loadSync({
+      modelsDir: withMap('map-no-whitening', (b) => {
+        delete b['whitening'];
+        delete b['whitened_merge_threshold'];
+      }),
+    }).get('speakers').speakerMap!;
+    assert.equal(plain.whitening, undefined, 'a manifest before 1.4.0: plain embeddings');
+    // files' merge of alike speakers (speakers 1.5.0; absent: none); needs the whitening
+    assert.equal(shipped.whitenedMergeThreshold, written['whitened_merge_threshold']);
+    assert.equal(plain.whitenedMergeThreshold, undefined);
+    const noMerge = ModelRegistry.loadSync({ modelsDir: withMap('map-no-merge', (b) => delete b['whitened_merge_threshold']) }).get('speakers').speakerMap!;
+    assert.equal(noMerge.whitenedMergeThreshold, undefined, 'a manifest before 1.5.0: no merge');
+    assert.equal(noMerge.whitening?.length, dim);
     const manifestOf = (dir: string): string => path.join(dir, 'speakers', 'manifest.json');
+    for (const [name, edit, re] of [
+      ['range', (b: Record<string, unknown>) => (b['whitened_merge_threshold'] = 1.5), /whitened_merge_threshold" must be a number in \[-1, 1\]/],
+      ['type', (b: Record<string, unknown>) => (b['whitened_merge_threshold'] = '0.7'), /whitened_merge_threshold" must be a number/],
+      ['alone', (b: Record<string, unknown>) => delete b['whitening'], /whitened_merge_threshold" needs "speaker_map.whitening"/],
+    ] as const) {
+      const wrong = withMap(`map-bad-merge-${name}`, edit);
+      expectLoadError(() => ModelRegistry.loadSync({ modelsDir: wrong }), manifestOf(wrong), re);
+    }
     for (const [name, v, re] of [
       ['path', '../gender/manifest.json', /plain \.json file name/],
       ['type', 7, /file name or ""/],
       ['missing', 'absent.json', /cannot be read/],
     ] as const) {
-      const wrong = withMap(`map-bad-whitening-${name}`, (b) => (b['stream_whitening'] = v));
+      const wrong = withMap(`map-bad-whitening-${name}`, (b) => (b['whitening'] = v));
       expectLoadError(() => ModelRegistry.loadSync({ modelsDir: wrong }), manifestOf(wrong), re);
     }
     const shortRows = withMap('map-bad-whitening-shape');
-    const file = path.join(shortRows, 'speakers', 'stream_whitening.json');
+    const file = path.join(shortRows, 'speakers', 'whitening.json');
     const doc = JSON.parse(fs.readFileSync(file, 'utf8')) as { matrix: number[][] };
     doc.matrix = doc.matrix.slice(1);
     fs.writeFileSync(file, JSON.stringify(doc));
@@ -241,7 +260,7 @@ describe('model registry', () => {
     const map = ModelRegistry.loadSync({ modelsDir: path.join(packageRoot(), 'models') }).get('speakers').speakerMap!;
     const dim = map.encoder.dim;
     const e = normalise(Float64Array.from({ length: dim }, (_, i) => Math.sin(i + 1)));
-    const w = whiten(map.streamWhitening!, e);
+    const w = whiten(map.whitening!, e);
     assert.ok(Math.abs(dot(w, w) - 1) < 1e-12);
     assert.ok(dot(w, e) < 0.999, 'the matrix is not the identity');
   });

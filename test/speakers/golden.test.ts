@@ -46,8 +46,10 @@ interface Case {
     recluster_min_windows: number;
     recluster_every: number;
     recluster_history: number;
-    /** streams: models/speakers/<this> whitens each embedding (speakers 1.4.0); absent or "": none */
-    stream_whitening?: string;
+    /** models/speakers/<this> whitens each embedding: streams compare (1.4.0), files merge alike speakers (1.5.0); absent or "": none */
+    whitening?: string;
+    /** files without a count: speakers whose whitened centroids reach this are one (speakers 1.5.0); absent or null: no merge */
+    whitened_merge_threshold?: number | null;
   };
   steps: number;
   num_speakers?: number;
@@ -59,14 +61,14 @@ interface Case {
   expected: { file: { K: number; labels: number[] }; stream: { K: number; labels: number[]; provisional: number[] } };
 }
 
-const golden = JSON.parse(fs.readFileSync(GOLDEN, 'utf8')) as { cases: Case[]; stream_whitening_sha256?: Record<string, string> };
+const golden = JSON.parse(fs.readFileSync(GOLDEN, 'utf8')) as { cases: Case[]; whitening_sha256?: Record<string, string> };
 const cases = golden.cases;
 
 const whitenings = new Map<string, Whitening>();
 
-/** The case's stream whitening, read (once per file) from the shipped file the fixture was made with. */
+/** The case's whitening, read (once per file) from the shipped file the fixture was made with. */
 function whiteningOf(c: Case): Whitening | undefined {
-  const name = c.params.stream_whitening ?? '';
+  const name = c.params.whitening ?? '';
   if (name === '' || c.embeddings.length === 0) return undefined; // no window to whiten
   if (!whitenings.has(name)) whitenings.set(name, loadWhitening(SPEAKERS_DIR, name, c.embeddings[0]!.length, GOLDEN));
   return whitenings.get(name);
@@ -105,7 +107,8 @@ function labels(probs: Float32Array, steps: number): number[] {
 
 function infoOf(c: Case): SpeakerMapInfo {
   const params = paramsOf(c);
-  const streamWhitening = whiteningOf(c);
+  const whitening = whiteningOf(c);
+  const bar = c.params.whitened_merge_threshold;
   return {
     encoder: { windowSteps: WINDOW_STEPS } as EncoderInfo,
     schedule: { windowSteps: WINDOW_STEPS, hopSteps: params.hopSteps, every: 1, minVoicedSteps: c.params.min_voiced_steps, gateDb: c.params.gate_db },
@@ -114,7 +117,8 @@ function infoOf(c: Case): SpeakerMapInfo {
     centre: c.params.center,
     recluster: reclusterOf(c),
     provisionalLookaheadSteps: c.params.provisional_lookahead_steps ?? 0,
-    ...(streamWhitening ? { streamWhitening } : {}),
+    ...(whitening ? { whitening } : {}),
+    ...(whitening && typeof bar === 'number' ? { whitenedMergeThreshold: bar } : {}),
   };
 }
 
@@ -177,8 +181,9 @@ describe('speaker map golden cases (training/diarization/cluster.py)', () => {
     assert.ok(cases.some((c) => c.windows.length === 0));
     assert.ok(cases.some((c) => c.params.hop_steps === 6) && cases.some((c) => c.params.hop_steps === 12), 'both hops the cache holds');
     assert.ok(cases.some((c) => c.stream_num_speakers !== undefined && c.windows.length > c.params.recluster_min_windows));
-    assert.ok(cases.some((c) => c.params.stream_whitening), 'streams whitened as the manifest says');
-    for (const [name, sha] of Object.entries(golden.stream_whitening_sha256 ?? {})) {
+    assert.ok(cases.some((c) => c.params.whitening), 'whitened as the manifest says');
+    assert.ok(cases.some((c) => typeof c.params.whitened_merge_threshold === 'number' && c.num_speakers === undefined), "a file's alike speakers merged");
+    for (const [name, sha] of Object.entries(golden.whitening_sha256 ?? {})) {
       const now = crypto.createHash('sha256').update(fs.readFileSync(path.join(SPEAKERS_DIR, name))).digest('hex');
       assert.equal(now, sha, `models/speakers/${name} changed since the fixture was made: python -m training diarization golden`);
     }

@@ -5,8 +5,9 @@ Files (`file_map`, FileSpeakerMap.finish): the windows mostly speech are cluster
 embedding of the clustered windows taken away from all windows, `center`), by `cluster_windows` (clusterWindows):
 segments -> centroid-linkage agglomeration (down to merge_threshold, or the caller's count with the long/short rule)
 -> choose speakers (the long clusters; merged while over the cap; the short ones' windows join the nearest speaker)
--> refine -> numbered by first window. Speakers that win no speech step are dropped, the rest renumbered by their
-first speech step. Streams (`stream_map`, OnlineSpeakers): one pass, a new speaker when no centroid is close enough.
+-> refine -> numbered by first window -> (no count given) speakers whose centroids of the whitened, uncentred windows
+are alike merged (`merge_alike`). Speakers that win no speech step are dropped, the rest renumbered by their first
+speech step. Streams (`stream_map`, OnlineSpeakers): one pass, a new speaker when no centroid is close enough.
 Both: per-window softmax over cosines, averaged over the windows covering each 64 ms step (stepProbabilities).
 
 Bit for bit with the TypeScript where it can be: float64 throughout, every dot product and sum in the TypeScript's
@@ -55,9 +56,13 @@ class Params:
     recluster_min_windows: int = 8
     recluster_every: int = 8
     recluster_history: int = 256
-    # streams: a file in models/speakers/ whose matrix each unit embedding is multiplied by (then unit again) before
-    # OnlineSpeakers / Reclustering compare it (whitening.py; speakers 1.4.0); "" = none. Files never use it.
-    stream_whitening: str = ""
+    # a file in models/speakers/ whose matrix each unit embedding is multiplied by (then unit again): streams compare
+    # the whitened windows (OnlineSpeakers / Reclustering; whitening.py, speakers 1.4.0), files merge their speakers'
+    # whitened centroids (merge_alike, speakers 1.5.0); "" = none
+    whitening: str = ""
+    # files without a count, after clustering: speakers whose whitened centroids reach this cosine, directly or through
+    # another speaker, are one (speakers 1.5.0); None = no such merge
+    whitened_merge_threshold: float | None = None
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -72,7 +77,7 @@ class Params:
     @classmethod
     def from_manifest(cls, path: Path | str = MANIFEST) -> "Params":
         block = json.load(open(path))["speaker_map"]
-        optional = {"stream_whitening": ""}  # absent before speakers 1.4.0
+        optional = {"whitening": "", "whitened_merge_threshold": None}  # absent before speakers 1.4.0 / 1.5.0
         missing = [f.name for f in fields(cls) if f.name not in block and f.name not in optional]
         if missing:
             raise KeyError(f"{path}: speaker_map lacks {missing}")
@@ -308,6 +313,30 @@ def centred(E: np.ndarray, clustered) -> np.ndarray:
     return normalise(E - mean_rows(E[list(clustered)]))
 
 
+def merge_alike(assignment: np.ndarray, K: int, W: np.ndarray, Ec: np.ndarray, bar: float) -> np.ndarray:
+    """mergeAlike (whitened-merge.ts): the K speakers of `assignment` (0..K-1 per clustered window) whose centroids of the
+    whitened windows W reach `bar`, directly or through another speaker, become one -> the merged speakers' centroids
+    of the compared windows Ec (members ascending), ordered by first window."""
+    members = [[int(i) for i in np.nonzero(assignment == k)[0]] for k in range(K)]
+    Wc = [_Cluster(m, W).centroid for m in members]
+    root = list(range(K))
+
+    def find(k: int) -> int:
+        while root[k] != k:
+            k = root[k]
+        return k
+    for a in range(K):
+        for b in range(a + 1, K):
+            if dot(Wc[a], Wc[b]) >= bar:
+                ra, rb = find(a), find(b)
+                root[max(ra, rb)] = min(ra, rb)
+    groups: dict[int, list[int]] = {}
+    for k in range(K):
+        groups.setdefault(find(k), []).extend(members[k])
+    merged = sorted((sorted(m) for m in groups.values()), key=lambda m: m[0])
+    return np.stack([_Cluster(m, Ec).centroid for m in merged])
+
+
 def file_map(num_steps: int, win, E: np.ndarray, p: Params, num_speakers: int | None = None,
              max_speakers: int | None = None, speech=None) -> dict:
     """A file's channel: {labels [S] 0-based, probs [S, K] float32, K, clustered (indexes into win), centroids [K, d]
@@ -331,7 +360,10 @@ def file_map(num_steps: int, win, E: np.ndarray, p: Params, num_speakers: int | 
     else:
         chosen = idx
     Ea = centred(E, chosen) if p.center else E
-    _, _, cents = cluster_windows(win[chosen], Ea[chosen], p, max_speakers, num_speakers)
+    K, assignment, cents = cluster_windows(win[chosen], Ea[chosen], p, max_speakers, num_speakers)
+    M = whitening_matrix(p.whitening)
+    if num_speakers is None and p.whitened_merge_threshold is not None and M is not None and K > 1:
+        cents = merge_alike(assignment, K, whitened(E[chosen], M), Ea[chosen], p.whitened_merge_threshold)
 
     def probs_with(cs):
         return step_probs(num_steps, win, window_probs(Ea, cs, p.temperature), p.hop_steps, max(1, len(cs)), True)
@@ -489,7 +521,7 @@ def stream_map(num_steps: int, win, E: np.ndarray, p: Params, max_speakers: int 
                confirm: int = 1, num_speakers: int | None = None) -> dict:
     """Streams: {labels [S], probs [S, width] float32, K, assigned [n] (each window's speaker), provisional [S]}.
     Step s uses only windows starting at or before s; its provisional label only windows ending at or before
-    s + provisional_lookahead_steps (provisional_probs). Each window is whitened first when `p.stream_whitening` names
+    s + provisional_lookahead_steps (provisional_probs). Each window is whitened first when `p.whitening` names
     a matrix (`whitened`; live-map.ts).
     With 2 <= num_speakers <= recluster_max_speakers: Reclustering (width num_speakers); else OnlineSpeakers."""
     maxk = p.max_speakers if max_speakers is None else max_speakers
@@ -498,7 +530,7 @@ def stream_map(num_steps: int, win, E: np.ndarray, p: Params, max_speakers: int 
     if len(win) == 0:
         probs = np.zeros((num_steps, maxk), dtype=np.float32)
         return {"labels": labels_of(probs), "probs": probs, "K": 1, "assigned": np.zeros(0, dtype=int), "provisional": labels_of(probs)}
-    E = whitened(normalise(np.asarray(E, dtype=np.float64)), whitening_matrix(p.stream_whitening))
+    E = whitened(normalise(np.asarray(E, dtype=np.float64)), whitening_matrix(p.whitening))
     if num_speakers is not None and 2 <= num_speakers <= p.recluster_max_speakers:
         assigned, P = recluster_assign(win, E, p, num_speakers)
     else:

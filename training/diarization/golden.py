@@ -6,14 +6,14 @@ then float32 as the encoder gives them), the slice's reference speech per step (
 (models/speakers/manifest.json names, the manifest's values unless the note says otherwise) and the speaker count.
 Expected, per step, the label (argmax of the step probabilities, ties lowest):
   file:   FileSpeakerMap.finish (cluster.file_map with speech): windows mostly speech clustered, centred when
-          `center`, clusterWindows, windowProbabilities, stepProbabilities with lookAhead, speakers that win no
+          `center`, clusterWindows, alike speakers merged (no count, `whitened_merge_threshold`), windowProbabilities, stepProbabilities with lookAhead, speakers that win no
           speech step dropped and the rest renumbered by their first speech step;
   stream: OnlineSpeakers + stepProbabilities without lookAhead, width max_speakers (cluster.stream_map); a case with
           `stream_num_speakers` (<= recluster_max_speakers) runs Reclustering instead, width that count;
           `provisional`: the stream's provisional answer per step (the latest embedded window ending at or before it
           plus provisional_lookahead_steps, LiveSpeakerMap; before the first one, the zeros' label 0).
 The slices are searched so that the cases between them exercise merges, short clusters joining a speaker, the
-long/short rule of a given count, refine moving windows, a stream opening new speakers, unembedded windows.
+long/short rule of a given count, alike speakers merged after clustering, refine moving windows, a stream opening new speakers, unembedded windows.
 
   python -m training diarization golden [--runs DIR]   # DIR: training/runs/diarization (needs its cache/)
 """
@@ -69,13 +69,18 @@ def trace(case: dict) -> dict:
     kept = [k for i, k in enumerate(by_length) if i == 0 or c.is_long(ag[k]) or i < (n or 0)]
     ch = c.choose_speakers(ag, p.max_speakers, n)
     rf = c.refine(ch)
+    M = C.whitening_matrix(p.whitening)
+    merged = len(rf)
+    if n is None and p.whitened_merge_threshold is not None and M is not None and len(rf) > 1:
+        K, assignment, _ = C.cluster_windows(win[chosen], Ea[chosen], p, p.max_speakers)
+        merged = len(C.merge_alike(assignment, K, C.whitened(En[chosen], M), Ea[chosen], p.whitened_merge_threshold))
     before = {i: k for k, m in enumerate(ch) for i in m}
     after = {i: k for k, m in enumerate(rf) for i in m}
     moved = sum(before[i] != after[i] for i in before) if len(rf) == len(ch) else -1
     return {"windows": len(win), "clustered": len(chosen), "segments": len(seg), "after_agglomerate": len(ag),
             "long": sum(c.is_long(m) for m in ag), "kept": len(kept), "short_joined": len(ag) - len(kept),
-            "speakers": len(ch), "refine_moved": moved, "after_refine": len(rf), "file_K": int(f["K"]),
-            "dropped": len(rf) - int(f["K"]),
+            "speakers": len(ch), "refine_moved": moved, "after_refine": len(rf), "after_alike_merge": merged, "file_K": int(f["K"]),
+            "dropped": merged - int(f["K"]),
             "online_speakers": int(o["K"]), **({"free_found": free_found} if n else {})}
 
 
@@ -145,6 +150,9 @@ def main() -> None:
                 and x["clustered"] < x["windows"] and x["online_speakers"] >= 3 and stepped(c))
     c["note"] = f"hop {p.hop_steps}, the manifest's parameters: merges, short clusters joining a speaker, refine moving windows, 3+ speakers, windows not mostly speech not clustered; streams open new speakers, at a bar lowered per known speaker (labels differ without online_threshold_step)"
     cases.append(c)
+    c = _search(many, p, 900, lambda x, c: x["after_alike_merge"] < x["after_refine"] and x["file_K"] >= 2)
+    c["note"] = f"hop {p.hop_steps}, the manifest's parameters, no count: speakers whose centroids of the whitened, uncentred windows reach whitened_merge_threshold are merged after clustering (speakers 1.5.0)"
+    cases.append(c)
     c = _search(recs, p, 480, lambda x, c: x["file_K"] == 3 and x["long"] < 3 < x["after_agglomerate"]
                 and x["refine_moved"] > 0 and x["clustered"] < x["windows"], num_speakers=3)
     c["note"] = f"hop {p.hop_steps}, the manifest's parameters, num_speakers 3 given: the count's long/short rule (agglomeration stops before merging two long clusters while no more long ones than the count; a short cluster kept up to the count), windows not mostly speech not clustered"
@@ -182,7 +190,8 @@ def main() -> None:
                     "at once (provisional_lookahead_steps 0; the other cases: the manifest's)",
             "source": "synthetic", "params": replace(p, segment_threshold=2.0, merge_threshold=0.5, min_speaker_s=0.0,
                                                      min_speaker_share=1.0, refine_iterations=1, center=False,
-                                                     provisional_lookahead_steps=0, stream_whitening="").as_dict(),
+                                                     provisional_lookahead_steps=0, whitening="",
+                                                     whitened_merge_threshold=None).as_dict(),
             "steps": 80, "windows": [0, 1, 2, 3, 4], "embedding_scale": SCALE, "embeddings": [a, b, a, b, m],
             "speech": "1" * 80}
     cases.append(finish_case(ties))
@@ -195,9 +204,9 @@ def main() -> None:
            "inputs": "embeddings: int / embedding_scale, as float32, normalised on input (pushWindow, live-map)",
            "labels": "0-based speaker index per step (argmax of the step probabilities, ties lowest), before the silence / no_speech rules",
            "cases": cases,
-           # the matrices the cases' streams are whitened by (models/speakers/<name>): a changed one needs a new fixture
-           "stream_whitening_sha256": {n: hashlib.sha256((C.MANIFEST.parent / n).read_bytes()).hexdigest()
-                                       for n in sorted({c["params"].get("stream_whitening", "") for c in cases} - {""})}}
+           # the matrices the cases are whitened by (models/speakers/<name>): a changed one needs a new fixture
+           "whitening_sha256": {n: hashlib.sha256((C.MANIFEST.parent / n).read_bytes()).hexdigest()
+                                for n in sorted({c["params"].get("whitening", "") for c in cases} - {""})}}
     OUT.write_text(json.dumps(doc, separators=(",", ":")))
     for c in cases:
         check(c)

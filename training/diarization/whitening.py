@@ -1,12 +1,13 @@
-"""The streams' whitening of the speaker map (speakers 1.4.0): a linear map of CAM++ embeddings that shrinks the
-directions in which one voice moves (emotion, channel, words, room), learnt from labelled voices of corpora the
-speaker map neither tunes on nor is scored on.
+"""The speaker map's whitening (streams: speakers 1.4.0; files' merge of alike speakers: 1.5.0): a linear map of
+CAM++ embeddings that shrinks the directions in which one voice moves (emotion, channel, words, room), learnt from
+labelled voices of corpora the speaker map neither tunes on nor is scored on.
 
-Why streams only: a file job takes the recording's mean embedding away before clustering (file-map.ts `centred`), which
-removes what the voices of one recording share; a stream cannot (its mean moves while the first speakers are already
-fixed: models/speakers/MODEL_CARD.md). Within-class covariance normalisation (WCCN) learnt from many voices is a fixed
-stand-in: cosines after it weigh the directions that tell voices apart. Files gained nothing from it on the tuning
-corpora (centring already does this), so they keep the plain embeddings.
+Streams compare whitened windows: a file job takes the recording's mean embedding away before clustering
+(file-map.ts `centred`), which removes what the voices of one recording share; a stream cannot (its mean moves while
+the first speakers are already fixed: models/speakers/MODEL_CARD.md). Within-class covariance normalisation (WCCN)
+learnt from many voices is a fixed stand-in: cosines after it weigh the directions that tell voices apart. Files cluster
+centred windows (whitening them gained nothing on the tuning corpora), then merge the speakers whose centroids of the
+whitened, uncentred windows are alike (cluster.merge_alike): a second view that joins the halves of a split voice.
 
 Pool (never DEV or TEST of simulate.py): the CAM++ windows of baved, audiomnist_az and fsdd in the encoder heads'
 cache (training/runs/encoders/gender.pkl, each clip clean and through a telephone codec), plus emospeech's identified
@@ -14,7 +15,7 @@ users (RakshakTeam/emospeech-dataset-v1 @ 85b1ef55, command words in real places
 The shrinkage `alpha` (Sw <- (1 - alpha) Sw + alpha * mean eigenvalue * I) is chosen by the equal error rate of
 same/different-voice window pairs on held-out halves of the pool's own voices, not on any conversation.
 
-  python -m training diarization whitening     # ~3 min: models/speakers/stream_whitening.json (+ its EER table)
+  python -m training diarization whitening     # ~3 min: models/speakers/whitening.json (+ its EER table)
 """
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 GENDER_CACHE = ROOT / "training/runs/encoders/gender.pkl"
 POOL_CACHE = ROOT / "training/runs/diarization/whitening_pool.pkl"
-OUT = ROOT / "models/speakers/stream_whitening.json"
+OUT = ROOT / "models/speakers/whitening.json"
 ENCODER = ROOT / "models/encoders/campplus/encoder.onnx"
 CACHE_SOURCES = ("baved", "audiomnist_az", "fsdd")
 ALPHAS = (0.1, 0.2, 0.3, 0.45, 0.6, 0.8, 0.9)
@@ -133,7 +134,8 @@ def main() -> None:
         print(f"alpha {al}: held-out EER {table[str(al)]:.4f} (none {table['none']:.4f})")
     alpha = min(ALPHAS, key=lambda al: table[str(al)])
     M = wccn(X, y, alpha)
-    doc = {"what": "streams' whitening of CAM++ embeddings (speaker map): compared = normalise(matrix x unit embedding)",
+    doc = {"what": "the speaker map's whitening of CAM++ embeddings (streams compare, files merge alike speakers): "
+                   "whitened = normalise(matrix x unit embedding)",
            "made_by": "python -m training diarization whitening",
            "pool": {"windows": int(len(X)), "voices": int(len(np.unique(y))),
                     "sources": list(CACHE_SOURCES) + ["emospeech (RakshakTeam/emospeech-dataset-v1 @ 85b1ef55, identified users)"]},
