@@ -4,7 +4,7 @@
 of 25 steps (hop_steps 6 and 12 subsample the first, 25 the second) with at least one step >= -50 dBFS.
 The held-out conversations with index 0 are also written as WAV + reference JSON for the end-to-end run.
 
-  nice -n 10 python -m training.diarization.embed     # ~1 h on one core with CAM++ -> training/runs/diarization/cache/
+  nice -n 10 python -m training.diarization.embed     # ~1.3 h on one core with CAM++ -> training/runs/diarization/cache/
 """
 from __future__ import annotations
 

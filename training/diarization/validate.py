@@ -6,6 +6,7 @@ decides speech with its own model (end-to-end figures: run the exported conversa
 uses the DEV corpora only; TEST corpora are scored once.
 
   python -m training diarization tune      # coordinate search on DEV -> training/runs/diarization/tuning.json
+  python -m training diarization tune-merge  # files' whitened merge bar on DEV (speakers 1.5.0) -> merge_tuning.json
   python -m training diarization report    # tables of the manifest's parameters (or --params FILE) on DEV and TEST
   (--runs DIR or $AURIS_DIARIZATION_RUNS: another training/runs/diarization, e.g. a worktree's with the cache)
 """
@@ -153,6 +154,25 @@ def tune(recs, hops=(6, 12, 25), rounds=2, log=print) -> dict:
     return best_by_hop
 
 
+def tune_merge(recs, p: C.Params, log=print) -> dict:
+    """Files' whitened merge bar (speakers 1.5.0) for the manifest's other parameters: None (no merge) and a grid of
+    0.60-0.86 by 0.02, then the best's neighbours by 0.01; the lowest objective wins (ties: the higher bar)."""
+    scores = {}
+
+    def score(bar):
+        if bar not in scores:
+            scores[bar] = objective(evaluate(recs, replace(p, whitened_merge_threshold=bar), online=False))
+            log(f"  whitened_merge_threshold={bar}: {scores[bar]:.4f}")
+        return scores[bar]
+    coarse = [None] + [round(0.60 + 0.02 * i, 2) for i in range(14)]
+    best = min(coarse, key=lambda b: (score(b), -(b or 2.0)))
+    if best is not None:
+        for b in (round(best - 0.01, 2), round(best + 0.01, 2)):
+            score(b)
+    best = min(scores, key=lambda b: (scores[b], -(b or 2.0)))
+    return {"whitened_merge_threshold": best, "objective": scores[best], "scores": {str(k): v for k, v in scores.items()}}
+
+
 def table(rows, title) -> str:
     """Markdown: per condition x speakers group, files / online / files with the count given."""
     lines = [f"### {title}", "", "| condition | speakers | conv. | DER files | DER online | DER files, count given | DER online, count given | count right files | count right online |",
@@ -205,7 +225,7 @@ def full_rows(recs, p) -> list[dict]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("cmd", choices=["tune", "report"])
+    ap.add_argument("cmd", choices=["tune", "tune-merge", "report"])
     ap.add_argument("--hops", default="6,12,25")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--subsample", type=int, default=1, help="tune on every k-th DEV conversation")
@@ -225,6 +245,10 @@ def main() -> None:
         res = tune(recs, tuple(int(h) for h in a.hops.split(",")), a.rounds)
         (RUNS / f"tuning{sfx}.json").write_text(json.dumps(res, indent=1))
         print(f"tuned in {time.time() - t0:.0f} s")
+    elif a.cmd == "tune-merge":
+        res = tune_merge(load(S.DEV)[:: a.subsample], C.Params.from_manifest())
+        (RUNS / "merge_tuning.json").write_text(json.dumps(res, indent=1))
+        print(f"whitened_merge_threshold {res['whitened_merge_threshold']}: objective {res['objective']:.4f}")
     else:
         p = C.Params.from_dict(json.load(open(a.params))["params"]) if a.params else C.Params.from_manifest()
         out = {"params": p.as_dict(), "confirm": CONFIRM}
