@@ -78,7 +78,7 @@ export function parseSpeakerMap(m: Record<string, unknown>, modelsDir: string, f
   const gateDb = num('gate_db', -120, 0);
   // absent in a manifest before speakers 1.3.1: at once
   const lookahead = b['provisional_lookahead_steps'] === undefined ? 0 : int('provisional_lookahead_steps', W - 1, 0);
-  // absent or "" in a manifest before speakers 1.4.0: streams compare the plain embeddings
+  // absent or "" in a manifest before speakers 1.4.0 (1.4.0 named it stream_whitening): plain embeddings everywhere
   const whiteningName = b['whitening'] ?? '';
   if (typeof whiteningName !== 'string') throw fail(file, '"speaker_map.whitening" must be a file name or ""');
   const whitening = whiteningName === '' ? undefined : loadWhitening(path.dirname(file), whiteningName, encoder.dim, file);
