@@ -44,7 +44,10 @@ export function mergeAlike(
     }
   }
   const groups = new Map<number, number[]>();
-  members.forEach((ms, k) => groups.set(find(k), [...(groups.get(find(k)) ?? []), ...ms]));
+  members.forEach((ms, k) => {
+    const r = find(k);
+    groups.set(r, (groups.get(r) ?? []).concat(ms));
+  });
   return [...groups.values()]
     .map((ms) => ms.sort((x, y) => x - y))
     .sort((x, y) => x[0]! - y[0]!)
