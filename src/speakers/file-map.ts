@@ -6,15 +6,15 @@
  *
  * A file job knows where the speech model heard speech: only windows that are mostly speech are
  * clustered (music or noise loud enough to be embedded does not make a speaker), and a cluster that
- * wins no speech step is no speaker. Without a caller's count, speakers alike once whitened are
- * merged (whitened-merge.ts). Speakers are numbered by their first speech step.
+ * wins no speech step is no speaker. Without a caller's count, speakers a learnt rule calls one
+ * voice are merged (alike-merge.ts). Speakers are numbered by their first speech step.
  */
 import type { WindowOutcome } from '../inference/encoder-stage';
 import { argmax } from '../analysis/postprocess';
 import { centredOn, clusterWindows, dot, meanEmbedding, normalise, stepProbabilities, windowProbabilities, type EmbeddedWindow } from './clustering';
 import { speakerKeys, type SpeakerMapInfo } from './manifest';
 import { SpeakerEmbeddingSums } from './speaker-gender';
-import { mergeAlike } from './whitened-merge';
+import { mergeAlike } from './alike-merge';
 
 export interface ChannelSpeakers {
   /** speaker_1..speaker_K: the speakers found (at least one, so every speech step has a label). */
@@ -70,10 +70,10 @@ export class FileSpeakerMap {
     const clustered = this.map.centre ? centred(chosen, this.windows) : { clustered: chosen, all: this.windows };
     const c = clusterWindows(clustered.clustered, params, counts.maxSpeakers ?? this.map.defaultMaxSpeakers, counts.numSpeakers);
     let centroids = c.centroids;
-    const { whitening, whitenedMergeThreshold } = this.map;
-    if (counts.numSpeakers === undefined && whitening && whitenedMergeThreshold !== undefined && c.speakers > 1) {
+    const { whitening, alikeMerge } = this.map;
+    if (counts.numSpeakers === undefined && whitening && alikeMerge && c.speakers > 1) {
       const plain = chosen.map((w) => w.embedding);
-      centroids = mergeAlike(c.assignment, c.speakers, plain, clustered.clustered.map((w) => w.embedding), whitening, whitenedMergeThreshold);
+      centroids = mergeAlike(c.assignment, c.speakers, plain, clustered.clustered.map((w) => w.embedding), whitening, alikeMerge);
     }
     // keep the speakers that win a speech step, numbered by the first one
     const all = clustered.all;

@@ -10,6 +10,7 @@ import { loadEncoder, type EncoderInfo, type ViewSchedule } from '../inference/v
 import type { SpeakerMapParams } from './clustering';
 import type { ReclusterParams } from './recluster';
 import { loadWhitening, type Whitening } from './whitening';
+import { PAIR_FEATURES, type AlikeMergeRule } from './alike-merge';
 
 /** The most speakers a channel can be split into (and the bound of max_speakers / num_speakers). */
 export const MAX_SPEAKERS = 20;
@@ -38,11 +39,11 @@ export interface SpeakerMapInfo {
   provisionalLookaheadSteps: number;
   /**
    * The matrix unit embeddings are whitened by (whitening.ts): streams compare whitened windows,
-   * files merge speakers whose whitened centroids are alike (whitened-merge.ts).
+   * files merge speakers a learnt rule calls one voice (alike-merge.ts).
    */
   whitening?: Whitening;
-  /** Files without a caller's count: speakers whose whitened centroids reach this cosine are one. */
-  whitenedMergeThreshold?: number;
+  /** Files without a caller's count: the rule that says two speakers found are one voice. */
+  alikeMerge?: AlikeMergeRule;
 }
 
 function fail(file: string, problem: string): AurisError {
@@ -82,9 +83,8 @@ export function parseSpeakerMap(m: Record<string, unknown>, modelsDir: string, f
   const whiteningName = b['whitening'] ?? '';
   if (typeof whiteningName !== 'string') throw fail(file, '"speaker_map.whitening" must be a file name or ""');
   const whitening = whiteningName === '' ? undefined : loadWhitening(path.dirname(file), whiteningName, encoder.dim, file);
-  // absent in a manifest before speakers 1.5.0: no merge after clustering
-  const mergeBar = b['whitened_merge_threshold'] === undefined ? undefined : num('whitened_merge_threshold', -1, 1);
-  if (mergeBar !== undefined && !whitening) throw fail(file, '"speaker_map.whitened_merge_threshold" needs "speaker_map.whitening"');
+  const alikeMerge = parseAlikeMerge(b['alike_merge'], file);
+  if (alikeMerge && !whitening) throw fail(file, '"speaker_map.alike_merge" needs "speaker_map.whitening"');
   return {
     encoder,
     schedule: { windowSteps: W, hopSteps, every: 1, minVoicedSteps, gateDb },
@@ -111,6 +111,27 @@ export function parseSpeakerMap(m: Record<string, unknown>, modelsDir: string, f
     },
     provisionalLookaheadSteps: lookahead,
     ...(whitening ? { whitening } : {}),
-    ...(mergeBar !== undefined ? { whitenedMergeThreshold: mergeBar } : {}),
+    ...(alikeMerge ? { alikeMerge } : {}),
   };
+}
+
+/**
+ * "speaker_map.alike_merge": {"bias", a weight per PAIR_FEATURES name, "min_probability" in (0, 1),
+ * "max_windows" (an integer >= 1)}.
+ * Absent in a manifest before speakers 1.6.0 (1.5.0's "whitened_merge_threshold" is no longer read):
+ * no merge after clustering.
+ */
+export function parseAlikeMerge(v: unknown, file: string): AlikeMergeRule | undefined {
+  if (v === undefined) return undefined;
+  const key = (k: string): string => `"speaker_map.alike_merge.${k}"`;
+  if (!isObj(v)) throw fail(file, '"speaker_map.alike_merge" must be an object');
+  const weight = (k: string): number => {
+    if (!isNum(v[k]) || Math.abs(v[k]) > 1e6) throw fail(file, `${key(k)} must be a finite number`);
+    return v[k];
+  };
+  const p = v['min_probability'];
+  if (!isNum(p) || p <= 0 || p >= 1) throw fail(file, `${key('min_probability')} must be a number in (0, 1)`);
+  const most = v['max_windows'];
+  if (!(typeof most === 'number' && Number.isInteger(most) && most >= 1)) throw fail(file, `${key('max_windows')} must be an integer >= 1`);
+  return { bias: weight('bias'), weights: PAIR_FEATURES.map(weight), minLogit: Math.log(p / (1 - p)), maxWindows: most };
 }

@@ -4,7 +4,7 @@
  * Streams (speakers 1.4.0) whiten each unit embedding before comparing it with their speakers; a
  * file job clusters with the recording's mean taken away instead (file-map.ts), which a stream
  * cannot do before its first speakers are fixed, and then merges speakers whose whitened centroids
- * are alike (whitened-merge.ts, speakers 1.5.0).
+ * are alike (alike-merge.ts, speakers 1.5.0; 1.6.0 a learnt rule).
  */
 import fs from 'node:fs';
 import path from 'node:path';

@@ -6,6 +6,7 @@ import { after, before, describe, it } from 'node:test';
 import { defaultModelsDir, ModelRegistry, packageRoot, writePlaceholderModels } from '../../src/inference';
 import { dot, normalise } from '../../src/speakers/clustering';
 import { whiten } from '../../src/speakers/whitening';
+import { PAIR_FEATURES } from '../../src/speakers/alike-merge';
 
 let tmp: string;
 before(() => {
@@ -221,23 +222,39 @@ describe('model registry', () => {
     const plain = ModelRegistry.loadSync({
       modelsDir: withMap('map-no-whitening', (b) => {
         delete b['whitening'];
-        delete b['whitened_merge_threshold'];
+        delete b['alike_merge'];
       }),
     }).get('speakers').speakerMap!;
     assert.equal(plain.whitening, undefined, 'a manifest before 1.4.0: plain embeddings');
-    // files' merge of alike speakers (speakers 1.5.0; absent: none); needs the whitening
-    assert.equal(shipped.whitenedMergeThreshold, written['whitened_merge_threshold']);
-    assert.equal(plain.whitenedMergeThreshold, undefined);
-    const noMerge = ModelRegistry.loadSync({ modelsDir: withMap('map-no-merge', (b) => delete b['whitened_merge_threshold']) }).get('speakers').speakerMap!;
-    assert.equal(noMerge.whitenedMergeThreshold, undefined, 'a manifest before 1.5.0: no merge');
+    // files' merge of speakers a learnt rule calls one voice (speakers 1.6.0; absent: none); needs the whitening
+    const rule = written['alike_merge'] as unknown as Record<string, number>;
+    const p = rule['min_probability']!;
+    assert.deepEqual(shipped.alikeMerge, {
+      bias: rule['bias'],
+      weights: PAIR_FEATURES.map((k) => rule[k]),
+      minLogit: Math.log(p / (1 - p)),
+      maxWindows: rule['max_windows'],
+    });
+    assert.equal(plain.alikeMerge, undefined);
+    const noMerge = ModelRegistry.loadSync({ modelsDir: withMap('map-no-merge', (b) => delete b['alike_merge']) }).get('speakers').speakerMap!;
+    assert.equal(noMerge.alikeMerge, undefined, 'a manifest before 1.6.0: no merge');
     assert.equal(noMerge.whitening?.length, dim);
     const manifestOf = (dir: string): string => path.join(dir, 'speakers', 'manifest.json');
+    const ruleWith = (edit: (r: Record<string, unknown>) => void) => (b: Record<string, unknown>) => {
+      const r = { ...(b['alike_merge'] as Record<string, unknown>) };
+      edit(r);
+      b['alike_merge'] = r;
+    };
     for (const [name, edit, re] of [
-      ['range', (b: Record<string, unknown>) => (b['whitened_merge_threshold'] = 1.5), /whitened_merge_threshold" must be a number in \[-1, 1\]/],
-      ['type', (b: Record<string, unknown>) => (b['whitened_merge_threshold'] = '0.7'), /whitened_merge_threshold" must be a number/],
-      ['alone', (b: Record<string, unknown>) => delete b['whitening'], /whitened_merge_threshold" needs "speaker_map.whitening"/],
+      ['probability range', ruleWith((r) => (r['min_probability'] = 1)), /alike_merge.min_probability" must be a number in \(0, 1\)/],
+      ['probability type', ruleWith((r) => (r['min_probability'] = '0.4')), /alike_merge.min_probability" must be a number/],
+      ['weight missing', ruleWith((r) => delete r[PAIR_FEATURES[2]]), new RegExp(`alike_merge.${PAIR_FEATURES[2]}" must be a finite number`)],
+      ['bias type', ruleWith((r) => (r['bias'] = null)), /alike_merge.bias" must be a finite number/],
+      ['windows', ruleWith((r) => (r['max_windows'] = 0.5)), /alike_merge.max_windows" must be an integer >= 1/],
+      ['not an object', (b: Record<string, unknown>) => (b['alike_merge'] = 0.73), /"speaker_map.alike_merge" must be an object/],
+      ['alone', (b: Record<string, unknown>) => delete b['whitening'], /alike_merge" needs "speaker_map.whitening"/],
     ] as const) {
-      const wrong = withMap(`map-bad-merge-${name}`, edit);
+      const wrong = withMap(`map-bad-merge-${name.replace(/ /g, '-')}`, edit);
       expectLoadError(() => ModelRegistry.loadSync({ modelsDir: wrong }), manifestOf(wrong), re);
     }
     for (const [name, v, re] of [

@@ -16,7 +16,7 @@ import { describe, it } from 'node:test';
 import { normalise, OnlineSpeakers, stepProbabilities, type SpeakerMapParams } from '../../src/speakers/clustering';
 import { FileSpeakerMap } from '../../src/speakers/file-map';
 import { LiveSpeakerMap } from '../../src/speakers/live-map';
-import type { SpeakerMapInfo } from '../../src/speakers/manifest';
+import { parseAlikeMerge, type SpeakerMapInfo } from '../../src/speakers/manifest';
 import { ReclusteringSpeakers, type ReclusterParams } from '../../src/speakers/recluster';
 import { loadWhitening, whiten, type Whitening } from '../../src/speakers/whitening';
 import type { EncoderInfo } from '../../src/inference/views';
@@ -48,8 +48,8 @@ interface Case {
     recluster_history: number;
     /** models/speakers/<this> whitens each embedding: streams compare (1.4.0), files merge alike speakers (1.5.0); absent or "": none */
     whitening?: string;
-    /** files without a count: speakers whose whitened centroids reach this are one (speakers 1.5.0); absent or null: no merge */
-    whitened_merge_threshold?: number | null;
+    /** files without a count: the rule that merges speakers found into one voice (speakers 1.6.0); absent or null: no merge */
+    alike_merge?: Record<string, number> | null;
   };
   steps: number;
   num_speakers?: number;
@@ -108,7 +108,7 @@ function labels(probs: Float32Array, steps: number): number[] {
 function infoOf(c: Case): SpeakerMapInfo {
   const params = paramsOf(c);
   const whitening = whiteningOf(c);
-  const bar = c.params.whitened_merge_threshold;
+  const rule = c.params.alike_merge ? parseAlikeMerge(c.params.alike_merge, 'golden case') : undefined;
   return {
     encoder: { windowSteps: WINDOW_STEPS } as EncoderInfo,
     schedule: { windowSteps: WINDOW_STEPS, hopSteps: params.hopSteps, every: 1, minVoicedSteps: c.params.min_voiced_steps, gateDb: c.params.gate_db },
@@ -118,7 +118,7 @@ function infoOf(c: Case): SpeakerMapInfo {
     recluster: reclusterOf(c),
     provisionalLookaheadSteps: c.params.provisional_lookahead_steps ?? 0,
     ...(whitening ? { whitening } : {}),
-    ...(whitening && typeof bar === 'number' ? { whitenedMergeThreshold: bar } : {}),
+    ...(whitening && rule ? { alikeMerge: rule } : {}),
   };
 }
 
@@ -182,7 +182,7 @@ describe('speaker map golden cases (training/diarization/cluster.py)', () => {
     assert.ok(cases.some((c) => c.params.hop_steps === 6) && cases.some((c) => c.params.hop_steps === 12), 'both hops the cache holds');
     assert.ok(cases.some((c) => c.stream_num_speakers !== undefined && c.windows.length > c.params.recluster_min_windows));
     assert.ok(cases.some((c) => c.params.whitening), 'whitened as the manifest says');
-    assert.ok(cases.some((c) => typeof c.params.whitened_merge_threshold === 'number' && c.num_speakers === undefined), "a file's alike speakers merged");
+    assert.ok(cases.some((c) => c.params.alike_merge && c.num_speakers === undefined), "a file's alike speakers merged");
     for (const [name, sha] of Object.entries(golden.whitening_sha256 ?? {})) {
       const now = crypto.createHash('sha256').update(fs.readFileSync(path.join(SPEAKERS_DIR, name))).digest('hex');
       assert.equal(now, sha, `models/speakers/${name} changed since the fixture was made: python -m training diarization golden`);

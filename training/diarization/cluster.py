@@ -5,8 +5,8 @@ Files (`file_map`, FileSpeakerMap.finish): the windows mostly speech are cluster
 embedding of the clustered windows taken away from all windows, `center`), by `cluster_windows` (clusterWindows):
 segments -> centroid-linkage agglomeration (down to merge_threshold, or the caller's count with the long/short rule)
 -> choose speakers (the long clusters; merged while over the cap; the short ones' windows join the nearest speaker)
--> refine -> numbered by first window -> (no count given) speakers whose centroids of the whitened, uncentred windows
-are alike merged (`merge_alike`). Speakers that win no speech step are dropped, the rest renumbered by their first
+-> refine -> numbered by first window -> (no count given) speakers a learnt pair rule calls one voice merged
+(`merge_alike`: their centroids of the whitened, uncentred windows and of the compared windows, and their sizes). Speakers that win no speech step are dropped, the rest renumbered by their first
 speech step. Streams (`stream_map`, OnlineSpeakers): one pass, a new speaker when no centroid is close enough.
 Both: per-window softmax over cosines, averaged over the windows covering each 64 ms step (stepProbabilities).
 
@@ -60,9 +60,9 @@ class Params:
     # the whitened windows (OnlineSpeakers / Reclustering; whitening.py, speakers 1.4.0), files merge their speakers'
     # whitened centroids (merge_alike, speakers 1.5.0); "" = none
     whitening: str = ""
-    # files without a count, after clustering: speakers whose whitened centroids reach this cosine, directly or through
-    # another speaker, are one (speakers 1.5.0); None = no such merge
-    whitened_merge_threshold: float | None = None
+    # files without a count, after clustering: the rule that says two speakers are one (merge_alike, speakers 1.6.0):
+    # {"bias", one weight per PAIR_FEATURES name, "min_probability", "max_windows"}; None = no such merge
+    alike_merge: dict | None = None
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -77,7 +77,7 @@ class Params:
     @classmethod
     def from_manifest(cls, path: Path | str = MANIFEST) -> "Params":
         block = json.load(open(path))["speaker_map"]
-        optional = {"whitening": "", "whitened_merge_threshold": None}  # absent before speakers 1.4.0 / 1.5.0
+        optional = {"whitening": "", "alike_merge": None}  # absent before speakers 1.4.0 / 1.6.0
         missing = [f.name for f in fields(cls) if f.name not in block and f.name not in optional]
         if missing:
             raise KeyError(f"{path}: speaker_map lacks {missing}")
@@ -313,28 +313,81 @@ def centred(E: np.ndarray, clustered) -> np.ndarray:
     return normalise(E - mean_rows(E[list(clustered)]))
 
 
-def merge_alike(assignment: np.ndarray, K: int, W: np.ndarray, Ec: np.ndarray, bar: float) -> np.ndarray:
-    """mergeAlike (whitened-merge.ts): the K speakers of `assignment` (0..K-1 per clustered window) whose centroids of the
-    whitened windows W reach `bar`, directly or through another speaker, become one -> the merged speakers' centroids
-    of the compared windows Ec (members ascending), ordered by first window."""
+# the pair features of merge_alike's logistic rule, in the order their weighted sum adds them (alike-merge.ts)
+PAIR_FEATURES = ("whitened_cosine", "centred_cosine", "log_fewer_windows", "log_more_windows")
+
+
+def pair_features(assignment: np.ndarray, K: int, W: np.ndarray, Ec: np.ndarray,
+                  max_windows: int) -> tuple[list[list[int]], dict]:
+    """The K speakers' members (ascending) and, for each pair a < b, PAIR_FEATURES: the cosine of their centroids of
+    the whitened windows W, of their centroids of the compared windows Ec, log of the smaller and of the larger
+    speaker's number of windows, each counted up to `max_windows` (the largest the rule was fitted on)."""
     members = [[int(i) for i in np.nonzero(assignment == k)[0]] for k in range(K)]
     Wc = [_Cluster(m, W).centroid for m in members]
+    Cc = [_Cluster(m, Ec).centroid for m in members]
+    out = {}
+    for a in range(K):
+        for b in range(a + 1, K):
+            na, nb = min(len(members[a]), max_windows), min(len(members[b]), max_windows)
+            out[(a, b)] = [dot(Wc[a], Wc[b]), dot(Cc[a], Cc[b]), math.log(min(na, nb)), math.log(max(na, nb))]
+    return members, out
+
+
+def pair_logit(rule: dict, f) -> float:
+    """bias + each weight x its feature, added in PAIR_FEATURES order."""
+    z = float(rule["bias"])
+    for name, x in zip(PAIR_FEATURES, f):
+        z += float(rule[name]) * float(x)
+    return z
+
+
+def min_logit(rule: dict) -> float:
+    q = float(rule["min_probability"])
+    return math.log(q / (1 - q))
+
+
+def merge_alike(assignment: np.ndarray, K: int, W: np.ndarray, Ec: np.ndarray, rule: dict) -> np.ndarray:
+    """mergeAlike (alike-merge.ts): the K speakers of `assignment` (0..K-1 per clustered window) that `rule` says are
+    one (pair_logit >= min_logit), directly or through another speaker, become one -> the merged speakers' centroids
+    of the compared windows Ec (members ascending), ordered by first window."""
+    members, features = pair_features(assignment, K, W, Ec, int(rule["max_windows"]))
+    bar = min_logit(rule)
     root = list(range(K))
 
     def find(k: int) -> int:
         while root[k] != k:
             k = root[k]
         return k
-    for a in range(K):
-        for b in range(a + 1, K):
-            if dot(Wc[a], Wc[b]) >= bar:
-                ra, rb = find(a), find(b)
-                root[max(ra, rb)] = min(ra, rb)
+    for (a, b), f in features.items():  # a ascending, then b: the TypeScript's loop order
+        if pair_logit(rule, f) >= bar:
+            ra, rb = find(a), find(b)
+            root[max(ra, rb)] = min(ra, rb)
     groups: dict[int, list[int]] = {}
     for k in range(K):
         groups.setdefault(find(k), []).extend(members[k])
     merged = sorted((sorted(m) for m in groups.values()), key=lambda m: m[0])
     return np.stack([_Cluster(m, Ec).centroid for m in merged])
+
+
+def file_clusters(num_steps: int, win, E: np.ndarray, p: Params, num_speakers: int | None = None,
+                  max_speakers: int | None = None, speech=None) -> dict:
+    """file_map's clustering before any merge: {E (unit), chosen (the clustered windows, indexes into win), Ea (the
+    compared windows: centred when `center`), K, assignment, centroids}."""
+    win = np.asarray(win, dtype=int)
+    E = normalise(np.asarray(E, dtype=np.float64)) if len(win) else np.zeros((0, 256))
+    max_speakers = p.max_speakers if max_speakers is None else max_speakers
+    idx = np.arange(len(win))
+    if speech is not None:
+        sp = np.asarray(speech).astype(bool)
+        share = np.array([int(sp[j * p.hop_steps:min(num_steps, j * p.hop_steps + WINDOW_STEPS)].sum()) / WINDOW_STEPS
+                          for j in win])
+        speechy = idx[share >= MIN_SPEECH_SHARE] if len(win) else idx
+        chosen = speechy if len(speechy) > 0 else idx
+    else:
+        chosen = idx
+    Ea = centred(E, chosen) if p.center else E
+    K, assignment, cents = cluster_windows(win[chosen], Ea[chosen], p, max_speakers, num_speakers)
+    return {"E": E, "chosen": chosen, "Ea": Ea, "K": K, "assignment": assignment, "centroids": cents}
 
 
 def file_map(num_steps: int, win, E: np.ndarray, p: Params, num_speakers: int | None = None,
@@ -348,22 +401,11 @@ def file_map(num_steps: int, win, E: np.ndarray, p: Params, num_speakers: int | 
     speakers winning no speech step dropped, renumbered by first speech step); None: every window is clustered and
     nothing is dropped (clusterWindows + windowProbabilities + stepProbabilities alone)."""
     win = np.asarray(win, dtype=int)
-    E = normalise(np.asarray(E, dtype=np.float64)) if len(win) else np.zeros((0, 256))
-    max_speakers = p.max_speakers if max_speakers is None else max_speakers
-    W = WINDOW_STEPS
-    idx = np.arange(len(win))
-    if speech is not None:
-        sp = np.asarray(speech).astype(bool)
-        share = np.array([int(sp[j * p.hop_steps:min(num_steps, j * p.hop_steps + W)].sum()) / W for j in win])
-        speechy = idx[share >= MIN_SPEECH_SHARE] if len(win) else idx
-        chosen = speechy if len(speechy) > 0 else idx
-    else:
-        chosen = idx
-    Ea = centred(E, chosen) if p.center else E
-    K, assignment, cents = cluster_windows(win[chosen], Ea[chosen], p, max_speakers, num_speakers)
+    fc = file_clusters(num_steps, win, E, p, num_speakers, max_speakers, speech)
+    E, chosen, Ea, K, assignment, cents = (fc[k] for k in ("E", "chosen", "Ea", "K", "assignment", "centroids"))
     M = whitening_matrix(p.whitening)
-    if num_speakers is None and p.whitened_merge_threshold is not None and M is not None and K > 1:
-        cents = merge_alike(assignment, K, whitened(E[chosen], M), Ea[chosen], p.whitened_merge_threshold)
+    if num_speakers is None and p.alike_merge is not None and M is not None and K > 1:
+        cents = merge_alike(assignment, K, whitened(E[chosen], M), Ea[chosen], p.alike_merge)
 
     def probs_with(cs):
         return step_probs(num_steps, win, window_probs(Ea, cs, p.temperature), p.hop_steps, max(1, len(cs)), True)
@@ -371,7 +413,7 @@ def file_map(num_steps: int, win, E: np.ndarray, p: Params, num_speakers: int | 
     if speech is not None and len(cents) > 1:
         lab = labels_of(probs_with(cents))
         first = {}
-        for s in np.nonzero(sp[:num_steps])[0]:
+        for s in np.nonzero(np.asarray(speech).astype(bool)[:num_steps])[0]:
             first.setdefault(int(lab[s]), int(s))
         order = sorted(first, key=lambda k: first[k])
         if order:

@@ -6,7 +6,7 @@ then float32 as the encoder gives them), the slice's reference speech per step (
 (models/speakers/manifest.json names, the manifest's values unless the note says otherwise) and the speaker count.
 Expected, per step, the label (argmax of the step probabilities, ties lowest):
   file:   FileSpeakerMap.finish (cluster.file_map with speech): windows mostly speech clustered, centred when
-          `center`, clusterWindows, alike speakers merged (no count, `whitened_merge_threshold`), windowProbabilities, stepProbabilities with lookAhead, speakers that win no
+          `center`, clusterWindows, alike speakers merged (no count, `alike_merge`), windowProbabilities, stepProbabilities with lookAhead, speakers that win no
           speech step dropped and the rest renumbered by their first speech step;
   stream: OnlineSpeakers + stepProbabilities without lookAhead, width max_speakers (cluster.stream_map); a case with
           `stream_num_speakers` (<= recluster_max_speakers) runs Reclustering instead, width that count;
@@ -71,9 +71,9 @@ def trace(case: dict) -> dict:
     rf = c.refine(ch)
     M = C.whitening_matrix(p.whitening)
     merged = len(rf)
-    if n is None and p.whitened_merge_threshold is not None and M is not None and len(rf) > 1:
+    if n is None and p.alike_merge is not None and M is not None and len(rf) > 1:
         K, assignment, _ = C.cluster_windows(win[chosen], Ea[chosen], p, p.max_speakers)
-        merged = len(C.merge_alike(assignment, K, C.whitened(En[chosen], M), Ea[chosen], p.whitened_merge_threshold))
+        merged = len(C.merge_alike(assignment, K, C.whitened(En[chosen], M), Ea[chosen], p.alike_merge))
     before = {i: k for k, m in enumerate(ch) for i in m}
     after = {i: k for k, m in enumerate(rf) for i in m}
     moved = sum(before[i] != after[i] for i in before) if len(rf) == len(ch) else -1
@@ -151,7 +151,7 @@ def main() -> None:
     c["note"] = f"hop {p.hop_steps}, the manifest's parameters: merges, short clusters joining a speaker, refine moving windows, 3+ speakers, windows not mostly speech not clustered; streams open new speakers, at a bar lowered per known speaker (labels differ without online_threshold_step)"
     cases.append(c)
     c = _search(many, p, 900, lambda x, c: x["after_alike_merge"] < x["after_refine"] and x["file_K"] >= 2)
-    c["note"] = f"hop {p.hop_steps}, the manifest's parameters, no count: speakers whose centroids of the whitened, uncentred windows reach whitened_merge_threshold are merged after clustering (speakers 1.5.0)"
+    c["note"] = f"hop {p.hop_steps}, the manifest's parameters, no count: speakers the alike_merge rule calls one voice (their centroids of the whitened, uncentred windows and of the centred ones, their sizes) are merged after clustering (speakers 1.6.0)"
     cases.append(c)
     c = _search(recs, p, 480, lambda x, c: x["file_K"] == 3 and x["long"] < 3 < x["after_agglomerate"]
                 and x["refine_moved"] > 0 and x["clustered"] < x["windows"], num_speakers=3)
@@ -191,7 +191,7 @@ def main() -> None:
             "source": "synthetic", "params": replace(p, segment_threshold=2.0, merge_threshold=0.5, min_speaker_s=0.0,
                                                      min_speaker_share=1.0, refine_iterations=1, center=False,
                                                      provisional_lookahead_steps=0, whitening="",
-                                                     whitened_merge_threshold=None).as_dict(),
+                                                     alike_merge=None).as_dict(),
             "steps": 80, "windows": [0, 1, 2, 3, 4], "embedding_scale": SCALE, "embeddings": [a, b, a, b, m],
             "speech": "1" * 80}
     cases.append(finish_case(ties))

@@ -6,7 +6,7 @@ decides speech with its own model (end-to-end figures: run the exported conversa
 uses the DEV corpora only; TEST corpora are scored once.
 
   python -m training diarization tune      # coordinate search on DEV -> training/runs/diarization/tuning.json
-  python -m training diarization tune-merge  # files' whitened merge bar on DEV (speakers 1.5.0) -> merge_tuning.json
+  python -m training diarization tune-merge  # files' alike-merge rule on DEV (merge_rule.py, speakers 1.6.0) -> merge_tuning.json
   python -m training diarization report    # tables of the manifest's parameters (or --params FILE) on DEV and TEST
   (--runs DIR or $AURIS_DIARIZATION_RUNS: another training/runs/diarization, e.g. a worktree's with the cache)
 """
@@ -154,25 +154,6 @@ def tune(recs, hops=(6, 12, 25), rounds=2, log=print) -> dict:
     return best_by_hop
 
 
-def tune_merge(recs, p: C.Params, log=print) -> dict:
-    """Files' whitened merge bar (speakers 1.5.0) for the manifest's other parameters: None (no merge) and a grid of
-    0.60-0.86 by 0.02, then the best's neighbours by 0.01; the lowest objective wins (ties: the higher bar)."""
-    scores = {}
-
-    def score(bar):
-        if bar not in scores:
-            scores[bar] = objective(evaluate(recs, replace(p, whitened_merge_threshold=bar), online=False))
-            log(f"  whitened_merge_threshold={bar}: {scores[bar]:.4f}")
-        return scores[bar]
-    coarse = [None] + [round(0.60 + 0.02 * i, 2) for i in range(14)]
-    best = min(coarse, key=lambda b: (score(b), -(b or 2.0)))
-    if best is not None:
-        for b in (round(best - 0.01, 2), round(best + 0.01, 2)):
-            score(b)
-    best = min(scores, key=lambda b: (scores[b], -(b or 2.0)))
-    return {"whitened_merge_threshold": best, "objective": scores[best], "scores": {str(k): v for k, v in scores.items()}}
-
-
 def table(rows, title) -> str:
     """Markdown: per condition x speakers group, files / online / files with the count given."""
     lines = [f"### {title}", "", "| condition | speakers | conv. | DER files | DER online | DER files, count given | DER online, count given | count right files | count right online |",
@@ -231,6 +212,8 @@ def main() -> None:
     ap.add_argument("--subsample", type=int, default=1, help="tune on every k-th DEV conversation")
     ap.add_argument("--params", default=None,
                     help="report: a JSON file {\"params\": {...}} (missing names: the manifest's); default the manifest's")
+    ap.add_argument("--with-clustering", action="store_true",
+                    help="tune-merge: re-choose merge_threshold and min_speaker_s with the rule (not kept: merge_rule.py)")
     ap.add_argument("--confirm", type=int, default=1, help="> 1: a variant for streams (not the service)")
     ap.add_argument("--runs", default=None, help="the folder with cache/ (default training/runs/diarization)")
     a = ap.parse_args()
@@ -246,9 +229,12 @@ def main() -> None:
         (RUNS / f"tuning{sfx}.json").write_text(json.dumps(res, indent=1))
         print(f"tuned in {time.time() - t0:.0f} s")
     elif a.cmd == "tune-merge":
-        res = tune_merge(load(S.DEV)[:: a.subsample], C.Params.from_manifest())
+        from training.diarization import merge_rule
+        res = merge_rule.tune(load(S.DEV)[:: a.subsample], C.Params.from_manifest(), windows, evaluate, objective,
+                              with_clustering=a.with_clustering)
         (RUNS / "merge_tuning.json").write_text(json.dumps(res, indent=1))
-        print(f"whitened_merge_threshold {res['whitened_merge_threshold']}: objective {res['objective']:.4f}")
+        print(f"merge_threshold {res['merge_threshold']}, min_speaker_s {res['min_speaker_s']}, "
+              f"alike_merge {json.dumps(res['alike_merge'])}: objective {res['objective']:.4f}")
     else:
         p = C.Params.from_dict(json.load(open(a.params))["params"]) if a.params else C.Params.from_manifest()
         out = {"params": p.as_dict(), "confirm": CONFIRM}

@@ -224,3 +224,43 @@ def test_speaker_gender_pools_each_speakers_windows():
     # the mean of the windows' log-odds (the head is linear)
     assert z[0] == pytest.approx(float(np.mean(E[:6] @ coef)), abs=1e-9)
     assert SG.speaker_log_odds(E, np.zeros(12, dtype=int), 3, coef, bias)[1:] == [None, None]
+
+
+# ------------------------------------------------------------------ files' alike merge (merge_rule.py, speakers 1.6.0)
+def _rule(**w):
+    return {"bias": 0.0, **{n: 0.0 for n in C.PAIR_FEATURES}, "min_probability": 0.5, "max_windows": 100, **w}
+
+
+def test_merge_alike_joins_through_another_speaker_and_orders_by_first_window():
+    e = np.eye(4)
+    # speakers 0 and 2 apart, 1 between them, 3 elsewhere: whitened cosines 0~1 0.8, 1~2 0.6, 0~2 0
+    W = np.array([e[0], e[0], 0.8 * e[0] + 0.6 * e[1], e[1], e[1], e[2]])
+    assignment = np.array([0, 0, 1, 2, 2, 3])
+    cents = C.merge_alike(assignment, 4, W, W, _rule(bias=-0.5, whitened_cosine=1.0))
+    assert len(cents) == 2  # 0, 1, 2 one through speaker 1; 3 alone, after them
+    np.testing.assert_allclose(cents[1], e[2])
+    # sizes: the larger speaker's log size (2 windows) pulls both merges under the bar
+    assert len(C.merge_alike(assignment, 4, W, W, _rule(bias=-0.5, whitened_cosine=1.0, log_more_windows=-1.0))) == 4
+    # sizes count up to max_windows: at 1 every log size is 0
+    assert len(C.merge_alike(assignment, 4, W, W, _rule(bias=-0.5, whitened_cosine=1.0, log_more_windows=-1.0, max_windows=1))) == 2
+    # the compared view's cosine counts too
+    assert len(C.merge_alike(assignment, 4, W, W, _rule(bias=-0.5, centred_cosine=1.0))) == 2
+
+
+def test_logistic_fit_is_the_penalised_optimum():
+    from training.diarization import merge_rule as R
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(400, 3))
+    y = (X @ np.array([2.0, -1.0, 0.0]) + 0.5 + rng.normal(size=400) > 0).astype(float)
+    bias, w = R.fit_logistic(X, y, c=10.0)
+    q = 1 / (1 + np.exp(-(bias + X @ w)))
+    assert abs(float(np.sum(q - y))) < 1e-8  # the bias is not penalised
+    np.testing.assert_allclose(X.T @ (q - y) + w / 10.0, 0, atol=1e-8)
+    assert w[0] > 1 and w[1] < -0.5 and abs(w[2]) < 0.3
+
+
+def test_window_voices_take_the_voice_speaking_most():
+    from training.diarization import merge_rule as R
+    rec = {"levels": np.zeros(200), "turns": [("b", 0.0, 1.0), ("a", 1.0, 6.4)]}  # b: steps 0-15, a: 15-100
+    # windows of 25 steps from 0, 6, 12, 90, 180: b 16 vs a 10, then a, a, a alone, nobody
+    assert R.window_voices(rec, np.array([0, 1, 2, 15, 30]), 6).tolist() == [1, 0, 0, 0, -1]

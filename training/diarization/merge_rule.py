@@ -1,0 +1,132 @@
+"""Files' alike merge (speakers 1.6.0): a logistic rule on pairs of found speakers, fitted on the DEV conversations.
+
+After clustering a file without a count, two of its speakers are merged when the rule's probability that they are one
+voice reaches `min_probability` (cluster.merge_alike, src/speakers/alike-merge.ts). 1.5.0 merged on one feature, the
+cosine of the speakers' whitened centroids, at a bar of 0.73; the rule adds the cosine of their centred centroids (the
+view they were clustered in) and their sizes (a small speaker beside a large one is more often a split-off half).
+
+Pairs: every pair of speakers `cluster.file_clusters` finds in a DEV conversation (the manifest's parameters, oracle
+speech), labelled "one voice" when the reference voice speaking most of the first's windows also speaks most of the
+second's. The tuning conversations last 1-2.5 minutes, so a speaker's windows count up to the most any speaker there
+had (`max_windows`): in an hour-long file the sizes stay where the rule was fitted, and only the most alike pairs merge. The weights: L2-penalised logistic regression (C = 10 on the weights, not on the bias: scikit-learn's
+LogisticRegression(C=10) objective) by Newton's method. `min_probability`: the DEV objective's best on a 0.05 grid.
+The clustering's own `merge_threshold` and `min_speaker_s` stay the manifest's (chosen by `tune` without the merge):
+`--with-clustering` re-chooses them with the rule (CLUSTERING_GRID, the rule refitted at each point since the pairs
+it sees change), which won on DEV (objective 0.0859 against 0.1037) and lost held out (the model card): not kept.
+
+  python -m training diarization tune-merge   # ~6 min -> training/runs/diarization/merge_tuning.json (copy
+                                               # "alike_merge" into models/speakers/manifest.json "speaker_map")
+  python -m training diarization tune-merge --with-clustering   # ~17 min on 2 cores
+"""
+from __future__ import annotations
+
+import functools
+import itertools
+import multiprocessing
+from dataclasses import replace
+
+import numpy as np
+
+from training.diarization import cluster as C
+
+PENALTY_C = 10.0
+MIN_PROBABILITIES = [round(0.2 + 0.05 * i, 2) for i in range(13)]  # 0.2 .. 0.8
+
+
+def window_voices(rec: dict, win, hop: int) -> np.ndarray:
+    """The reference voice (index into the sorted voice names) speaking most of each window's steps; -1: none."""
+    steps = len(rec["levels"])
+    names = sorted({t[0] for t in rec["turns"]})
+    cover = np.zeros((len(names), steps), dtype=int)  # steps each voice speaks (overlaps: both)
+    for spk, a, b in rec["turns"]:
+        cover[names.index(spk), int(a / C.STEP_S):min(steps, int(b / C.STEP_S) + 1)] = 1
+    out = np.full(len(win), -1)
+    for i, j in enumerate(win):
+        per = cover[:, j * hop:j * hop + C.WINDOW_STEPS].sum(1)
+        if per.max() > 0:
+            out[i] = int(np.argmax(per))
+    return out
+
+
+def pairs(recs, p: C.Params, windows) -> tuple[np.ndarray, np.ndarray, int]:
+    """X [pairs, len(PAIR_FEATURES)], y [pairs] (1: one voice) over the recordings, and the largest speaker's windows
+    among them (the sizes' cap: the rule is not extrapolated to longer files); `windows(rec, p)` -> (win, E)."""
+    M = C.whitening_matrix(p.whitening)
+    X, y, largest = [], [], 1
+    for rec in recs:
+        win, E = windows(rec, p)
+        if not len(win):
+            continue
+        fc = C.file_clusters(len(rec["levels"]), win, E, p, speech=rec["speech"])
+        if fc["K"] < 2:
+            continue
+        chosen = fc["chosen"]
+        largest = max(largest, int(np.bincount(fc["assignment"]).max()))
+        members, features = C.pair_features(fc["assignment"], fc["K"], C.whitened(fc["E"][chosen], M), fc["Ea"][chosen],
+                                            len(chosen))
+        voice = window_voices(rec, win[chosen], p.hop_steps)
+        major = [np.bincount(voice[m][voice[m] >= 0]).argmax() if (voice[m] >= 0).any() else -1 for m in members]
+        for (a, b), f in features.items():
+            X.append(f)
+            y.append(int(major[a] == major[b] >= 0))
+    return np.array(X, dtype=np.float64), np.array(y, dtype=np.float64), largest
+
+
+def fit_logistic(X: np.ndarray, y: np.ndarray, c: float = PENALTY_C, iterations: int = 100) -> tuple[float, np.ndarray]:
+    """(bias, weights) minimising c x sum of log losses + |weights|^2 / 2, by Newton's method."""
+    A = np.hstack([np.ones((len(X), 1)), X])
+    theta = np.zeros(A.shape[1])
+    ridge = np.eye(A.shape[1]) / c
+    ridge[0, 0] = 0.0  # the bias is not penalised
+    for _ in range(iterations):
+        q = 1.0 / (1.0 + np.exp(-(A @ theta)))
+        grad = A.T @ (q - y) + ridge @ theta
+        hess = (A * (q * (1 - q))[:, None]).T @ A + ridge
+        step = np.linalg.solve(hess, grad)
+        theta -= step
+        if np.abs(step).max() < 1e-12:
+            break
+    return float(theta[0]), theta[1:]
+
+
+def rule_of(bias: float, weights, min_probability: float, max_windows: int) -> dict:
+    return {"bias": bias, **{n: float(w) for n, w in zip(C.PAIR_FEATURES, weights)}, "min_probability": min_probability,
+            "max_windows": max_windows}
+
+
+# the clustering's own thresholds re-chosen with the merge on (it joins what they leave split)
+CLUSTERING_GRID = {"merge_threshold": [0.15, 0.25, 0.3], "min_speaker_s": [4.0, 5.0]}
+_RECS: list = []  # the tuning recordings, shared with the worker processes by fork
+
+
+def tune_rule(p: C.Params, windows, evaluate, objective) -> dict:
+    """For `p`'s clustering: the rule fitted on _RECS' pairs, min_probability chosen by the objective (ties: the
+    higher); also scores no merge. `evaluate(recs, p, online=False)` / `objective(rows)`: validate.py's."""
+    X, y, largest = pairs(_RECS, replace(p, alike_merge=None), windows)
+    bias, w = fit_logistic(X, y)
+    scores = {"none": objective(evaluate(_RECS, replace(p, alike_merge=None), online=False))}
+    for q in MIN_PROBABILITIES:
+        scores[q] = objective(evaluate(_RECS, replace(p, alike_merge=rule_of(bias, w, q, largest)), online=False))
+    best = min(MIN_PROBABILITIES, key=lambda q: (scores[q], -q))
+    return {"merge_threshold": p.merge_threshold, "min_speaker_s": p.min_speaker_s, "alike_merge": rule_of(bias, w, best, largest),
+            "objective": scores[best], "pairs": len(y), "one_voice": int(y.sum()), "scores": {str(k): v for k, v in scores.items()}}
+
+
+def tune(recs, p: C.Params, windows, evaluate, objective, log=print, with_clustering: bool = False,
+         workers: int = 2) -> dict:
+    """tune_rule at `p`'s clustering, or (with_clustering) at each CLUSTERING_GRID point in `workers` processes; the
+    lowest objective wins (ties: the first)."""
+    global _RECS
+    _RECS = recs
+    grid = [replace(p, merge_threshold=mt, min_speaker_s=ms)
+            for mt, ms in itertools.product(CLUSTERING_GRID["merge_threshold"], CLUSTERING_GRID["min_speaker_s"])] \
+        if with_clustering else [p]
+    with multiprocessing.get_context("fork").Pool(workers) as pool:
+        results = pool.map(functools.partial(tune_rule, windows=windows, evaluate=evaluate, objective=objective), grid)
+    for r in results:
+        w = r["alike_merge"]
+        log(f"  merge_threshold {r['merge_threshold']}, min_speaker_s {r['min_speaker_s']}: {r['pairs']} pairs "
+            f"({r['one_voice']} one voice), no merge {r['scores']['none']:.4f}, min_probability {w['min_probability']} "
+            f"{r['objective']:.4f}; " + ", ".join(f"{k} {w[k]:.4f}" for k in ("bias", *C.PAIR_FEATURES)))
+    best = min(results, key=lambda r: r["objective"])
+    return {**best, "grid": results}
