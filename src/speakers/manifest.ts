@@ -126,7 +126,7 @@ export function parseAlikeMerge(v: unknown, file: string): AlikeMergeRule | unde
   const key = (k: string): string => `"speaker_map.alike_merge.${k}"`;
   if (!isObj(v)) throw fail(file, '"speaker_map.alike_merge" must be an object');
   const weight = (k: string): number => {
-    if (!isNum(v[k]) || Math.abs(v[k]) > 1e6) throw fail(file, `${key(k)} must be a finite number`);
+    if (!isNum(v[k])) throw fail(file, `${key(k)} must be a finite number`);
     return v[k];
   };
   const p = v['min_probability'];

@@ -3,12 +3,14 @@
 After clustering a file without a count, two of its speakers are merged when the rule's probability that they are one
 voice reaches `min_probability` (cluster.merge_alike, src/speakers/alike-merge.ts). 1.5.0 merged on one feature, the
 cosine of the speakers' whitened centroids, at a bar of 0.73; the rule adds the cosine of their centred centroids (the
-view they were clustered in) and their sizes (a small speaker beside a large one is more often a split-off half).
+view they were clustered in) and their sizes (the larger the two, the more alike they must be: a split-off half is
+usually small; the ratio of the sizes alone does not help, the model card).
 
 Pairs: every pair of speakers `cluster.file_clusters` finds in a DEV conversation (the manifest's parameters, oracle
 speech), labelled "one voice" when the reference voice speaking most of the first's windows also speaks most of the
 second's. The tuning conversations last 1-2.5 minutes, so a speaker's windows count up to the most any speaker there
-had (`max_windows`): in an hour-long file the sizes stay where the rule was fitted, and only the most alike pairs merge. The weights: L2-penalised logistic regression (C = 10 on the weights, not on the bias: scikit-learn's
+had (`max_windows`): in an hour-long file the sizes stay where the rule was fitted, and only the most alike pairs
+merge. The weights: L2-penalised logistic regression (C = 10 on the weights, not on the bias: scikit-learn's
 LogisticRegression(C=10) objective) by Newton's method. `min_probability`: the DEV objective's best on a 0.05 grid.
 The clustering's own `merge_threshold` and `min_speaker_s` stay the manifest's (chosen by `tune` without the merge):
 `--with-clustering` re-chooses them with the rule (CLUSTERING_GRID, the rule refitted at each point since the pairs
@@ -108,8 +110,9 @@ def tune_rule(p: C.Params, windows, evaluate, objective) -> dict:
     for q in MIN_PROBABILITIES:
         scores[q] = objective(evaluate(_RECS, replace(p, alike_merge=rule_of(bias, w, q, largest)), online=False))
     best = min(MIN_PROBABILITIES, key=lambda q: (scores[q], -q))
-    return {"merge_threshold": p.merge_threshold, "min_speaker_s": p.min_speaker_s, "alike_merge": rule_of(bias, w, best, largest),
-            "objective": scores[best], "pairs": len(y), "one_voice": int(y.sum()), "scores": {str(k): v for k, v in scores.items()}}
+    return {"merge_threshold": p.merge_threshold, "min_speaker_s": p.min_speaker_s,
+            "alike_merge": rule_of(bias, w, best, largest), "objective": scores[best], "pairs": len(y),
+            "one_voice": int(y.sum()), "scores": {str(k): v for k, v in scores.items()}}
 
 
 def tune(recs, p: C.Params, windows, evaluate, objective, log=print, with_clustering: bool = False,
