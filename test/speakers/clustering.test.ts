@@ -1,5 +1,5 @@
 /**
- * The speaker map's arithmetic (src/speakers/clustering.ts) on made-up embeddings, and the encoder
+ * The speaker map's arithmetic (src/speakers/clustering.ts, alike-merge.ts) on made-up embeddings, and the encoder
  * stage's overlapping windows: which steps each window holds, and that chunking does not matter.
  */
 import { strict as assert } from 'node:assert';
@@ -7,6 +7,7 @@ import { describe, it } from 'node:test';
 import { clusterWindows, normalise, OnlineSpeakers, stepProbabilities, type SpeakerMapParams } from '../../src/speakers/clustering';
 import { EncoderStage, type WindowOutcome } from '../../src/inference/encoder-stage';
 import { STEP_SAMPLES } from '../../src/inference/views';
+import { mergeAlike, type AlikeMergeRule } from '../../src/speakers/alike-merge';
 
 const params: SpeakerMapParams = {
   hopSteps: 12,
@@ -203,5 +204,35 @@ describe('agglomeration with cached closest clusters', () => {
         assert.deepEqual(groups.map((g) => g.join(',')).sort(), want.map((g) => g.join(',')).sort(), `seed ${seed}, tau ${tau}`);
       }
     }
+  });
+});
+
+describe("files' alike merge (alike-merge.ts)", () => {
+  // identity whitening: the whitened view is the plain one; 4-d unit axes keep the cosines exact
+  const identity = Array.from({ length: 4 }, (_, i) => Float64Array.from({ length: 4 }, (_, j) => (i === j ? 1 : 0)));
+  const e = (i: number): Float64Array => identity[i]!;
+  const mixed = normalise(Float64Array.from([0.8, 0.6, 0, 0]));
+  // speakers 0 and 2 apart, 1 between them (cosines 0.8 and 0.6), 3 elsewhere; speaker 0 and 2 hold two windows
+  const plain = [e(0), e(0), mixed, e(1), e(1), e(2)];
+  const assignment = [0, 0, 1, 2, 2, 3];
+  const rule = (weights: number[], maxWindows = 100): AlikeMergeRule => ({ bias: -0.5, weights, minLogit: 0, maxWindows });
+
+  it('joins speakers the rule calls one voice, also through another, ordered by first window', () => {
+    const merged = mergeAlike(assignment, 4, plain, plain, identity, rule([1, 0, 0, 0]));
+    assert.equal(merged.length, 2);
+    assert.deepEqual([...merged[1]!], [0, 0, 1, 0]);
+  });
+
+  it("weighs the speakers' sizes, counted up to maxWindows", () => {
+    // the larger speaker's log size (log 2) pulls both merges under the bar ...
+    assert.equal(mergeAlike(assignment, 4, plain, plain, identity, rule([1, 0, 0, -1])).length, 4);
+    // ... unless sizes count up to one window, where every log size is 0
+    assert.equal(mergeAlike(assignment, 4, plain, plain, identity, rule([1, 0, 0, -1], 1)).length, 2);
+  });
+
+  it('reads the compared (clustered) view through its own weight', () => {
+    const apart = [e(3), e(3), e(2), e(0), e(0), e(1)];
+    assert.equal(mergeAlike(assignment, 4, plain, apart, identity, rule([0, 1, 0, 0])).length, 4);
+    assert.equal(mergeAlike(assignment, 4, apart, plain, identity, rule([0, 1, 0, 0])).length, 2);
   });
 });
