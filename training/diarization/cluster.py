@@ -7,7 +7,8 @@ segments -> centroid-linkage agglomeration (down to merge_threshold, or the call
 -> choose speakers (the long clusters; merged while over the cap; the short ones' windows join the nearest speaker)
 -> refine -> numbered by first window -> (no count given) speakers a learnt pair rule calls one voice merged
 (`merge_alike`: their centroids of the whitened, uncentred windows and of the compared windows, and their sizes).
-Speakers that win no speech step are dropped, the rest renumbered by their first speech step. Streams (`stream_map`, OnlineSpeakers): one pass, a new speaker when no centroid is close enough.
+Speakers that win no speech step are dropped, the rest renumbered by their first speech step. Streams (`stream_map`,
+OnlineSpeakers): one pass, a new speaker when no centroid is close enough.
 Both: per-window softmax over cosines, averaged over the windows covering each 64 ms step (stepProbabilities).
 
 Bit for bit with the TypeScript where it can be: float64 throughout, every dot product and sum in the TypeScript's

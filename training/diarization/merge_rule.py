@@ -22,7 +22,6 @@ it sees change), which won on DEV (objective 0.0859 against 0.1037) and lost hel
 """
 from __future__ import annotations
 
-import functools
 import itertools
 import multiprocessing
 from dataclasses import replace
@@ -30,6 +29,7 @@ from dataclasses import replace
 import numpy as np
 
 from training.diarization import cluster as C
+from training.diarization import validate as V
 
 PENALTY_C = 10.0
 MIN_PROBABILITIES = [round(0.2 + 0.05 * i, 2) for i in range(13)]  # 0.2 .. 0.8
@@ -50,13 +50,13 @@ def window_voices(rec: dict, win, hop: int) -> np.ndarray:
     return out
 
 
-def pairs(recs, p: C.Params, windows) -> tuple[np.ndarray, np.ndarray, int]:
+def pairs(recs, p: C.Params) -> tuple[np.ndarray, np.ndarray, int]:
     """X [pairs, len(PAIR_FEATURES)], y [pairs] (1: one voice) over the recordings, and the largest speaker's windows
-    among them (the sizes' cap: the rule is not extrapolated to longer files); `windows(rec, p)` -> (win, E)."""
+    among them (the sizes' cap: the rule is not extrapolated to longer files)."""
     M = C.whitening_matrix(p.whitening)
     X, y, largest = [], [], 1
     for rec in recs:
-        win, E = windows(rec, p)
+        win, E = V.windows(rec, p)
         if not len(win):
             continue
         fc = C.file_clusters(len(rec["levels"]), win, E, p, speech=rec["speech"])
@@ -101,22 +101,24 @@ CLUSTERING_GRID = {"merge_threshold": [0.15, 0.25, 0.3], "min_speaker_s": [4.0, 
 _RECS: list = []  # the tuning recordings, shared with the worker processes by fork
 
 
-def tune_rule(p: C.Params, windows, evaluate, objective) -> dict:
-    """For `p`'s clustering: the rule fitted on _RECS' pairs, min_probability chosen by the objective (ties: the
-    higher); also scores no merge. `evaluate(recs, p, online=False)` / `objective(rows)`: validate.py's."""
-    X, y, largest = pairs(_RECS, replace(p, alike_merge=None), windows)
+def tune_rule(p: C.Params) -> dict:
+    """For `p`'s clustering: the rule fitted on _RECS' pairs, min_probability chosen by validate.py's objective (ties:
+    the higher); also scores no merge."""
+    X, y, largest = pairs(_RECS, p)
     bias, w = fit_logistic(X, y)
-    scores = {"none": objective(evaluate(_RECS, replace(p, alike_merge=None), online=False))}
+
+    def score(rule):
+        return V.objective(V.evaluate(_RECS, replace(p, alike_merge=rule), online=False))
+    scores = {"none": score(None)}
     for q in MIN_PROBABILITIES:
-        scores[q] = objective(evaluate(_RECS, replace(p, alike_merge=rule_of(bias, w, q, largest)), online=False))
+        scores[q] = score(rule_of(bias, w, q, largest))
     best = min(MIN_PROBABILITIES, key=lambda q: (scores[q], -q))
     return {"merge_threshold": p.merge_threshold, "min_speaker_s": p.min_speaker_s,
             "alike_merge": rule_of(bias, w, best, largest), "objective": scores[best], "pairs": len(y),
             "one_voice": int(y.sum()), "scores": {str(k): v for k, v in scores.items()}}
 
 
-def tune(recs, p: C.Params, windows, evaluate, objective, log=print, with_clustering: bool = False,
-         workers: int = 2) -> dict:
+def tune(recs, p: C.Params, log=print, with_clustering: bool = False, workers: int = 2) -> dict:
     """tune_rule at `p`'s clustering, or (with_clustering) at each CLUSTERING_GRID point in `workers` processes; the
     lowest objective wins (ties: the first)."""
     global _RECS
@@ -125,7 +127,7 @@ def tune(recs, p: C.Params, windows, evaluate, objective, log=print, with_cluste
             for mt, ms in itertools.product(CLUSTERING_GRID["merge_threshold"], CLUSTERING_GRID["min_speaker_s"])] \
         if with_clustering else [p]
     with multiprocessing.get_context("fork").Pool(workers) as pool:
-        results = pool.map(functools.partial(tune_rule, windows=windows, evaluate=evaluate, objective=objective), grid)
+        results = pool.map(tune_rule, grid)
     for r in results:
         w = r["alike_merge"]
         log(f"  merge_threshold {r['merge_threshold']}, min_speaker_s {r['min_speaker_s']}: {r['pairs']} pairs "

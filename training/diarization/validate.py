@@ -229,9 +229,8 @@ def main() -> None:
         (RUNS / f"tuning{sfx}.json").write_text(json.dumps(res, indent=1))
         print(f"tuned in {time.time() - t0:.0f} s")
     elif a.cmd == "tune-merge":
-        from training.diarization import merge_rule
-        res = merge_rule.tune(load(S.DEV)[:: a.subsample], C.Params.from_manifest(), windows, evaluate, objective,
-                              with_clustering=a.with_clustering)
+        from training.diarization import merge_rule  # it imports this module
+        res = merge_rule.tune(load(S.DEV)[:: a.subsample], C.Params.from_manifest(), with_clustering=a.with_clustering)
         (RUNS / "merge_tuning.json").write_text(json.dumps(res, indent=1))
         print(f"merge_threshold {res['merge_threshold']}, min_speaker_s {res['min_speaker_s']}, "
               f"alike_merge {json.dumps(res['alike_merge'])}: objective {res['objective']:.4f}")
