@@ -1,6 +1,7 @@
 /**
  * Files, after clusterWindows: speakers a learnt pair rule calls one voice are one (speakers 1.6.0;
- * 1.5.0 merged on one cosine and a bar).
+ * 1.5.0 merged on one cosine and a bar). Since 1.7.0 the same rule also works the other way inside
+ * the clustering: two long clusters it calls two voices are not merged there (keepApartBy).
  *
  * The clustering compares centred windows (the recording's mean taken away, file-map.ts), which
  * sometimes splits one voice in two when its windows drift with the words, the emotion or the line.
@@ -10,7 +11,7 @@
  * tuning conversations (training/diarization/merge_rule.py; models/speakers/MODEL_CARD.md).
  * training/diarization/cluster.py `merge_alike` is the same arithmetic.
  */
-import { centroidOf, dot, normalise } from './clustering';
+import { centroidOf, dot, normalise, type KeepApart, type PairSide } from './clustering';
 import { whiten, type Whitening } from './whitening';
 
 /** The rule's features, in the order its weighted sum adds them (cluster.py PAIR_FEATURES). */
@@ -28,6 +29,11 @@ export interface AlikeMergeRule {
    * the rule was fitted on, so a longer file's sizes are not extrapolated (only its most alike pairs merge).
    */
   maxWindows: number;
+  /**
+   * log(p / (1 - p)) of the manifest's keep_apart_below p (since speakers 1.7.0; absent: no such rule):
+   * the agglomeration does not merge two long clusters whose logit is under it.
+   */
+  apartLogit?: number;
 }
 
 interface Speaker {
@@ -36,16 +42,39 @@ interface Speaker {
   windows: number;
 }
 
+/** PAIR_FEATURES of two unit whitened centroids, the cosine of the compared ones and the sizes. */
+function features(wa: Float64Array, wb: Float64Array, comparedCosine: number, windowsA: number, windowsB: number, maxWindows: number): number[] {
+  const [na, nb] = [Math.min(windowsA, maxWindows), Math.min(windowsB, maxWindows)];
+  return [dot(wa, wb), comparedCosine, Math.log(Math.min(na, nb)), Math.log(Math.max(na, nb))];
+}
+
 /** A pair's PAIR_FEATURES. */
 function pairFeatures(a: Speaker, b: Speaker, maxWindows: number): number[] {
-  const [na, nb] = [Math.min(a.windows, maxWindows), Math.min(b.windows, maxWindows)];
-  return [dot(a.whitened, b.whitened), dot(a.compared, b.compared), Math.log(Math.min(na, nb)), Math.log(Math.max(na, nb))];
+  return features(a.whitened, b.whitened, dot(a.compared, b.compared), a.windows, b.windows, maxWindows);
+}
+
+function logitOf(rule: AlikeMergeRule, features: readonly number[]): number {
+  let z = rule.bias;
+  features.forEach((f, i) => (z += rule.weights[i]! * f));
+  return z;
 }
 
 function isOneVoice(rule: AlikeMergeRule, features: readonly number[]): boolean {
-  let z = rule.bias;
-  features.forEach((f, i) => (z += rule.weights[i]! * f));
-  return z >= rule.minLogit;
+  return logitOf(rule, features) >= rule.minLogit;
+}
+
+/**
+ * The rule as clusterWindows' KeepApart (undefined when it has no keep_apart_below): each window's view
+ * is its embedding (`plain`: unit, uncentred, in clusterWindows' order) whitened, computed once as the
+ * segments form, so no whitened copy of an hour's windows is kept.
+ */
+export function keepApartBy(rule: AlikeMergeRule, m: Whitening, plain: readonly Float64Array[]): KeepApart | undefined {
+  const bar = rule.apartLogit;
+  if (bar === undefined) return undefined;
+  return {
+    view: (i) => whiten(m, plain[i]!),
+    twoVoices: (a: PairSide, b: PairSide) => logitOf(rule, features(a.view, b.view, a.comparedCosine, a.windows, b.windows, rule.maxWindows)) < bar,
+  };
 }
 
 /**

@@ -85,6 +85,28 @@ interface Cluster {
   members: number[];
   sum: Float64Array;
   centroid: Float64Array;
+  /** The sum of the members' second views (KeepApart; a merge adds the two sums). */
+  viewSum?: Float64Array;
+  /** Clusters this one must not merge with while both stay as they are (KeepApart said so). */
+  apartFrom?: Set<Cluster>;
+}
+
+/**
+ * Files without a count (speakers 1.7.0): the agglomeration does not merge two clusters that are each
+ * long enough to be a speaker when a second view of their windows calls them two voices
+ * (alike-merge.ts builds it from the learnt pair rule). The pair is skipped until either cluster changes.
+ */
+export interface KeepApart {
+  /** Window i's second view (i indexes clusterWindows' windows); asked once per window. */
+  view(i: number): Float64Array;
+  /** Two clusters' unit view centroids, their clustered centroids' cosine and sizes (windows): two voices? */
+  twoVoices(a: PairSide, b: PairSide): boolean;
+}
+
+export interface PairSide {
+  view: Float64Array;
+  comparedCosine: number;
+  windows: number;
 }
 
 /** The unit mean of the members' rows of `emb`, summed in the members' order (cluster.py `_Cluster` does the same sums). */
@@ -121,9 +143,15 @@ export interface FileClustering {
  * Offline clustering of a channel's embedded windows (in window order). `numSpeakers`: the caller's
  * count (exact, unless fewer windows); else the count follows from the thresholds, at most `maxSpeakers`.
  */
-export function clusterWindows(windows: readonly EmbeddedWindow[], p: SpeakerMapParams, maxSpeakers: number, numSpeakers?: number): FileClustering {
+export function clusterWindows(
+  windows: readonly EmbeddedWindow[],
+  p: SpeakerMapParams,
+  maxSpeakers: number,
+  numSpeakers?: number,
+  keepApart?: KeepApart,
+): FileClustering {
   if (windows.length === 0) return { speakers: 0, assignment: [], centroids: [] };
-  const c = new Clusterer(windows.map((w) => w.embedding), p);
+  const c = new Clusterer(windows.map((w) => w.embedding), p, numSpeakers === undefined ? keepApart : undefined);
   const segments = c.segments(windows); // agglomerate() merges in the list it is given: each pass gets a copy
   let chosen: Cluster[] | undefined;
   if (numSpeakers !== undefined) {
@@ -145,6 +173,7 @@ class Clusterer {
   constructor(
     private readonly emb: readonly Float64Array[],
     private readonly p: SpeakerMapParams,
+    private readonly keepApart?: KeepApart,
   ) {
     this.hopS = p.hopSteps * STEP_S;
     this.minSpeakerS = Math.min(p.minSpeakerS, p.minSpeakerShare * emb.length * this.hopS);
@@ -172,7 +201,18 @@ class Clusterer {
       for (let d = 0; d < sum.length; d++) sum[d]! += e[d]!;
     });
     out.push(cur);
-    return out.map((m) => clusterOf(m, this.emb));
+    return out.map((m) => {
+      const c = clusterOf(m, this.emb);
+      if (this.keepApart) {
+        const viewSum = new Float64Array(this.keepApart.view(m[0]!).length);
+        for (const i of m) {
+          const v = this.keepApart.view(i);
+          for (let d = 0; d < viewSum.length; d++) viewSum[d]! += v[d]!;
+        }
+        c.viewSum = viewSum;
+      }
+      return c;
+    });
   }
 
   /**
@@ -180,7 +220,7 @@ class Clusterer {
    * next merge would leave fewer clusters long enough to be a speaker than that count.
    */
   agglomerate(clusters: Cluster[], numSpeakers: number | undefined): Cluster[] {
-    if (numSpeakers === undefined) this.mergeClosest(clusters, (best) => best >= this.p.mergeThreshold);
+    if (numSpeakers === undefined) this.mergeClosest(clusters, (best) => best >= this.p.mergeThreshold, this.keepApart && ((best, a, b) => this.apart(best, a, b)));
     else {
       const enoughLong = (): boolean => clusters.filter((c) => this.isLong(c)).length > numSpeakers;
       this.mergeClosest(clusters, (_best, a, b) => clusters.length > numSpeakers && (!(this.isLong(a) && this.isLong(b)) || enoughLong()));
@@ -216,23 +256,42 @@ class Clusterer {
     return speakers;
   }
 
+  /** Two long clusters KeepApart calls two voices (clusters with a view sum only: the free agglomeration's). */
+  private apart(comparedCosine: number, a: Cluster, b: Cluster): boolean {
+    if (!this.keepApart || !a.viewSum || !b.viewSum || !(this.isLong(a) && this.isLong(b))) return false;
+    const side = (c: Cluster): PairSide => ({ view: normalise(c.viewSum!), comparedCosine, windows: c.members.length });
+    return this.keepApart.twoVoices(side(a), side(b));
+  }
+
+  /** a and b as one cluster (members sorted; view sums added, as cluster.py `_Cluster.merged`). */
+  private merged(a: Cluster, b: Cluster): Cluster {
+    const c = clusterOf([...a.members, ...b.members].sort((x, y) => x - y), this.emb);
+    if (a.viewSum && b.viewSum) {
+      c.viewSum = new Float64Array(a.viewSum.length);
+      for (let d = 0; d < c.viewSum.length; d++) c.viewSum[d] = a.viewSum[d]! + b.viewSum[d]!;
+    }
+    return c;
+  }
+
   private nearest(i: number, cs: readonly Cluster[]): number {
     return argmax(cs.map((c) => dot(this.emb[i]!, c.centroid)));
   }
 
   /**
    * Merges the most similar pair (ties: lowest indexes; the merged cluster takes the first one's place)
-   * while `go` says so. Each cluster caches its closest later cluster, so a merge costs a few rows of
-   * cosines instead of all pairs (an hour of speech has a few thousand segments).
+   * while `go` says so; a pair `apart` says to keep apart is skipped until either of the two changes.
+   * Each cluster caches its closest later cluster, so a merge costs a few rows of cosines instead of
+   * all pairs (an hour of speech has a few thousand segments).
    */
-  private mergeClosest(list: Cluster[], go: (best: number, a: Cluster, b: Cluster) => boolean): void {
-    // next[a]: the b > a with the highest cosine (ties: lowest b), sim[a] that cosine
+  private mergeClosest(list: Cluster[], go: (best: number, a: Cluster, b: Cluster) => boolean, apart?: (best: number, a: Cluster, b: Cluster) => boolean): void {
+    // next[a]: the b > a with the highest cosine (ties: lowest b; pairs kept apart skipped), sim[a] that cosine
     const next: number[] = [];
     const sim: number[] = [];
     const scan = (a: number): void => {
       let best = -Infinity;
       let arg = -1;
       for (let b = a + 1; b < list.length; b++) {
+        if (list[a]!.apartFrom?.has(list[b]!)) continue;
         const s = dot(list[a]!.centroid, list[b]!.centroid);
         if (s > best) [best, arg] = [s, b];
       }
@@ -244,8 +303,13 @@ class Clusterer {
       let ba = 0;
       for (let a = 1; a < list.length - 1; a++) if (sim[a]! > sim[ba]!) ba = a;
       const bb = next[ba]!;
-      if (!go(sim[ba]!, list[ba]!, list[bb]!)) return;
-      list[ba] = clusterOf([...list[ba]!.members, ...list[bb]!.members].sort((x, y) => x - y), this.emb);
+      if (bb < 0 || !go(sim[ba]!, list[ba]!, list[bb]!)) return; // bb < 0: every pair is kept apart
+      if (apart?.(sim[ba]!, list[ba]!, list[bb]!)) {
+        (list[ba]!.apartFrom ??= new Set()).add(list[bb]!);
+        scan(ba);
+        continue;
+      }
+      list[ba] = this.merged(list[ba]!, list[bb]!);
       list.splice(bb, 1);
       next.splice(bb, 1);
       sim.splice(bb, 1);

@@ -6,15 +6,16 @@
  *
  * A file job knows where the speech model heard speech: only windows that are mostly speech are
  * clustered (music or noise loud enough to be embedded does not make a speaker), and a cluster that
- * wins no speech step is no speaker. Without a caller's count, speakers a learnt rule calls one
- * voice are merged (alike-merge.ts). Speakers are numbered by their first speech step.
+ * wins no speech step is no speaker. Without a caller's count, a learnt rule keeps apart long clusters
+ * it calls two voices and merges speakers it calls one (alike-merge.ts). Speakers are numbered by
+ * their first speech step.
  */
 import type { WindowOutcome } from '../inference/encoder-stage';
 import { argmax } from '../analysis/postprocess';
 import { centredOn, clusterWindows, dot, meanEmbedding, normalise, stepProbabilities, windowProbabilities, type EmbeddedWindow } from './clustering';
 import { speakerKeys, type SpeakerMapInfo } from './manifest';
 import { SpeakerEmbeddingSums } from './speaker-gender';
-import { mergeAlike } from './alike-merge';
+import { keepApartBy, mergeAlike } from './alike-merge';
 
 export interface ChannelSpeakers {
   /** speaker_1..speaker_K: the speakers found (at least one, so every speech step has a label). */
@@ -68,11 +69,12 @@ export class FileSpeakerMap {
     const speechy = this.windows.filter((w) => speechShare(w) >= MIN_SPEECH_SHARE);
     const chosen = speechy.length > 0 ? speechy : this.windows;
     const clustered = this.map.centre ? centred(chosen, this.windows) : { clustered: chosen, all: this.windows };
-    const c = clusterWindows(clustered.clustered, params, counts.maxSpeakers ?? this.map.defaultMaxSpeakers, counts.numSpeakers);
-    let centroids = c.centroids;
     const { whitening, alikeMerge } = this.map;
+    const plain = chosen.map((w) => w.embedding);
+    const keepApart = whitening && alikeMerge ? keepApartBy(alikeMerge, whitening, plain) : undefined;
+    const c = clusterWindows(clustered.clustered, params, counts.maxSpeakers ?? this.map.defaultMaxSpeakers, counts.numSpeakers, keepApart);
+    let centroids = c.centroids;
     if (counts.numSpeakers === undefined && whitening && alikeMerge && c.speakers > 1) {
-      const plain = chosen.map((w) => w.embedding);
       centroids = mergeAlike(c.assignment, c.speakers, plain, clustered.clustered.map((w) => w.embedding), whitening, alikeMerge);
     }
     // keep the speakers that win a speech step, numbered by the first one

@@ -117,7 +117,8 @@ export function parseSpeakerMap(m: Record<string, unknown>, modelsDir: string, f
 
 /**
  * "speaker_map.alike_merge": {"bias", a weight per PAIR_FEATURES name, "min_probability" in (0, 1),
- * "max_windows" (an integer >= 1)}.
+ * "max_windows" (an integer >= 1), optionally "keep_apart_below" in (0, 1) (speakers 1.7.0: the
+ * clustering keeps apart two long clusters whose probability of one voice is under it)}.
  * Absent in a manifest before speakers 1.6.0 (1.5.0's "whitened_merge_threshold" is no longer read):
  * no merge after clustering.
  */
@@ -133,5 +134,8 @@ export function parseAlikeMerge(v: unknown, file: string): AlikeMergeRule | unde
   if (!isNum(p) || p <= 0 || p >= 1) throw fail(file, `${key('min_probability')} must be a number in (0, 1)`);
   const most = v['max_windows'];
   if (!(typeof most === 'number' && Number.isInteger(most) && most >= 1)) throw fail(file, `${key('max_windows')} must be an integer >= 1`);
-  return { bias: weight('bias'), weights: PAIR_FEATURES.map(weight), minLogit: Math.log(p / (1 - p)), maxWindows: most };
+  const apart = v['keep_apart_below'];
+  if (apart !== undefined && (!isNum(apart) || apart <= 0 || apart >= 1)) throw fail(file, `${key('keep_apart_below')} must be a number in (0, 1)`);
+  const rule: AlikeMergeRule = { bias: weight('bias'), weights: PAIR_FEATURES.map(weight), minLogit: Math.log(p / (1 - p)), maxWindows: most };
+  return apart === undefined ? rule : { ...rule, apartLogit: Math.log(apart / (1 - apart)) };
 }

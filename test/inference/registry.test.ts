@@ -234,8 +234,19 @@ describe('model registry', () => {
       weights: PAIR_FEATURES.map((k) => rule[k]),
       minLogit: Math.log(p / (1 - p)),
       maxWindows: rule['max_windows'],
+      apartLogit: Math.log(rule['keep_apart_below']! / (1 - rule['keep_apart_below']!)),
     });
     assert.equal(plain.alikeMerge, undefined);
+    // the clustering's keep-apart (speakers 1.7.0; absent: none)
+    const mergeOnly = ModelRegistry.loadSync({
+      modelsDir: withMap('map-merge-only', (b) => {
+        const r = { ...(b['alike_merge'] as Record<string, unknown>) };
+        delete r['keep_apart_below'];
+        b['alike_merge'] = r;
+      }),
+    }).get('speakers').speakerMap!;
+    assert.equal(mergeOnly.alikeMerge?.apartLogit, undefined, 'a manifest of 1.6.0: nothing kept apart');
+    assert.equal(mergeOnly.alikeMerge?.minLogit, shipped.alikeMerge?.minLogit);
     const noMerge = ModelRegistry.loadSync({ modelsDir: withMap('map-no-merge', (b) => delete b['alike_merge']) }).get('speakers').speakerMap!;
     assert.equal(noMerge.alikeMerge, undefined, 'a manifest before 1.6.0: no merge');
     assert.equal(noMerge.whitening?.length, dim);
@@ -251,6 +262,8 @@ describe('model registry', () => {
       ['weight missing', ruleWith((r) => delete r[PAIR_FEATURES[2]]), new RegExp(`alike_merge.${PAIR_FEATURES[2]}" must be a finite number`)],
       ['bias type', ruleWith((r) => (r['bias'] = null)), /alike_merge.bias" must be a finite number/],
       ['windows', ruleWith((r) => (r['max_windows'] = 0.5)), /alike_merge.max_windows" must be an integer >= 1/],
+      ['keep apart range', ruleWith((r) => (r['keep_apart_below'] = 0)), /alike_merge.keep_apart_below" must be a number in \(0, 1\)/],
+      ['keep apart type', ruleWith((r) => (r['keep_apart_below'] = true)), /alike_merge.keep_apart_below" must be a number in \(0, 1\)/],
       ['not an object', (b: Record<string, unknown>) => (b['alike_merge'] = 0.73), /"speaker_map.alike_merge" must be an object/],
       ['alone', (b: Record<string, unknown>) => delete b['whitening'], /alike_merge" needs "speaker_map.whitening"/],
     ] as const) {

@@ -7,7 +7,7 @@ import { describe, it } from 'node:test';
 import { clusterWindows, normalise, OnlineSpeakers, stepProbabilities, type SpeakerMapParams } from '../../src/speakers/clustering';
 import { EncoderStage, type WindowOutcome } from '../../src/inference/encoder-stage';
 import { STEP_SAMPLES } from '../../src/inference/views';
-import { mergeAlike, type AlikeMergeRule } from '../../src/speakers/alike-merge';
+import { keepApartBy, mergeAlike, type AlikeMergeRule } from '../../src/speakers/alike-merge';
 
 const params: SpeakerMapParams = {
   hopSteps: 12,
@@ -234,5 +234,35 @@ describe("files' alike merge (alike-merge.ts)", () => {
     const apart = [e(3), e(3), e(2), e(0), e(0), e(1)];
     assert.equal(mergeAlike(assignment, 4, plain, apart, identity, rule([0, 1, 0, 0])).length, 4);
     assert.equal(mergeAlike(assignment, 4, apart, plain, identity, rule([0, 1, 0, 0])).length, 2);
+  });
+});
+
+describe('the agglomeration keeps apart long clusters the rule calls two voices (keepApartBy)', () => {
+  const identity = Array.from({ length: 4 }, (_, i) => Float64Array.from({ length: 4 }, (_, j) => (i === j ? 1 : 0)));
+  // clustered (compared) view: A and B alike (cosine 0.92, over the merge threshold); plain view: A on axis 2, B on axis 3
+  const compareA = normalise(Float64Array.from([1, 0.1, 0, 0]));
+  const compareB = normalise(Float64Array.from([1, -0.3, 0, 0]));
+  const runs: [number, 'A' | 'B'][] = [[0, 'A'], [10, 'B'], [20, 'A']]; // three segments of 5 windows (3.8 s each)
+  const windows = runs.flatMap(([start, who]) => Array.from({ length: 5 }, (_, i) => ({ window: start + i, embedding: who === 'A' ? compareA : compareB })));
+  const plain = runs.flatMap(([, who]) => Array.from({ length: 5 }, () => identity[who === 'A' ? 2 : 3]!));
+  // one voice when -0.5 + the whitened cosine >= 0; kept apart under logit(0.4)
+  const rule: AlikeMergeRule = { bias: -0.5, weights: [1, 0, 0, 0], minLogit: 0, maxWindows: 100, apartLogit: Math.log(0.4 / 0.6) };
+  const keepApart = keepApartBy(rule, identity, plain);
+
+  it('without it one speaker; with it A and B stay apart while the two runs of A still merge', () => {
+    assert.equal(clusterWindows(windows, params, 10).speakers, 1);
+    const c = clusterWindows(windows, params, 10, undefined, keepApart);
+    assert.equal(c.speakers, 2);
+    assert.deepEqual(c.assignment, [...Array(5).fill(0), ...Array(5).fill(1), ...Array(5).fill(0)]);
+  });
+
+  it('clusters too short to be a speaker merge anyway, and a caller-given count is not overridden', () => {
+    assert.equal(clusterWindows(windows, { ...params, minSpeakerS: 10 }, 10, undefined, keepApart).speakers, 1);
+    assert.equal(clusterWindows(windows, params, 10, 1, keepApart).speakers, 1);
+  });
+
+  it('a rule without keep_apart_below gives no KeepApart', () => {
+    const { apartLogit: _unused, ...without } = rule;
+    assert.equal(keepApartBy(without, identity, plain), undefined);
   });
 });

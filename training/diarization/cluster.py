@@ -143,19 +143,30 @@ def embedded_windows(levels: np.ndarray, p: Params) -> np.ndarray:
 
 # ------------------------------------------------------------------ 2. file clustering (clusterWindows)
 class _Cluster:
-    __slots__ = ("members", "centroid")
+    __slots__ = ("members", "centroid", "view_sum")
 
-    def __init__(self, members: list[int], E: np.ndarray):
+    def __init__(self, members: list[int], E: np.ndarray, V: np.ndarray | None = None):
         self.members = members
         self.centroid = normalise(_sum_rows(E, members))
+        # the sum of the members' rows of the second view (keep_apart): a merge adds the two sums (clustering.ts)
+        self.view_sum = _sum_rows(V, members) if V is not None else None
+
+    def merged(self, other: "_Cluster", E: np.ndarray) -> "_Cluster":
+        c = _Cluster(sorted(self.members + other.members), E)
+        if self.view_sum is not None:
+            c.view_sum = self.view_sum + other.view_sum
+        return c
 
 
 class Clusterer:
     """clustering.ts Clusterer over one channel's unit embeddings E (rows, window order); each step returns lists of
     member-index lists, so a caller can look between the steps (golden.py's trace)."""
 
-    def __init__(self, E: np.ndarray, p: Params):
+    def __init__(self, E: np.ndarray, p: Params, V: np.ndarray | None = None, apart_rule: dict | None = None):
+        """V, apart_rule (files without a count, speakers 1.7.0): each window's second view (whitened, uncentred) and
+        the pair rule under whose keep_apart_below two long clusters are not merged by the agglomeration."""
         self.E, self.p = E, p
+        self.V, self.apart_rule = (V, apart_rule) if apart_rule is not None else (None, None)
         self.hop_s = p.hop_steps * STEP_S
         self.min_speaker_s = min(p.min_speaker_s, p.min_speaker_share * len(E) * self.hop_s)
 
@@ -179,9 +190,19 @@ class Clusterer:
         out.append(cur)
         return out
 
-    def _merge_closest(self, lst: list[_Cluster], go) -> None:
+    def apart(self, best: float, a: _Cluster, b: _Cluster) -> bool:
+        """Two long clusters the pair rule calls two voices (pair_logit under its keep_apart_below): keep_apart."""
+        if self.apart_rule is None or not (self.is_long(a.members) and self.is_long(b.members)):
+            return False
+        r = self.apart_rule
+        f = _pair_row(normalise(a.view_sum), normalise(b.view_sum), best, len(a.members), len(b.members),
+                      int(r["max_windows"]))
+        return pair_logit(r, f) < logit(float(r["keep_apart_below"]))
+
+    def _merge_closest(self, lst: list[_Cluster], go, apart=None) -> None:
         """Merges the most similar pair (ties: lowest a, then lowest b; merged keeps a's place, members sorted)
-        while go(best, a, b) says so."""
+        while go(best, a, b) says so; a pair apart(best, a, b) says to keep apart is skipped (its similarity -inf)
+        until either of the two changes."""
         n = len(lst)
         S = np.full((n, n), -np.inf)
         for a in range(n - 1):
@@ -190,7 +211,10 @@ class Clusterer:
             a, b = divmod(int(np.argmax(S)), len(lst))  # first maximum in row-major order
             if not go(S[a, b], lst[a], lst[b]):
                 return
-            lst[a] = _Cluster(sorted(lst[a].members + lst[b].members), self.E)
+            if apart is not None and apart(S[a, b], lst[a], lst[b]):
+                S[a, b] = -np.inf
+                continue
+            lst[a] = lst[a].merged(lst[b], self.E)
             del lst[b]
             S = np.delete(np.delete(S, b, axis=0), b, axis=1)
             c = lst[a].centroid
@@ -201,9 +225,10 @@ class Clusterer:
 
     def agglomerate(self, segs: list[list[int]], num_speakers: int | None) -> list[list[int]]:
         """b. Down to merge_threshold, or (a count) until a merge of two long clusters would leave fewer than it."""
-        lst = [_Cluster(list(m), self.E) for m in segs]
+        lst = [_Cluster(list(m), self.E, self.V if num_speakers is None else None) for m in segs]
         if num_speakers is None:
-            self._merge_closest(lst, lambda best, a, b: best >= self.p.merge_threshold)
+            self._merge_closest(lst, lambda best, a, b: best >= self.p.merge_threshold,
+                                self.apart if self.apart_rule is not None else None)
         else:
             enough_long = lambda: sum(self.is_long(c.members) for c in lst) > num_speakers
             self._merge_closest(lst, lambda best, a, b: len(lst) > num_speakers
@@ -238,14 +263,17 @@ class Clusterer:
         return speakers
 
 
-def cluster_windows(win, E: np.ndarray, p: Params, max_speakers: int,
-                    num_speakers: int | None = None) -> tuple[int, np.ndarray, np.ndarray]:
+def cluster_windows(win, E: np.ndarray, p: Params, max_speakers: int, num_speakers: int | None = None,
+                    V: np.ndarray | None = None) -> tuple[int, np.ndarray, np.ndarray]:
     """clusterWindows: unit embeddings E of the windows `win` (window order) -> (speakers, assignment [n] numbered by
-    first window, centroids [K, d] in that order)."""
+    first window, centroids [K, d] in that order). V (the windows whitened, uncentred): with no count and
+    `p.alike_merge` holding keep_apart_below, the agglomeration keeps apart two long clusters the rule calls two voices."""
     E = np.asarray(E, dtype=np.float64)
     if len(win) == 0:
         return 0, np.zeros(0, dtype=int), np.zeros((0, E.shape[1] if E.ndim == 2 else 256))
-    c = Clusterer(E, p)
+    rule = p.alike_merge
+    keeps_apart = num_speakers is None and V is not None and rule is not None and rule.get("keep_apart_below") is not None
+    c = Clusterer(E, p, V, rule if keeps_apart else None)
     segs = c.segments(win)  # agglomerate() builds its own clusters from them, so both passes start from these
     chosen = None
     if num_speakers is not None:
@@ -329,9 +357,14 @@ def pair_features(assignment: np.ndarray, K: int, W: np.ndarray, Ec: np.ndarray,
     out = {}
     for a in range(K):
         for b in range(a + 1, K):
-            na, nb = min(len(members[a]), max_windows), min(len(members[b]), max_windows)
-            out[(a, b)] = [dot(Wc[a], Wc[b]), dot(Cc[a], Cc[b]), math.log(min(na, nb)), math.log(max(na, nb))]
+            out[(a, b)] = _pair_row(Wc[a], Wc[b], dot(Cc[a], Cc[b]), len(members[a]), len(members[b]), max_windows)
     return members, out
+
+
+def _pair_row(wa: np.ndarray, wb: np.ndarray, centred_cosine: float, na: int, nb: int, max_windows: int) -> list[float]:
+    """PAIR_FEATURES of two speakers: their whitened centroids, their centred centroids' cosine, their sizes."""
+    na, nb = min(na, max_windows), min(nb, max_windows)
+    return [dot(wa, wb), float(centred_cosine), math.log(min(na, nb)), math.log(max(na, nb))]
 
 
 def pair_logit(rule: dict, f) -> float:
@@ -342,9 +375,12 @@ def pair_logit(rule: dict, f) -> float:
     return z
 
 
-def min_logit(rule: dict) -> float:
-    q = float(rule["min_probability"])
+def logit(q: float) -> float:
     return math.log(q / (1 - q))
+
+
+def min_logit(rule: dict) -> float:
+    return logit(float(rule["min_probability"]))
 
 
 def merge_alike(assignment: np.ndarray, K: int, W: np.ndarray, Ec: np.ndarray, rule: dict) -> np.ndarray:
@@ -387,7 +423,9 @@ def file_clusters(num_steps: int, win, E: np.ndarray, p: Params, num_speakers: i
     else:
         chosen = idx
     Ea = centred(E, chosen) if p.center else E
-    K, assignment, cents = cluster_windows(win[chosen], Ea[chosen], p, max_speakers, num_speakers)
+    M = whitening_matrix(p.whitening)
+    V = whitened(E[chosen], M) if num_speakers is None and p.alike_merge is not None and M is not None else None
+    K, assignment, cents = cluster_windows(win[chosen], Ea[chosen], p, max_speakers, num_speakers, V)
     return {"E": E, "chosen": chosen, "Ea": Ea, "K": K, "assignment": assignment, "centroids": cents}
 
 

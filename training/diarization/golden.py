@@ -61,7 +61,13 @@ def trace(case: dict) -> dict:
     En = C.normalise(E)
     chosen = f["clustered"]
     Ea = C.centred(En, chosen) if p.center else En
-    c = C.Clusterer(Ea[chosen], p)
+    M = C.whitening_matrix(p.whitening)
+    rule = p.alike_merge
+    V = C.whitened(En[chosen], M) if n is None and rule is not None and M is not None else None
+    c = C.Clusterer(Ea[chosen], p, V, rule if V is not None and rule.get("keep_apart_below") is not None else None)
+    kept_apart = []  # the pairs the agglomeration kept apart
+    apart = c.apart
+    c.apart = lambda best, a, b: kept_apart.append(1) or True if apart(best, a, b) else False
     seg = c.segments(win[chosen])
     ag = c.agglomerate(seg, n)
     free_found = sum(c.is_long(m) for m in c.agglomerate(c.segments(win[chosen]), None)) if n else None
@@ -69,17 +75,16 @@ def trace(case: dict) -> dict:
     kept = [k for i, k in enumerate(by_length) if i == 0 or c.is_long(ag[k]) or i < (n or 0)]
     ch = c.choose_speakers(ag, p.max_speakers, n)
     rf = c.refine(ch)
-    M = C.whitening_matrix(p.whitening)
     merged = len(rf)
     if n is None and p.alike_merge is not None and M is not None and len(rf) > 1:
-        K, assignment, _ = C.cluster_windows(win[chosen], Ea[chosen], p, p.max_speakers)
+        K, assignment, _ = C.cluster_windows(win[chosen], Ea[chosen], p, p.max_speakers, None, V)
         merged = len(C.merge_alike(assignment, K, C.whitened(En[chosen], M), Ea[chosen], p.alike_merge))
     before = {i: k for k, m in enumerate(ch) for i in m}
     after = {i: k for k, m in enumerate(rf) for i in m}
     moved = sum(before[i] != after[i] for i in before) if len(rf) == len(ch) else -1
     return {"windows": len(win), "clustered": len(chosen), "segments": len(seg), "after_agglomerate": len(ag),
             "long": sum(c.is_long(m) for m in ag), "kept": len(kept), "short_joined": len(ag) - len(kept),
-            "speakers": len(ch), "refine_moved": moved, "after_refine": len(rf), "after_alike_merge": merged, "file_K": int(f["K"]),
+            "kept_apart": len(kept_apart), "speakers": len(ch), "refine_moved": moved, "after_refine": len(rf), "after_alike_merge": merged, "file_K": int(f["K"]),
             "dropped": merged - int(f["K"]),
             "online_speakers": int(o["K"]), **({"free_found": free_found} if n else {})}
 
@@ -152,6 +157,14 @@ def main() -> None:
     cases.append(c)
     c = _search(many, p, 900, lambda x, c: x["after_alike_merge"] < x["after_refine"] and x["file_K"] >= 2)
     c["note"] = f"hop {p.hop_steps}, the manifest's parameters, no count: speakers the alike_merge rule calls one voice (their centroids of the whitened, uncentred windows and of the centred ones, their sizes) are merged after clustering (speakers 1.6.0)"
+    cases.append(c)
+    def apart_matters(x, c):  # the file's labels differ without keep_apart_below
+        p_, win, E, speech = case_inputs(c)
+        rule = {k: v for k, v in p_.alike_merge.items() if k != "keep_apart_below"}
+        f = C.file_map(c["steps"], win, E, replace(p_, alike_merge=rule), speech=speech)
+        return x["kept_apart"] > 0 and list(f["labels"]) != c["expected"]["file"]["labels"]
+    c = _search(many, p, 900, lambda x, c: x["file_K"] >= 3 and apart_matters(x, c))
+    c["note"] = f"hop {p.hop_steps}, the manifest's parameters, no count: the agglomeration keeps apart long clusters the alike_merge rule calls two voices (keep_apart_below; speakers 1.7.0), which changes the labels"
     cases.append(c)
     c = _search(recs, p, 480, lambda x, c: x["file_K"] == 3 and x["long"] < 3 < x["after_agglomerate"]
                 and x["refine_moved"] > 0 and x["clustered"] < x["windows"], num_speakers=3)

@@ -12,11 +12,14 @@ second's. The tuning conversations last 1-2.5 minutes, so a speaker's windows co
 had (`max_windows`): in an hour-long file the sizes stay where the rule was fitted, and only the most alike pairs
 merge. The weights: L2-penalised logistic regression (C = 10 on the weights, not on the bias: scikit-learn's
 LogisticRegression(C=10) objective) by Newton's method. `min_probability`: the DEV objective's best on a 0.05 grid.
+`keep_apart_below` (speakers 1.7.0): the same rule inside the clustering, where two long clusters whose probability of
+one voice is under it are not merged (cluster.Clusterer.apart); the DEV objective's best on a 0.1 grid, with the rule
+and min_probability as chosen without it.
 The clustering's own `merge_threshold` and `min_speaker_s` stay the manifest's (chosen by `tune` without the merge):
 `--with-clustering` re-chooses them with the rule (CLUSTERING_GRID, the rule refitted at each point since the pairs
 it sees change), which won on DEV (objective 0.0859 against 0.1037) and lost held out (the model card): not kept.
 
-  python -m training diarization tune-merge   # ~6 min -> training/runs/diarization/merge_tuning.json (copy
+  python -m training diarization tune-merge   # ~11 min -> training/runs/diarization/merge_tuning.json (copy
                                                # "alike_merge" into models/speakers/manifest.json "speaker_map")
   python -m training diarization tune-merge --with-clustering   # ~17 min on 2 cores
 """
@@ -33,6 +36,7 @@ from training.diarization import validate as V
 
 PENALTY_C = 10.0
 MIN_PROBABILITIES = [round(0.2 + 0.05 * i, 2) for i in range(13)]  # 0.2 .. 0.8
+KEEP_APART_BELOW = [round(0.1 * i, 1) for i in range(1, 8)]  # 0.1 .. 0.7
 
 
 def window_voices(rec: dict, win, hop: int) -> np.ndarray:
@@ -52,8 +56,10 @@ def window_voices(rec: dict, win, hop: int) -> np.ndarray:
 
 def pairs(recs, p: C.Params) -> tuple[np.ndarray, np.ndarray, int]:
     """X [pairs, len(PAIR_FEATURES)], y [pairs] (1: one voice) over the recordings, and the largest speaker's windows
-    among them (the sizes' cap: the rule is not extrapolated to longer files)."""
+    among them (the sizes' cap: the rule is not extrapolated to longer files). The clustering runs without any rule
+    (no keep_apart_below: the pairs the rule was fitted on in 1.6.0)."""
     M = C.whitening_matrix(p.whitening)
+    p = replace(p, alike_merge=None)
     X, y, largest = [], [], 1
     for rec in recs:
         win, E = V.windows(rec, p)
@@ -113,9 +119,17 @@ def tune_rule(p: C.Params) -> dict:
     for q in MIN_PROBABILITIES:
         scores[q] = score(rule_of(bias, w, q, largest))
     best = min(MIN_PROBABILITIES, key=lambda q: (scores[q], -q))
+    rule = rule_of(bias, w, best, largest)
+    apart = {"none": scores[best]}
+    for q in KEEP_APART_BELOW:
+        apart[q] = score({**rule, "keep_apart_below": q})
+    best_apart = min(KEEP_APART_BELOW, key=lambda q: (apart[q], -q))
+    if apart[best_apart] < apart["none"]:
+        rule["keep_apart_below"] = best_apart
     return {"merge_threshold": p.merge_threshold, "min_speaker_s": p.min_speaker_s,
-            "alike_merge": rule_of(bias, w, best, largest), "objective": scores[best], "pairs": len(y),
-            "one_voice": int(y.sum()), "scores": {str(k): v for k, v in scores.items()}}
+            "alike_merge": rule, "objective": min(apart.values()), "pairs": len(y),
+            "one_voice": int(y.sum()), "scores": {str(k): v for k, v in scores.items()},
+            "keep_apart_scores": {str(k): v for k, v in apart.items()}}
 
 
 def tune(recs, p: C.Params, log=print, with_clustering: bool = False, workers: int = 2) -> dict:
@@ -132,6 +146,7 @@ def tune(recs, p: C.Params, log=print, with_clustering: bool = False, workers: i
         w = r["alike_merge"]
         log(f"  merge_threshold {r['merge_threshold']}, min_speaker_s {r['min_speaker_s']}: {r['pairs']} pairs "
             f"({r['one_voice']} one voice), no merge {r['scores']['none']:.4f}, min_probability {w['min_probability']} "
-            f"{r['objective']:.4f}; " + ", ".join(f"{k} {w[k]:.4f}" for k in ("bias", *C.PAIR_FEATURES)))
+            f"{r['keep_apart_scores']['none']:.4f}, keep_apart_below {w.get('keep_apart_below')} {r['objective']:.4f}; "
+            + ", ".join(f"{k} {w[k]:.4f}" for k in ("bias", *C.PAIR_FEATURES)))
     best = min(results, key=lambda r: r["objective"])
     return {**best, "grid": results}

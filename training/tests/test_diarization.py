@@ -247,6 +247,24 @@ def test_merge_alike_joins_through_another_speaker_and_orders_by_first_window():
     assert len(C.merge_alike(assignment, 4, W, W, _rule(bias=-0.5, centred_cosine=1.0))) == 2
 
 
+def test_keep_apart_skips_long_pairs_the_rule_calls_two_voices():
+    # clustered view: A and B alike (cosine 0.92); second view: A on axis 2, B on axis 3; three runs of 5 windows
+    a, b = C.normalise(np.array([1.0, 0.1, 0, 0])), C.normalise(np.array([1.0, -0.3, 0, 0]))
+    E = np.array([a] * 5 + [b] * 5 + [a] * 5)
+    V = np.array([np.eye(4)[2]] * 5 + [np.eye(4)[3]] * 5 + [np.eye(4)[2]] * 5)
+    win = np.array([*range(0, 5), *range(10, 15), *range(20, 25)])
+    p = C.Params(hop_steps=12, segment_threshold=0.8, merge_threshold=0.7, refine_iterations=2, min_speaker_s=2.0,
+                 min_speaker_share=1.0, center=False)
+    rule = _rule(bias=-0.5, whitened_cosine=1.0, keep_apart_below=0.4)  # two voices: logit -0.5 < logit(0.4)
+    assert C.cluster_windows(win, E, p, 10)[0] == 1
+    assert C.cluster_windows(win, E, p, 10, V=V)[0] == 1  # the rule is p's: none here
+    K, assignment, _ = C.cluster_windows(win, E, C.Params(**{**p.as_dict(), "alike_merge": rule}), 10, V=V)
+    assert K == 2 and list(assignment) == [0] * 5 + [1] * 5 + [0] * 5  # A's two runs still merge
+    short = C.Params(**{**p.as_dict(), "alike_merge": rule, "min_speaker_s": 10.0})
+    assert C.cluster_windows(win, E, short, 10, V=V)[0] == 1  # too short to be speakers: merged anyway
+    assert C.cluster_windows(win, E, C.Params(**{**p.as_dict(), "alike_merge": rule}), 10, 1, V)[0] == 1  # a count
+
+
 def test_logistic_fit_is_the_penalised_optimum():
     from training.diarization import merge_rule as R
     rng = np.random.default_rng(1)
