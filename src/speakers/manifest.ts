@@ -44,6 +44,11 @@ export interface SpeakerMapInfo {
   whitening?: Whitening;
   /** Files without a caller's count: the rule that says two speakers found are one voice. */
   alikeMerge?: AlikeMergeRule;
+  /**
+   * Files score each window against the speakers' whitened centroids instead of the clustered ones
+   * (speakers 1.7.0; needs `whitening`; file-map.ts).
+   */
+  whitenedScores?: boolean;
 }
 
 function fail(file: string, problem: string): AurisError {
@@ -85,6 +90,9 @@ export function parseSpeakerMap(m: Record<string, unknown>, modelsDir: string, f
   const whitening = whiteningName === '' ? undefined : loadWhitening(path.dirname(file), whiteningName, encoder.dim, file);
   const alikeMerge = parseAlikeMerge(b['alike_merge'], file);
   if (alikeMerge && !whitening) throw fail(file, '"speaker_map.alike_merge" needs "speaker_map.whitening"');
+  // absent in a manifest before speakers 1.7.0: files score windows in the clustered view
+  const whitenedScores = b['whitened_scores'] === undefined ? false : bool('whitened_scores');
+  if (whitenedScores && !whitening) throw fail(file, '"speaker_map.whitened_scores" needs "speaker_map.whitening"');
   return {
     encoder,
     schedule: { windowSteps: W, hopSteps, every: 1, minVoicedSteps, gateDb },
@@ -112,6 +120,7 @@ export function parseSpeakerMap(m: Record<string, unknown>, modelsDir: string, f
     provisionalLookaheadSteps: lookahead,
     ...(whitening ? { whitening } : {}),
     ...(alikeMerge ? { alikeMerge } : {}),
+    ...(whitenedScores ? { whitenedScores } : {}),
   };
 }
 

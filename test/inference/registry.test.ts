@@ -223,6 +223,7 @@ describe('model registry', () => {
       modelsDir: withMap('map-no-whitening', (b) => {
         delete b['whitening'];
         delete b['alike_merge'];
+        delete b['whitened_scores'];
       }),
     }).get('speakers').speakerMap!;
     assert.equal(plain.whitening, undefined, 'a manifest before 1.4.0: plain embeddings');
@@ -237,6 +238,9 @@ describe('model registry', () => {
       apartLogit: Math.log(rule['keep_apart_below']! / (1 - rule['keep_apart_below']!)),
     });
     assert.equal(plain.alikeMerge, undefined);
+    // files' windows scored against whitened centroids (speakers 1.7.0; absent: the clustered view)
+    assert.equal(shipped.whitenedScores, true);
+    assert.equal(plain.whitenedScores, undefined);
     // the clustering's keep-apart (speakers 1.7.0; absent: none)
     const mergeOnly = ModelRegistry.loadSync({
       modelsDir: withMap('map-merge-only', (b) => {
@@ -266,6 +270,8 @@ describe('model registry', () => {
       ['keep apart type', ruleWith((r) => (r['keep_apart_below'] = true)), /alike_merge.keep_apart_below" must be a number in \(0, 1\)/],
       ['not an object', (b: Record<string, unknown>) => (b['alike_merge'] = 0.73), /"speaker_map.alike_merge" must be an object/],
       ['alone', (b: Record<string, unknown>) => delete b['whitening'], /alike_merge" needs "speaker_map.whitening"/],
+      ['scores alone', (b: Record<string, unknown>) => ((b['whitening'] = ''), delete b['alike_merge']), /whitened_scores" needs "speaker_map.whitening"/],
+      ['scores type', (b: Record<string, unknown>) => (b['whitened_scores'] = 'yes'), /"speaker_map.whitened_scores" must be true or false/],
     ] as const) {
       const wrong = withMap(`map-bad-merge-${name.replace(/ /g, '-')}`, edit);
       expectLoadError(() => ModelRegistry.loadSync({ modelsDir: wrong }), manifestOf(wrong), re);

@@ -50,6 +50,8 @@ interface Case {
     whitening?: string;
     /** files without a count: the rule that merges speakers found into one voice (speakers 1.6.0); absent or null: no merge */
     alike_merge?: Record<string, number> | null;
+    /** files score windows against the speakers' whitened centroids (speakers 1.7.0); absent: the clustered ones */
+    whitened_scores?: boolean;
   };
   steps: number;
   num_speakers?: number;
@@ -119,6 +121,7 @@ function infoOf(c: Case): SpeakerMapInfo {
     provisionalLookaheadSteps: c.params.provisional_lookahead_steps ?? 0,
     ...(whitening ? { whitening } : {}),
     ...(whitening && rule ? { alikeMerge: rule } : {}),
+    ...(whitening && c.params.whitened_scores ? { whitenedScores: true } : {}),
   };
 }
 

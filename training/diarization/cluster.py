@@ -9,7 +9,8 @@ segments -> centroid-linkage agglomeration (down to merge_threshold, or the call
 (`merge_alike`: their centroids of the whitened, uncentred windows and of the compared windows, and their sizes).
 Speakers that win no speech step are dropped, the rest renumbered by their first speech step. Streams (`stream_map`,
 OnlineSpeakers): one pass, a new speaker when no centroid is close enough.
-Both: per-window softmax over cosines, averaged over the windows covering each 64 ms step (stepProbabilities).
+Both: per-window softmax over cosines (files with `whitened_scores`: of the whitened windows to the speakers' whitened
+centroids, `whitened_centroids`), averaged over the windows covering each 64 ms step (stepProbabilities).
 
 Bit for bit with the TypeScript where it can be: float64 throughout, every dot product and sum in the TypeScript's
 order (np.cumsum is a sequential sum), the same tie rules, the step probabilities accumulated in float32 like its
@@ -64,6 +65,9 @@ class Params:
     # files without a count, after clustering: the rule that says two speakers are one (merge_alike, speakers 1.6.0):
     # {"bias", one weight per PAIR_FEATURES name, "min_probability", "max_windows"}; None = no such merge
     alike_merge: dict | None = None
+    # files: each window scored against the speakers' centroids of the whitened, uncentred windows instead of the
+    # compared ones (speakers 1.7.0; needs `whitening`; file_map)
+    whitened_scores: bool = False
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -78,7 +82,7 @@ class Params:
     @classmethod
     def from_manifest(cls, path: Path | str = MANIFEST) -> "Params":
         block = json.load(open(path))["speaker_map"]
-        optional = {"whitening": "", "alike_merge": None}  # absent before speakers 1.4.0 / 1.6.0
+        optional = {"whitening": "", "alike_merge": None, "whitened_scores": False}  # absent before 1.4.0 / 1.6.0 / 1.7.0
         missing = [f.name for f in fields(cls) if f.name not in block and f.name not in optional]
         if missing:
             raise KeyError(f"{path}: speaker_map lacks {missing}")
@@ -429,6 +433,19 @@ def file_clusters(num_steps: int, win, E: np.ndarray, p: Params, num_speakers: i
     return {"E": E, "chosen": chosen, "Ea": Ea, "K": K, "assignment": assignment, "centroids": cents}
 
 
+def whitened_centroids(cents: np.ndarray, Ec: np.ndarray, Wc: np.ndarray) -> np.ndarray:
+    """whitenedCentroids (file-map.ts): each clustered window (compared view Ec, whitened view Wc, rows alike) counts
+    for the centroid of `cents` closest to it (ties: the lowest); each speaker's unit sum of its windows' Wc rows
+    (zeros for a speaker no window is closest to)."""
+    near = [int(np.argmax(dots(cents, e))) for e in Ec]
+    out = np.zeros((len(cents), Wc.shape[1]))
+    for k in range(len(cents)):
+        members = [i for i, n in enumerate(near) if n == k]
+        if members:
+            out[k] = _Cluster(members, Wc).centroid
+    return out
+
+
 def file_map(num_steps: int, win, E: np.ndarray, p: Params, num_speakers: int | None = None,
              max_speakers: int | None = None, speech=None) -> dict:
     """A file's channel: {labels [S] 0-based, probs [S, K] float32, K, clustered (indexes into win), centroids [K, d]
@@ -446,8 +463,14 @@ def file_map(num_steps: int, win, E: np.ndarray, p: Params, num_speakers: int | 
     if num_speakers is None and p.alike_merge is not None and M is not None and K > 1:
         cents = merge_alike(assignment, K, whitened(E[chosen], M), Ea[chosen], p.alike_merge)
 
+    W = whitened(E, M) if p.whitened_scores and M is not None else None
+
     def probs_with(cs):
-        return step_probs(num_steps, win, window_probs(Ea, cs, p.temperature), p.hop_steps, max(1, len(cs)), True)
+        if W is None or len(cs) == 0:
+            P = window_probs(Ea, cs, p.temperature)
+        else:
+            P = window_probs(W, whitened_centroids(cs, Ea[chosen], W[chosen]), p.temperature)
+        return step_probs(num_steps, win, P, p.hop_steps, max(1, len(cs)), True)
 
     if speech is not None and len(cents) > 1:
         lab = labels_of(probs_with(cents))

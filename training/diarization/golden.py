@@ -6,7 +6,8 @@ then float32 as the encoder gives them), the slice's reference speech per step (
 (models/speakers/manifest.json names, the manifest's values unless the note says otherwise) and the speaker count.
 Expected, per step, the label (argmax of the step probabilities, ties lowest):
   file:   FileSpeakerMap.finish (cluster.file_map with speech): windows mostly speech clustered, centred when
-          `center`, clusterWindows, alike speakers merged (no count, `alike_merge`), windowProbabilities, stepProbabilities with lookAhead, speakers that win no
+          `center`, clusterWindows, alike speakers merged (no count, `alike_merge`), windowProbabilities (against the
+          speakers' whitened centroids when `whitened_scores`), stepProbabilities with lookAhead, speakers that win no
           speech step dropped and the rest renumbered by their first speech step;
   stream: OnlineSpeakers + stepProbabilities without lookAhead, width max_speakers (cluster.stream_map); a case with
           `stream_num_speakers` (<= recluster_max_speakers) runs Reclustering instead, width that count;

@@ -265,6 +265,17 @@ def test_keep_apart_skips_long_pairs_the_rule_calls_two_voices():
     assert C.cluster_windows(win, E, C.Params(**{**p.as_dict(), "alike_merge": rule}), 10, 1, V)[0] == 1  # a count
 
 
+def test_whitened_centroids_follow_the_compared_view():
+    e = np.eye(4)
+    cents = np.array([e[0], e[1], e[2]])  # speaker 2: no window is closest to it
+    Ec = np.array([e[0], e[0], e[1], C.normalise(e[0] + e[1])])  # the last: a tie, the lower speaker
+    Wc = np.array([e[3], C.normalise(e[3] + e[2]), e[1], e[2]])
+    W = C.whitened_centroids(cents, Ec, Wc)
+    np.testing.assert_allclose(W[0], C.normalise(e[3] + C.normalise(e[3] + e[2]) + e[2]))
+    np.testing.assert_allclose(W[1], e[1])
+    assert not W[2].any()
+
+
 def test_logistic_fit_is_the_penalised_optimum():
     from training.diarization import merge_rule as R
     rng = np.random.default_rng(1)
