@@ -68,7 +68,13 @@ def trace(case: dict) -> dict:
     c = C.Clusterer(Ea[chosen], p, V, rule if V is not None and rule.get("keep_apart_below") is not None else None)
     kept_apart = []  # the pairs the agglomeration kept apart
     apart = c.apart
-    c.apart = lambda best, a, b: kept_apart.append(1) or True if apart(best, a, b) else False
+
+    def counted(best, a, b):
+        hit = apart(best, a, b)
+        if hit:
+            kept_apart.append((a.members[0], b.members[0]))
+        return hit
+    c.apart = counted
     seg = c.segments(win[chosen])
     ag = c.agglomerate(seg, n)
     free_found = sum(c.is_long(m) for m in c.agglomerate(c.segments(win[chosen]), None)) if n else None
