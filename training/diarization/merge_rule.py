@@ -14,13 +14,15 @@ merge. The weights: L2-penalised logistic regression (C = 10 on the weights, not
 LogisticRegression(C=10) objective) by Newton's method. `min_probability`: the DEV objective's best on a 0.05 grid.
 `keep_apart_below` (speakers 1.7.0): the same rule inside the clustering, where two long clusters whose probability of
 one voice is under it are not merged (cluster.Clusterer.apart); the DEV objective's best on a 0.1 grid, with the rule
-and min_probability as chosen without it.
+and min_probability as chosen without it. Last, `whitened_scores` (speakers 1.7.0, a manifest key beside
+`alike_merge`): whether windows scored in the whitened view beat the clustered view with all of the above.
 The clustering's own `merge_threshold` and `min_speaker_s` stay the manifest's (chosen by `tune` without the merge):
 `--with-clustering` re-chooses them with the rule (CLUSTERING_GRID, the rule refitted at each point since the pairs
 it sees change), which won on DEV (objective 0.0859 against 0.1037) and lost held out (the model card): not kept.
 
-  python -m training diarization tune-merge   # ~11 min -> training/runs/diarization/merge_tuning.json (copy
-                                               # "alike_merge" into models/speakers/manifest.json "speaker_map")
+  python -m training diarization tune-merge   # ~12 min -> training/runs/diarization/merge_tuning.json (copy
+                                               # "alike_merge" and "whitened_scores" into models/speakers/manifest.json
+                                               # "speaker_map")
   python -m training diarization tune-merge --with-clustering   # ~17 min on 2 cores
 """
 from __future__ import annotations
@@ -109,12 +111,14 @@ _RECS: list = []  # the tuning recordings, shared with the worker processes by f
 
 def tune_rule(p: C.Params) -> dict:
     """For `p`'s clustering: the rule fitted on _RECS' pairs, min_probability chosen by validate.py's objective (ties:
-    the higher); also scores no merge."""
+    the higher), then keep_apart_below, then whitened_scores (each with the earlier choices; the first two with windows
+    scored in the clustered view, as they were chosen); also scores no merge."""
     X, y, largest = pairs(_RECS, p)
     bias, w = fit_logistic(X, y)
 
-    def score(rule):
-        return V.objective(V.evaluate(_RECS, replace(p, alike_merge=rule), online=False))
+    def score(rule, whitened_scores=False):
+        q = replace(p, alike_merge=rule, whitened_scores=whitened_scores)
+        return V.objective(V.evaluate(_RECS, q, online=False))
     scores = {"none": score(None)}
     for q in MIN_PROBABILITIES:
         scores[q] = score(rule_of(bias, w, q, largest))
@@ -126,10 +130,13 @@ def tune_rule(p: C.Params) -> dict:
     best_apart = min(KEEP_APART_BELOW, key=lambda q: (apart[q], -q))
     if apart[best_apart] < apart["none"]:
         rule["keep_apart_below"] = best_apart
+    views = {False: min(apart.values()), True: score(rule, True)}
+    whitened_scores = views[True] < views[False]
     return {"merge_threshold": p.merge_threshold, "min_speaker_s": p.min_speaker_s,
-            "alike_merge": rule, "objective": min(apart.values()), "pairs": len(y),
-            "one_voice": int(y.sum()), "scores": {str(k): v for k, v in scores.items()},
-            "keep_apart_scores": {str(k): v for k, v in apart.items()}}
+            "alike_merge": rule, "whitened_scores": whitened_scores, "objective": views[whitened_scores],
+            "pairs": len(y), "one_voice": int(y.sum()), "scores": {str(k): v for k, v in scores.items()},
+            "keep_apart_scores": {str(k): v for k, v in apart.items()},
+            "whitened_scores_objective": {str(k): v for k, v in views.items()}}
 
 
 def tune(recs, p: C.Params, log=print, with_clustering: bool = False, workers: int = 2) -> dict:
@@ -146,7 +153,8 @@ def tune(recs, p: C.Params, log=print, with_clustering: bool = False, workers: i
         w = r["alike_merge"]
         log(f"  merge_threshold {r['merge_threshold']}, min_speaker_s {r['min_speaker_s']}: {r['pairs']} pairs "
             f"({r['one_voice']} one voice), no merge {r['scores']['none']:.4f}, min_probability {w['min_probability']} "
-            f"{r['keep_apart_scores']['none']:.4f}, keep_apart_below {w.get('keep_apart_below')} {r['objective']:.4f}; "
+            f"{r['keep_apart_scores']['none']:.4f}, keep_apart_below {w.get('keep_apart_below')} "
+            f"{r['whitened_scores_objective']['False']:.4f}, whitened_scores {r['whitened_scores']} {r['objective']:.4f}; "
             + ", ".join(f"{k} {w[k]:.4f}" for k in ("bias", *C.PAIR_FEATURES)))
     best = min(results, key=lambda r: r["objective"])
     return {**best, "grid": results}

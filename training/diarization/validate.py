@@ -233,7 +233,8 @@ def main() -> None:
         res = merge_rule.tune(load(S.DEV)[:: a.subsample], C.Params.from_manifest(), with_clustering=a.with_clustering)
         (RUNS / "merge_tuning.json").write_text(json.dumps(res, indent=1))
         print(f"merge_threshold {res['merge_threshold']}, min_speaker_s {res['min_speaker_s']}, "
-              f"alike_merge {json.dumps(res['alike_merge'])}: objective {res['objective']:.4f}")
+              f"alike_merge {json.dumps(res['alike_merge'])}, whitened_scores {json.dumps(res['whitened_scores'])}: "
+              f"objective {res['objective']:.4f}")
     else:
         p = C.Params.from_dict(json.load(open(a.params))["params"]) if a.params else C.Params.from_manifest()
         out = {"params": p.as_dict(), "confirm": CONFIRM}
