@@ -275,9 +275,7 @@ def cluster_windows(win, E: np.ndarray, p: Params, max_speakers: int, num_speake
     E = np.asarray(E, dtype=np.float64)
     if len(win) == 0:
         return 0, np.zeros(0, dtype=int), np.zeros((0, E.shape[1] if E.ndim == 2 else 256))
-    rule = p.alike_merge
-    keeps_apart = num_speakers is None and V is not None and rule is not None and rule.get("keep_apart_below") is not None
-    c = Clusterer(E, p, V, rule if keeps_apart else None)
+    c = Clusterer(E, p, V, apart_rule(p, num_speakers, V))
     segs = c.segments(win)  # agglomerate() builds its own clusters from them, so both passes start from these
     chosen = None
     if num_speakers is not None:
@@ -427,10 +425,24 @@ def file_clusters(num_steps: int, win, E: np.ndarray, p: Params, num_speakers: i
     else:
         chosen = idx
     Ea = centred(E, chosen) if p.center else E
-    M = whitening_matrix(p.whitening)
-    V = whitened(E[chosen], M) if num_speakers is None and p.alike_merge is not None and M is not None else None
+    V = second_view(E[chosen], p, num_speakers)
     K, assignment, cents = cluster_windows(win[chosen], Ea[chosen], p, max_speakers, num_speakers, V)
     return {"E": E, "chosen": chosen, "Ea": Ea, "K": K, "assignment": assignment, "centroids": cents}
+
+
+def second_view(E: np.ndarray, p: Params, num_speakers: int | None) -> np.ndarray | None:
+    """The clustered windows (unit rows E) whitened, where the keep-apart may read them (no count, a rule and a
+    whitening); else None."""
+    M = whitening_matrix(p.whitening)
+    return whitened(E, M) if num_speakers is None and p.alike_merge is not None and M is not None else None
+
+
+def apart_rule(p: Params, num_speakers: int | None, V: np.ndarray | None) -> dict | None:
+    """`p.alike_merge` when the agglomeration keeps pairs apart by it (no count, the second view V, a keep_apart_below)."""
+    rule = p.alike_merge
+    if num_speakers is None and V is not None and rule is not None and rule.get("keep_apart_below") is not None:
+        return rule
+    return None
 
 
 def whitened_centroids(cents: np.ndarray, Ec: np.ndarray, Wc: np.ndarray) -> np.ndarray:
@@ -460,10 +472,11 @@ def file_map(num_steps: int, win, E: np.ndarray, p: Params, num_speakers: int | 
     fc = file_clusters(num_steps, win, E, p, num_speakers, max_speakers, speech)
     E, chosen, Ea, K, assignment, cents = (fc[k] for k in ("E", "chosen", "Ea", "K", "assignment", "centroids"))
     M = whitening_matrix(p.whitening)
+    Wall = whitened(E, M) if M is not None else None  # every window whitened once (the merge and the scores)
     if num_speakers is None and p.alike_merge is not None and M is not None and K > 1:
-        cents = merge_alike(assignment, K, whitened(E[chosen], M), Ea[chosen], p.alike_merge)
+        cents = merge_alike(assignment, K, Wall[chosen], Ea[chosen], p.alike_merge)
 
-    W = whitened(E, M) if p.whitened_scores and M is not None else None
+    W = Wall if p.whitened_scores else None
 
     def probs_with(cs):
         if W is None or len(cs) == 0:

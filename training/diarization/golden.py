@@ -63,9 +63,8 @@ def trace(case: dict) -> dict:
     chosen = f["clustered"]
     Ea = C.centred(En, chosen) if p.center else En
     M = C.whitening_matrix(p.whitening)
-    rule = p.alike_merge
-    V = C.whitened(En[chosen], M) if n is None and rule is not None and M is not None else None
-    c = C.Clusterer(Ea[chosen], p, V, rule if V is not None and rule.get("keep_apart_below") is not None else None)
+    V = C.second_view(En[chosen], p, n)
+    c = C.Clusterer(Ea[chosen], p, V, C.apart_rule(p, n, V))
     kept_apart = []  # the pairs the agglomeration kept apart
     apart = c.apart
 
@@ -85,7 +84,7 @@ def trace(case: dict) -> dict:
     merged = len(rf)
     if n is None and p.alike_merge is not None and M is not None and len(rf) > 1:
         K, assignment, _ = C.cluster_windows(win[chosen], Ea[chosen], p, p.max_speakers, None, V)
-        merged = len(C.merge_alike(assignment, K, C.whitened(En[chosen], M), Ea[chosen], p.alike_merge))
+        merged = len(C.merge_alike(assignment, K, V, Ea[chosen], p.alike_merge))
     before = {i: k for k, m in enumerate(ch) for i in m}
     after = {i: k for k, m in enumerate(rf) for i in m}
     moved = sum(before[i] != after[i] for i in before) if len(rf) == len(ch) else -1
