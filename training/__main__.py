@@ -19,14 +19,16 @@ def main(argv=None):
     so = sub.add_parser("sources", help="what each shipped model was made from")
     so.add_argument("tasks", nargs="*")
     so.add_argument("--json", action="store_true")
-    di = sub.add_parser("diarization", help="speaker map validation: embed | whitening | tune | tune-merge | report | golden | speaker_gender (training/diarization/README.md)")
-    di.add_argument("step", choices=["embed", "whitening", "tune", "tune-merge", "report", "golden", "speaker_gender"])
+    di = sub.add_parser("diarization", help="speaker map validation: embed | whitening | tune | tune-merge | tune-free-recluster | report | golden | speaker_gender (training/diarization/README.md)")
+    di.add_argument("step", choices=["embed", "whitening", "tune", "tune-merge", "tune-free-recluster", "report", "golden",
+                                        "speaker_gender"])
     di.add_argument("rest", nargs=argparse.REMAINDER)
     a = ap.parse_args(argv)
     if a.cmd == "diarization":
         import importlib
-        mod = importlib.import_module(f"training.diarization.{'validate' if a.step in ('tune', 'tune-merge', 'report') else a.step}")
-        sys.argv = [f"python -m training diarization {a.step}", *([a.step] if a.step in ("tune", "tune-merge", "report") else []), *a.rest]
+        validated = a.step in ("tune", "tune-merge", "tune-free-recluster", "report")
+        mod = importlib.import_module(f"training.diarization.{'validate' if validated else a.step}")
+        sys.argv = [f"python -m training diarization {a.step}", *([a.step] if validated else []), *a.rest]
         mod.main()
     elif a.cmd == "recipes":
         for task, m in R.shipped().items():

@@ -12,10 +12,10 @@
  */
 import type { WindowOutcome } from '../inference/encoder-stage';
 import { argmax } from '../analysis/postprocess';
-import { centredOn, clusterWindows, dot, meanEmbedding, normalise, stepProbabilities, windowProbabilities, type EmbeddedWindow } from './clustering';
+import { centredOn, dot, meanEmbedding, normalise, stepProbabilities, windowProbabilities, type EmbeddedWindow } from './clustering';
 import { speakerKeys, type SpeakerMapInfo } from './manifest';
 import { SpeakerEmbeddingSums } from './speaker-gender';
-import { keepApartBy, mergeAlike } from './alike-merge';
+import { clusterSpeakers } from './free-clustering';
 import { whiten, type Whitening } from './whitening';
 
 export interface ChannelSpeakers {
@@ -70,14 +70,9 @@ export class FileSpeakerMap {
     const speechy = this.windows.filter((w) => speechShare(w) >= MIN_SPEECH_SHARE);
     const chosen = speechy.length > 0 ? speechy : this.windows;
     const clustered = this.map.centre ? centred(chosen, this.windows) : { clustered: chosen, all: this.windows };
-    const { whitening, alikeMerge } = this.map;
+    const { whitening } = this.map;
     const plain = chosen.map((w) => w.embedding);
-    const keepApart = whitening && alikeMerge ? keepApartBy(alikeMerge, whitening, plain) : undefined;
-    const c = clusterWindows(clustered.clustered, params, counts.maxSpeakers ?? this.map.defaultMaxSpeakers, counts.numSpeakers, keepApart);
-    let centroids = c.centroids;
-    if (counts.numSpeakers === undefined && whitening && alikeMerge && c.speakers > 1) {
-      centroids = mergeAlike(c.assignment, c.speakers, plain, clustered.clustered.map((w) => w.embedding), whitening, alikeMerge);
-    }
+    let { centroids } = clusterSpeakers(clustered.clustered, plain, this.map, counts.maxSpeakers ?? this.map.defaultMaxSpeakers, counts.numSpeakers);
     // keep the speakers that win a speech step, numbered by the first one
     const all = clustered.all;
     const scoreWhitened = whitening && this.map.whitenedScores ? whitening : undefined;

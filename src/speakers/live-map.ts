@@ -1,7 +1,8 @@
 /**
  * The speaker map of a live stream: each window's embedding joins the closest known speaker or
  * starts the next one as soon as the encoder returns it (clustering.ts OnlineSpeakers; a stream told
- * a small num_speakers re-clusters its recent windows instead, recluster.ts), and the steps it
+ * a small num_speakers re-clusters its recent windows instead, recluster.ts; one told none re-clusters
+ * them freely once it has enough, free-recluster.ts), and the steps it
  * decides are emitted at once. A step is decided when the last window that can cover it
  * (the one starting at or before it) is known, so it waits at most one window (W - 1 steps) and its
  * speaker never changes afterwards. Steps no window covers take the latest window's vector, or
@@ -20,14 +21,28 @@
 import type { WindowOutcome } from '../inference/encoder-stage';
 import { normalise, OnlineSpeakers } from './clustering';
 import type { SpeakerMapInfo } from './manifest';
+import { FreeReclusteringSpeakers } from './free-recluster';
 import { ReclusteringSpeakers } from './recluster';
 import { SpeakerEmbeddingSums } from './speaker-gender';
 import { whiten } from './whitening';
 
 /** How a stream gives each embedded window a speaker. */
-interface Assigner {
+export interface Assigner {
   readonly count: number;
-  add(embedding: Float64Array, window: number): { speaker: number; probs: number[] };
+  /** `compared`: the unit embedding as compared (whitened where the model whitens); `plain`: as the encoder gave it, unit. */
+  add(compared: Float64Array, window: number, plain: Float64Array): { speaker: number; probs: number[] };
+}
+
+/**
+ * A stream's assigner: told two speakers (a call's parties), Reclustering (recluster.ts); told
+ * none, free re-clustering once the manifest says so (free-recluster.ts); else one window at a time.
+ */
+export function streamAssigner(map: SpeakerMapInfo, cap: number, numSpeakers?: number): Assigner {
+  if (numSpeakers !== undefined && numSpeakers >= 2 && numSpeakers <= map.recluster.maxSpeakers && numSpeakers <= cap) {
+    return new ReclusteringSpeakers(map.params, map.recluster, numSpeakers);
+  }
+  if (numSpeakers === undefined && map.recluster.freeMinWindows > 0) return new FreeReclusteringSpeakers(map, cap);
+  return new OnlineSpeakers(map.params, cap);
 }
 
 export class LiveSpeakerMap {
@@ -62,12 +77,7 @@ export class LiveSpeakerMap {
     private readonly stepsReceived: () => number,
     numSpeakers?: number,
   ) {
-    const cap = Math.min(maxSpeakers, width);
-    // one speaker needs no clustering; two (a call's parties) are re-clustered (recluster.ts)
-    this.assigner =
-      numSpeakers !== undefined && numSpeakers >= 2 && numSpeakers <= map.recluster.maxSpeakers && numSpeakers <= cap
-        ? new ReclusteringSpeakers(map.params, map.recluster, numSpeakers)
-        : new OnlineSpeakers(map.params, cap);
+    this.assigner = streamAssigner(map, Math.min(maxSpeakers, width), numSpeakers);
   }
 
   /** Speakers found so far. */
@@ -82,7 +92,7 @@ export class LiveSpeakerMap {
     if (o.kind === 'embedded') {
       const embedding = normalise(o.embeddings[0]!);
       const compared = this.map.whitening ? whiten(this.map.whitening, embedding) : embedding;
-      const { speaker, probs } = this.assigner.add(compared, o.window);
+      const { speaker, probs } = this.assigner.add(compared, o.window, embedding);
       this.embeddings.add(speaker, embedding);
       const v = new Float32Array(this.width);
       v.set(probs);

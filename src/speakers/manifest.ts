@@ -116,6 +116,8 @@ export function parseSpeakerMap(m: Record<string, unknown>, modelsDir: string, f
       minWindows: int('recluster_min_windows', 1000),
       every: int('recluster_every', 1000),
       history: int('recluster_history', 100000),
+      // absent in a manifest before speakers 1.8.0: streams without a count never re-cluster
+      freeMinWindows: b['free_recluster_min_windows'] === undefined ? 0 : int('free_recluster_min_windows', 100000, 0),
     },
     provisionalLookaheadSteps: lookahead,
     ...(whitening ? { whitening } : {}),

@@ -23,6 +23,11 @@ export interface ReclusterParams {
   every: number;
   /** Windows kept and clustered (the most recent). */
   history: number;
+  /**
+   * Streams given no count: from this many windows on they re-cluster freely (free-recluster.ts,
+   * speakers 1.8.0; with `every` and `history` above); 0: never (OnlineSpeakers throughout).
+   */
+  freeMinWindows: number;
 }
 
 /**

@@ -13,11 +13,11 @@ import * as crypto from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { describe, it } from 'node:test';
-import { normalise, OnlineSpeakers, stepProbabilities, type SpeakerMapParams } from '../../src/speakers/clustering';
+import { normalise, stepProbabilities, type SpeakerMapParams } from '../../src/speakers/clustering';
 import { FileSpeakerMap } from '../../src/speakers/file-map';
-import { LiveSpeakerMap } from '../../src/speakers/live-map';
+import { LiveSpeakerMap, streamAssigner } from '../../src/speakers/live-map';
 import { parseAlikeMerge, type SpeakerMapInfo } from '../../src/speakers/manifest';
-import { ReclusteringSpeakers, type ReclusterParams } from '../../src/speakers/recluster';
+import type { ReclusterParams } from '../../src/speakers/recluster';
 import { loadWhitening, whiten, type Whitening } from '../../src/speakers/whitening';
 import type { EncoderInfo } from '../../src/inference/views';
 
@@ -46,6 +46,8 @@ interface Case {
     recluster_min_windows: number;
     recluster_every: number;
     recluster_history: number;
+    /** streams without a count re-cluster freely from this many windows (speakers 1.8.0); absent or 0: never */
+    free_recluster_min_windows?: number;
     /** models/speakers/<this> whitens each embedding: streams compare (1.4.0), files merge alike speakers (1.5.0); absent or "": none */
     whitening?: string;
     /** files without a count: the rule that merges speakers found into one voice (speakers 1.6.0); absent or null: no merge */
@@ -135,16 +137,24 @@ function fileLabels(c: Case): { K: number; labels: number[] } {
 
 function reclusterOf(c: Case): ReclusterParams {
   const p = c.params;
-  return { maxSpeakers: p.recluster_max_speakers, minWindows: p.recluster_min_windows, every: p.recluster_every, history: p.recluster_history };
+  return {
+    maxSpeakers: p.recluster_max_speakers,
+    minWindows: p.recluster_min_windows,
+    every: p.recluster_every,
+    history: p.recluster_history,
+    freeMinWindows: p.free_recluster_min_windows ?? 0,
+  };
 }
 
 function streamLabels(c: Case): { K: number; labels: number[] } {
   const params = paramsOf(c);
   const width = c.stream_num_speakers ?? c.params.max_speakers;
-  const online = c.stream_num_speakers === undefined ? new OnlineSpeakers(params, width) : new ReclusteringSpeakers(params, reclusterOf(c), width);
+  const online = streamAssigner(infoOf(c), width, c.stream_num_speakers);
   const w = whiteningOf(c);
-  const compared = (e: Float32Array): Float64Array => (w ? whiten(w, normalise(e)) : normalise(e));
-  const vectors = embeddingsOf(c).map((e, i) => ({ window: c.windows[i]!, probs: online.add(compared(e), c.windows[i]!).probs }));
+  const vectors = embeddingsOf(c).map((e, i) => {
+    const plain = normalise(e);
+    return { window: c.windows[i]!, probs: online.add(w ? whiten(w, plain) : plain, c.windows[i]!, plain).probs };
+  });
   const probs = stepProbabilities(vectors, c.steps, width, params, false);
   return { K: Math.max(1, online.count), labels: labels(probs, c.steps) };
 }

@@ -58,6 +58,9 @@ class Params:
     recluster_min_windows: int = 8
     recluster_every: int = 8
     recluster_history: int = 256
+    # streams without a count: after this many windows (0 = never), every recluster_every windows the last
+    # recluster_history windows are clustered as a file's are (free_recluster_assign, speakers 1.8.0)
+    free_recluster_min_windows: int = 0
     # a file in models/speakers/ whose matrix each unit embedding is multiplied by (then unit again): streams compare
     # the whitened windows (OnlineSpeakers / Reclustering; whitening.py, speakers 1.4.0), files merge their speakers'
     # whitened centroids (merge_alike, speakers 1.5.0); "" = none
@@ -82,7 +85,8 @@ class Params:
     @classmethod
     def from_manifest(cls, path: Path | str = MANIFEST) -> "Params":
         block = json.load(open(path))["speaker_map"]
-        optional = {"whitening": "", "alike_merge": None, "whitened_scores": False}  # absent before 1.4.0 / 1.6.0 / 1.7.0
+        optional = {"whitening": "", "alike_merge": None, "whitened_scores": False,  # absent before 1.4.0 / 1.6.0 / 1.7.0
+                    "free_recluster_min_windows": 0}  # absent before 1.8.0
         missing = [f.name for f in fields(cls) if f.name not in block and f.name not in optional]
         if missing:
             raise KeyError(f"{path}: speaker_map lacks {missing}")
@@ -600,6 +604,72 @@ def recluster_assign(win, E: np.ndarray, p: Params, K: int) -> tuple[np.ndarray,
     return ids, P
 
 
+def free_clusters(win, E: np.ndarray, p: Params, max_speakers: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """clusterFreely (free-clustering.ts): unit rows E clustered as a file clusters its windows without a count
+    (centred on their mean when `center`, long clusters kept apart by the pair rule, speakers it calls one voice
+    merged). Returns (centroids [K, d] over the compared rows, the compared rows, the mean taken away (zeros when
+    not centred))."""
+    mean = mean_rows(E) if p.center and len(E) else np.zeros(E.shape[1])
+    Ea = normalise(E - mean) if p.center and len(E) else E
+    V = second_view(E, p, None)
+    K, assignment, cents = cluster_windows(win, Ea, p, max_speakers, None, V)
+    M = whitening_matrix(p.whitening)
+    if p.alike_merge is not None and M is not None and K > 1:
+        cents = merge_alike(assignment, K, whitened(E, M), Ea, p.alike_merge)
+    return cents, Ea, mean
+
+
+def greedy_mapping(assign_past: np.ndarray, ids_past: np.ndarray, clusters: int, known: int, cap: int) -> list[int]:
+    """free-recluster.ts greedyMapping: cluster -> id, one-to-one, the (cluster, id) pair agreeing on the most past
+    windows first (ties: the lowest cluster, then the lowest id); clusters agreeing with no id left take new ids
+    (known, known + 1, ...; never past cap - 1) in cluster order."""
+    agree = np.zeros((clusters, max(known, 1)), dtype=np.int64)
+    for a, b in zip(assign_past, ids_past):
+        agree[int(a), int(b)] += 1
+    out = [-1] * clusters
+    while agree.size and agree.max() > 0:
+        a, b = divmod(int(np.argmax(agree)), agree.shape[1])
+        out[a] = b
+        agree[a, :] = 0
+        agree[:, b] = 0
+    nxt = known
+    for a in range(clusters):
+        if out[a] < 0:
+            out[a] = min(nxt, cap - 1)
+            nxt += 1
+    return out
+
+
+def free_recluster_assign(win, E: np.ndarray, Ew: np.ndarray, p: Params, cap: int) -> tuple[np.ndarray, np.ndarray]:
+    """FreeReclustering (free-recluster.ts), a stream without a count: the first free_recluster_min_windows - 1
+    windows as OnlineSpeakers over the whitened rows Ew (cap); from then on, every recluster_every windows, the last
+    recluster_history windows (plain unit rows E) are clustered as a file's (free_clusters) and the clusters mapped
+    onto the ids already given (greedy_mapping); each window takes the id of its nearest centroid (its row centred on
+    the history's mean) and softmax(T x cosine) added onto the mapped ids. Returns (id of each window, P [n, cap])."""
+    win = np.asarray(win, dtype=int)
+    n = len(E)
+    P = np.zeros((n, cap))
+    ids = np.zeros(n, dtype=int)
+    warm = min(n, p.free_recluster_min_windows - 1)
+    ids[:warm], P[:warm] = online_assign(Ew[:warm], p, cap)
+    known = int(ids[:warm].max()) + 1 if warm else 0
+    cur = None
+    for i in range(warm, n):
+        if cur is None or (i + 1 - p.free_recluster_min_windows) % p.recluster_every == 0:
+            lo = max(0, i + 1 - p.recluster_history)
+            cents, Ea, mean = free_clusters(win[lo:i + 1], E[lo:i + 1], p, cap)
+            lab = np.array([int(np.argmax(dots(cents, e))) for e in Ea[:-1]], dtype=int)
+            cur = (greedy_mapping(lab, ids[lo:i], len(cents), known, cap), cents, mean)
+        mapping, cents, mean = cur
+        e = normalise(E[i] - mean) if p.center else E[i]
+        sims = dots(cents, e)
+        ids[i] = mapping[int(np.argmax(sims))]
+        known = max(known, int(ids[i]) + 1)
+        for a, q in enumerate(softmax([p.temperature * float(x) for x in sims])):
+            P[i, mapping[a]] += q
+    return ids, P
+
+
 def provisional_probs(num_steps: int, win, P: np.ndarray, hop: int, width: int, ahead: int = 0) -> np.ndarray:
     """LiveSpeakerMap's provisional answers: step s takes the vector of the latest embedded window whose last step
     (jH + W - 1) is at or before s + `ahead` (provisional_lookahead_steps; 0: "who spoke last"); steps before the
@@ -640,16 +710,20 @@ def stream_map(num_steps: int, win, E: np.ndarray, p: Params, max_speakers: int 
     Step s uses only windows starting at or before s; its provisional label only windows ending at or before
     s + provisional_lookahead_steps (provisional_probs). Each window is whitened first when `p.whitening` names
     a matrix (`whitened`; live-map.ts).
-    With 2 <= num_speakers <= recluster_max_speakers: Reclustering (width num_speakers); else OnlineSpeakers."""
+    With 2 <= num_speakers <= recluster_max_speakers: Reclustering (width num_speakers); without a count and with
+    free_recluster_min_windows: FreeReclustering (free_recluster_assign); else OnlineSpeakers."""
     maxk = p.max_speakers if max_speakers is None else max_speakers
     if num_speakers is not None:
         maxk = min(maxk, num_speakers)
     if len(win) == 0:
         probs = np.zeros((num_steps, maxk), dtype=np.float32)
         return {"labels": labels_of(probs), "probs": probs, "K": 1, "assigned": np.zeros(0, dtype=int), "provisional": labels_of(probs)}
-    E = whitened(normalise(np.asarray(E, dtype=np.float64)), whitening_matrix(p.whitening))
+    plain = normalise(np.asarray(E, dtype=np.float64))
+    E = whitened(plain, whitening_matrix(p.whitening))
     if num_speakers is not None and 2 <= num_speakers <= p.recluster_max_speakers:
         assigned, P = recluster_assign(win, E, p, num_speakers)
+    elif num_speakers is None and p.free_recluster_min_windows > 0 and confirm == 1:
+        assigned, P = free_recluster_assign(win, plain, E, p, maxk)
     else:
         assigned, P = online_assign(E, p, maxk, confirm)
     probs = step_probs(num_steps, win, P, p.hop_steps, maxk, False)

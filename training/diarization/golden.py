@@ -10,11 +10,13 @@ Expected, per step, the label (argmax of the step probabilities, ties lowest):
           speakers' whitened centroids when `whitened_scores`), stepProbabilities with lookAhead, speakers that win no
           speech step dropped and the rest renumbered by their first speech step;
   stream: OnlineSpeakers + stepProbabilities without lookAhead, width max_speakers (cluster.stream_map); a case with
-          `stream_num_speakers` (<= recluster_max_speakers) runs Reclustering instead, width that count;
+          `stream_num_speakers` (<= recluster_max_speakers) runs Reclustering instead, width that count; without
+          one, from free_recluster_min_windows windows on, FreeReclustering (speakers 1.8.0);
           `provisional`: the stream's provisional answer per step (the latest embedded window ending at or before it
           plus provisional_lookahead_steps, LiveSpeakerMap; before the first one, the zeros' label 0).
 The slices are searched so that the cases between them exercise merges, short clusters joining a speaker, the
-long/short rule of a given count, alike speakers merged after clustering, refine moving windows, a stream opening new speakers, unembedded windows.
+long/short rule of a given count, alike speakers merged after clustering, refine moving windows, a stream opening new speakers,
+a stream re-clustering freely, unembedded windows.
 
   python -m training diarization golden [--runs DIR]   # DIR: training/runs/diarization (needs its cache/)
 """
@@ -203,6 +205,15 @@ def main() -> None:
     c = _search(two, p, 720, reclustered, stream_num_speakers=2)
     c["note"] = f"hop {p.hop_steps}, the manifest's parameters, a stream given num_speakers 2: Reclustering (OnlineSpeakers for the first windows, then the recent windows clustered for 2 every recluster_every windows and mapped onto the ids already given)"
     cases.append(c)
+    def freely_reclustered(x, c):  # a stream without a count re-clusters (free_recluster_min_windows), changing its labels
+        p_, win, E, _ = case_inputs(c)
+        online = C.stream_map(c["steps"], win, E, replace(p_, free_recluster_min_windows=0))["labels"]
+        return x["windows"] >= p.free_recluster_min_windows + 3 * p.recluster_every and x["online_speakers"] >= 2 \
+            and list(online) != c["expected"]["stream"]["labels"]
+    if p.free_recluster_min_windows > 0:
+        c = _search(many, p, 1200, freely_reclustered)
+        c["note"] = f"hop {p.hop_steps}, the manifest's parameters, a stream without a count: OnlineSpeakers for the first free_recluster_min_windows - 1 windows, then the recent windows clustered as a file's every recluster_every windows and mapped onto the ids already given (greedy; new ids for the rest; speakers 1.8.0)"
+        cases.append(c)
     a, b, m = [10000, 0, 0, 0], [0, 10000, 0, 0], [7071, 7071, 0, 0]
     ties = {"note": "synthetic 4-d ties: every window its own segment, equal merge candidates (lowest pair first), a window "
                     "equally close to two speakers (merges with / joins the lowest), streams' argmax ties; provisional answers "

@@ -7,6 +7,7 @@ uses the DEV corpora only; TEST corpora are scored once.
 
   python -m training diarization tune      # coordinate search on DEV -> training/runs/diarization/tuning.json
   python -m training diarization tune-merge  # files' alike-merge rule on DEV (merge_rule.py, speakers 1.6.0) -> merge_tuning.json
+  python -m training diarization tune-free-recluster  # streams without a count: when they start re-clustering (1.8.0)
   python -m training diarization report    # tables of the manifest's parameters (or --params FILE) on DEV and TEST
   (--runs DIR or $AURIS_DIARIZATION_RUNS: another training/runs/diarization, e.g. a worktree's with the cache)
 """
@@ -154,6 +155,21 @@ def tune(recs, hops=(6, 12, 25), rounds=2, log=print) -> dict:
     return best_by_hop
 
 
+FREE_RECLUSTER_GRID = [0, 80, 100, 120, 140, 160]  # 0: streams without a count never re-cluster (1.7.0)
+
+
+def tune_free_recluster(recs, p: C.Params, grid=FREE_RECLUSTER_GRID, log=print) -> dict:
+    """Streams without a count (speakers 1.8.0): `free_recluster_min_windows` by the streams' objective on DEV
+    (the other parameters the manifest's); ~5 min per value on one core."""
+    res = {}
+    for m in grid:
+        rows = evaluate(recs, replace(p, free_recluster_min_windows=m))
+        res[m] = {"objective_online": objective(rows, "online"), "online": pooled(rows, "online")}
+        log(f"free_recluster_min_windows {m}: streams' objective {res[m]['objective_online']:.4f}")
+    best = min(res, key=lambda m: res[m]["objective_online"])
+    return {"free_recluster_min_windows": best, "grid": res}
+
+
 def table(rows, title) -> str:
     """Markdown: per condition x speakers group, files / online / files with the count given."""
     lines = [f"### {title}", "", "| condition | speakers | conv. | DER files | DER online | DER files, count given | DER online, count given | count right files | count right online |",
@@ -206,7 +222,7 @@ def full_rows(recs, p) -> list[dict]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("cmd", choices=["tune", "tune-merge", "report"])
+    ap.add_argument("cmd", choices=["tune", "tune-merge", "tune-free-recluster", "report"])
     ap.add_argument("--hops", default="6,12,25")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--subsample", type=int, default=1, help="tune on every k-th DEV conversation")
@@ -214,6 +230,7 @@ def main() -> None:
                     help="report: a JSON file {\"params\": {...}} (missing names: the manifest's); default the manifest's")
     ap.add_argument("--with-clustering", action="store_true",
                     help="tune-merge: re-choose merge_threshold and min_speaker_s with the rule (not kept: merge_rule.py)")
+    ap.add_argument("--grid", default=None, help="tune-free-recluster: the values tried (default FREE_RECLUSTER_GRID)")
     ap.add_argument("--confirm", type=int, default=1, help="> 1: a variant for streams (not the service)")
     ap.add_argument("--runs", default=None, help="the folder with cache/ (default training/runs/diarization)")
     a = ap.parse_args()
@@ -235,6 +252,11 @@ def main() -> None:
         print(f"merge_threshold {res['merge_threshold']}, min_speaker_s {res['min_speaker_s']}, "
               f"alike_merge {json.dumps(res['alike_merge'])}, whitened_scores {json.dumps(res['whitened_scores'])}: "
               f"objective {res['objective']:.4f}")
+    elif a.cmd == "tune-free-recluster":
+        grid = [int(x) for x in a.grid.split(",")] if a.grid else FREE_RECLUSTER_GRID
+        res = tune_free_recluster(load(S.DEV)[:: a.subsample], C.Params.from_manifest(), grid)
+        (RUNS / f"free_recluster_tuning{'-' + a.grid.replace(',', '-') if a.grid else ''}.json").write_text(json.dumps(res, indent=1, default=float))
+        print(f"free_recluster_min_windows {res['free_recluster_min_windows']}")
     else:
         p = C.Params.from_dict(json.load(open(a.params))["params"]) if a.params else C.Params.from_manifest()
         out = {"params": p.as_dict(), "confirm": CONFIRM}
