@@ -214,6 +214,15 @@ describe('model registry', () => {
       const wrong = withMap(`map-bad-lookahead-${String(v)}`, (b) => (b['provisional_lookahead_steps'] = v));
       expectLoadError(() => ModelRegistry.loadSync({ modelsDir: wrong }), path.join(wrong, 'speakers', 'manifest.json'), /provisional_lookahead_steps/);
     }
+    // streams without a count re-cluster freely from this many windows (speakers 1.8.0; absent: 0, never)
+    assert.equal(shipped.recluster.freeMinWindows, written['free_recluster_min_windows']);
+    assert.ok(shipped.recluster.freeMinWindows > 0);
+    const neverFree = ModelRegistry.loadSync({ modelsDir: withMap('map-no-free', (b) => delete b['free_recluster_min_windows']) }).get('speakers').speakerMap!;
+    assert.equal(neverFree.recluster.freeMinWindows, 0, 'a manifest before 1.8.0: streams never re-cluster without a count');
+    for (const v of [-1, 2.5, '140']) {
+      const wrong = withMap(`map-bad-free-${String(v)}`, (b) => (b['free_recluster_min_windows'] = v));
+      expectLoadError(() => ModelRegistry.loadSync({ modelsDir: wrong }), path.join(wrong, 'speakers', 'manifest.json'), /free_recluster_min_windows" must be an integer in 0\.\.100000/);
+    }
     // the whitening (speakers 1.4.0; absent or "": none): a square matrix of the encoder's dim beside the manifest
     const dim = shipped.encoder.dim;
     assert.equal(shipped.whitening?.length, dim);

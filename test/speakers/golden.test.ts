@@ -194,6 +194,8 @@ describe('speaker map golden cases (training/diarization/cluster.py)', () => {
     assert.ok(cases.some((c) => c.windows.length === 0));
     assert.ok(cases.some((c) => c.params.hop_steps === 6) && cases.some((c) => c.params.hop_steps === 12), 'both hops the cache holds');
     assert.ok(cases.some((c) => c.stream_num_speakers !== undefined && c.windows.length > c.params.recluster_min_windows));
+    const free = (c: Case): number => c.params.free_recluster_min_windows ?? 0;
+    assert.ok(cases.some((c) => c.stream_num_speakers === undefined && free(c) > 0 && c.windows.length > free(c)), 'a stream re-clustering freely');
     assert.ok(cases.some((c) => c.params.whitening), 'whitened as the manifest says');
     assert.ok(cases.some((c) => c.params.alike_merge && c.num_speakers === undefined), "a file's alike speakers merged");
     for (const [name, sha] of Object.entries(golden.whitening_sha256 ?? {})) {
