@@ -66,20 +66,22 @@ function isOneVoice(rule: AlikeMergeRule, features: readonly number[]): boolean 
 /**
  * The rule as clusterWindows' KeepApart (undefined when it has no keep_apart_below): each window's view
  * is its embedding (`plain`: unit, uncentred, in clusterWindows' order) whitened, computed once as the
- * segments form, so no whitened copy of an hour's windows is kept.
+ * segments form, so no whitened copy of an hour's windows is kept; a caller that keeps them anyway (a
+ * stream's recent windows, as it compares them) passes them as `whitened` (whiten(m, plain[i]) each).
  */
-export function keepApartBy(rule: AlikeMergeRule, m: Whitening, plain: readonly Float64Array[]): KeepApart | undefined {
+export function keepApartBy(rule: AlikeMergeRule, m: Whitening, plain: readonly Float64Array[], whitened?: readonly Float64Array[]): KeepApart | undefined {
   const bar = rule.apartLogit;
   if (bar === undefined) return undefined;
   return {
-    view: (i) => whiten(m, plain[i]!),
+    view: (i) => whitened?.[i] ?? whiten(m, plain[i]!),
     twoVoices: (a: PairSide, b: PairSide) => logitOf(rule, features(a.view, b.view, a.comparedCosine, a.windows, b.windows, rule.maxWindows)) < bar,
   };
 }
 
 /**
  * `assignment`: each clustered window's speaker (0..speakers-1, every speaker with a window);
- * `plain`: those windows' unit embeddings, uncentred; `compared`: the same windows as clustered.
+ * `plain`: those windows' unit embeddings, uncentred; `compared`: the same windows as clustered;
+ * `whitened`, where the caller keeps them: whiten(m, plain[i]) each.
  * Speakers the rule calls one voice, directly or through another speaker, become one. Returns
  * the speakers' centroids over `compared`, ordered by first window.
  */
@@ -90,12 +92,13 @@ export function mergeAlike(
   compared: readonly Float64Array[],
   m: Whitening,
   rule: AlikeMergeRule,
+  whitened?: readonly Float64Array[],
 ): Float64Array[] {
   const members = Array.from({ length: speakers }, () => [] as number[]);
   const sums = Array.from({ length: speakers }, () => new Float64Array(m.length));
   assignment.forEach((k, i) => {
     members[k]!.push(i);
-    const w = whiten(m, plain[i]!); // one at a time: no whitened copy of an hour's windows
+    const w = whitened?.[i] ?? whiten(m, plain[i]!); // one at a time: no whitened copy of an hour's windows
     for (let d = 0; d < w.length; d++) sums[k]![d]! += w[d]!;
   });
   const found: Speaker[] = members.map((ms, k) => ({ whitened: normalise(sums[k]!), compared: centroidOf(ms, compared), windows: ms.length }));

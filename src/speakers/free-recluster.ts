@@ -47,6 +47,8 @@ export class FreeReclusteringSpeakers {
   private readonly warm: OnlineSpeakers;
   /** The last `history` windows (unit, uncentred embeddings, window order), the newest last. */
   private readonly recent: EmbeddedWindow[] = [];
+  /** The same windows as compared (whitened where the model whitens): the pair rule's view, not recomputed. */
+  private readonly recentCompared: Float64Array[] = [];
   /** The id given to each window of `recent` but the newest while it is being decided. */
   private readonly ids: number[] = [];
   private seen = 0;
@@ -75,8 +77,10 @@ export class FreeReclusteringSpeakers {
     const { every, history, freeMinWindows } = this.map.recluster;
     this.seen++;
     this.recent.push({ window, embedding: plain });
+    this.recentCompared.push(compared);
     if (this.recent.length > history) {
       this.recent.shift();
+      this.recentCompared.shift();
       this.ids.shift();
     }
     let out: { speaker: number; probs: number[] };
@@ -102,7 +106,8 @@ export class FreeReclusteringSpeakers {
 
   /** Clusters the kept windows (the newest included) freely, mapped onto the ids given. */
   private cluster(): void {
-    const { centroids, compared, mean } = clusterFreely(this.recent, this.map, this.cap);
+    // the compared windows are the whitened ones the pair rule reads, when the model whitens
+    const { centroids, compared, mean } = clusterFreely(this.recent, this.map, this.cap, this.map.whitening ? this.recentCompared : undefined);
     const past = compared.slice(0, -1).map((w) => argmax(centroids.map((c) => dot(c, w.embedding))));
     this.current = { mapping: greedyMapping(past, this.ids, centroids.length, this.used, this.cap), centroids, mean };
   }

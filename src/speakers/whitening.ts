@@ -9,7 +9,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { AurisError } from '../errors';
-import { dot, normalise } from './clustering';
+import { normalise } from './clustering';
 
 /** Rows of the matrix: compared = normalise(M e). */
 export type Whitening = readonly Float64Array[];
@@ -36,5 +36,13 @@ export function loadWhitening(dir: string, name: string, dim: number, file: stri
 
 /** normalise(M e), each output summed left to right (cluster.py `whitened` does the same sums). */
 export function whiten(m: Whitening, e: Float64Array): Float64Array {
-  return normalise(Float64Array.from(m, (row) => dot(row, e)));
+  // a monomorphic loop over typed arrays (Float64Array.from with a callback ran ~4x slower)
+  const out = new Float64Array(m.length);
+  for (let r = 0; r < m.length; r++) {
+    const row = m[r]!;
+    let s = 0;
+    for (let i = 0; i < row.length; i++) s += row[i]! * e[i]!;
+    out[r] = s;
+  }
+  return normalise(out);
 }
