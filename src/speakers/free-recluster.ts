@@ -3,7 +3,7 @@
  * (OnlineSpeakers) a stream opens a speaker for good on the first window that sounds different and
  * never revises what it has; a file job clusters all its windows at once and does better (held-out
  * conversations of 2-4 voices: 10.9 % DER against 16.8 %). So once `freeMinWindows` windows have
- * arrived, every `every` windows the stream's last `history` windows are clustered as a file's are
+ * arrived, every `freeEvery` windows the stream's last `history` windows are clustered as a file's are
  * (free-clustering.ts), and the clusters are mapped onto the ids already sent (greedyMapping), so a
  * speaker keeps its number; each window then takes its nearest centroid's id. Before that the
  * stream has too little voice to cluster: OnlineSpeakers on the whitened windows, as before.
@@ -74,7 +74,7 @@ export class FreeReclusteringSpeakers {
    * probabilities over the ids.
    */
   add(compared: Float64Array, window: number, plain: Float64Array): { speaker: number; probs: number[] } {
-    const { every, history, freeMinWindows } = this.map.recluster;
+    const { freeEvery, history, freeMinWindows } = this.map.recluster;
     this.seen++;
     this.recent.push({ window, embedding: plain });
     this.recentCompared.push(compared);
@@ -86,7 +86,7 @@ export class FreeReclusteringSpeakers {
     let out: { speaker: number; probs: number[] };
     if (this.seen < freeMinWindows) out = this.warm.add(compared);
     else {
-      if (this.current === undefined || (this.seen - freeMinWindows) % every === 0) this.cluster();
+      if (this.current === undefined || (this.seen - freeMinWindows) % freeEvery === 0) this.cluster();
       out = this.nearest(plain);
     }
     this.ids.push(out.speaker);

@@ -118,6 +118,8 @@ export function parseSpeakerMap(m: Record<string, unknown>, modelsDir: string, f
       history: int('recluster_history', 100000),
       // absent in a manifest before speakers 1.8.0: streams without a count never re-cluster
       freeMinWindows: b['free_recluster_min_windows'] === undefined ? 0 : int('free_recluster_min_windows', 100000, 0),
+      // absent before speakers 1.8.1: the two-party streams' period
+      freeEvery: b['free_recluster_every'] === undefined ? int('recluster_every', 1000) : int('free_recluster_every', 1000),
     },
     provisionalLookaheadSteps: lookahead,
     ...(whitening ? { whitening } : {}),

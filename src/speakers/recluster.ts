@@ -28,6 +28,8 @@ export interface ReclusterParams {
    * speakers 1.8.0; with `every` and `history` above); 0: never (OnlineSpeakers throughout).
    */
   freeMinWindows: number;
+  /** ... and re-cluster every this many windows (speakers 1.8.1; `every` in a manifest before). */
+  freeEvery: number;
 }
 
 /**

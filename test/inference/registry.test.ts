@@ -223,6 +223,14 @@ describe('model registry', () => {
       const wrong = withMap(`map-bad-free-${String(v)}`, (b) => (b['free_recluster_min_windows'] = v));
       expectLoadError(() => ModelRegistry.loadSync({ modelsDir: wrong }), path.join(wrong, 'speakers', 'manifest.json'), /free_recluster_min_windows" must be an integer in 0\.\.100000/);
     }
+    // ... and how often (speakers 1.8.1; absent: the two-party streams' recluster_every)
+    assert.equal(shipped.recluster.freeEvery, written['free_recluster_every']);
+    const sameEvery = ModelRegistry.loadSync({ modelsDir: withMap('map-no-free-every', (b) => delete b['free_recluster_every']) }).get('speakers').speakerMap!;
+    assert.equal(sameEvery.recluster.freeEvery, written['recluster_every'], 'a manifest before 1.8.1: the two-party period');
+    for (const v of [0, 2.5, '4']) {
+      const wrong = withMap(`map-bad-free-every-${String(v)}`, (b) => (b['free_recluster_every'] = v));
+      expectLoadError(() => ModelRegistry.loadSync({ modelsDir: wrong }), path.join(wrong, 'speakers', 'manifest.json'), /free_recluster_every" must be an integer in 1\.\.1000/);
+    }
     // the whitening (speakers 1.4.0; absent or "": none): a square matrix of the encoder's dim beside the manifest
     const dim = shipped.encoder.dim;
     assert.equal(shipped.whitening?.length, dim);

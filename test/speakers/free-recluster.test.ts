@@ -21,7 +21,7 @@ function info(freeMinWindows: number, centre = false): SpeakerMapInfo {
     },
     defaultMaxSpeakers: 4,
     centre,
-    recluster: { maxSpeakers: 2, minWindows: 8, every: 4, history: 64, freeMinWindows },
+    recluster: { maxSpeakers: 2, minWindows: 8, every: 4, history: 64, freeMinWindows, freeEvery: 4 },
     provisionalLookaheadSteps: 0,
   };
 }
@@ -52,7 +52,7 @@ describe('FreeReclusteringSpeakers (no count)', () => {
   it('decides the first windows one at a time, then follows the clustering, keeping the ids sent', () => {
     const turns = [0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 2, 2, 2, 2, 0, 0, 1, 1, 2, 2, 2];
     const map = info(6);
-    const r = new FreeReclusteringSpeakers({ ...map, recluster: { ...map.recluster, every: 1 } }, 4);
+    const r = new FreeReclusteringSpeakers({ ...map, recluster: { ...map.recluster, freeEvery: 1 } }, 4);
     const got = turns.map((axis, i) => r.add(voice(axis, i), i, voice(axis, i)).speaker);
     // a new voice's first window is no speaker yet (under min_speaker_s): it joins the closest known one
     const expected = turns.map((axis, i) => (i === turns.indexOf(2) ? 1 : axis));
@@ -70,6 +70,18 @@ describe('FreeReclusteringSpeakers (no count)', () => {
     const r = new FreeReclusteringSpeakers(info(8), 4);
     const ids = windows.map((e, i) => r.add(e, i, e).speaker);
     assert.deepEqual(new Set(ids.slice(8)).size, 1, `after the first clustering one id: ${ids.join(',')}`);
+  });
+
+  it('re-clusters every freeEvery windows, whatever the two-party streams\' period', () => {
+    // voice 0 for 10 windows, then voice 1: the first clustering (window 6) knows only voice 0
+    const turns = [...new Array<number>(10).fill(0), ...new Array<number>(10).fill(1)];
+    const ids = (every: number, freeEvery: number): number[] => {
+      const map = info(6);
+      const r = new FreeReclusteringSpeakers({ ...map, recluster: { ...map.recluster, every, freeEvery } }, 4);
+      return turns.map((axis, i) => r.add(voice(axis, i), i, voice(axis, i)).speaker);
+    };
+    assert.deepEqual(ids(1000, 1).slice(12), new Array<number>(8).fill(1), 'the new voice gets its id once clustered');
+    assert.deepEqual(ids(1, 1000).slice(10), new Array<number>(10).fill(0), 'no re-clustering: it keeps the only centroid');
   });
 
   it('probabilities sum to 1 over the ids and favour the window\'s id', () => {

@@ -48,6 +48,8 @@ interface Case {
     recluster_history: number;
     /** streams without a count re-cluster freely from this many windows (speakers 1.8.0); absent or 0: never */
     free_recluster_min_windows?: number;
+    /** ... every this many windows (speakers 1.8.1); absent or 0: recluster_every */
+    free_recluster_every?: number;
     /** models/speakers/<this> whitens each embedding: streams compare (1.4.0), files merge alike speakers (1.5.0); absent or "": none */
     whitening?: string;
     /** files without a count: the rule that merges speakers found into one voice (speakers 1.6.0); absent or null: no merge */
@@ -143,6 +145,7 @@ function reclusterOf(c: Case): ReclusterParams {
     every: p.recluster_every,
     history: p.recluster_history,
     freeMinWindows: p.free_recluster_min_windows ?? 0,
+    freeEvery: p.free_recluster_every || p.recluster_every,
   };
 }
 

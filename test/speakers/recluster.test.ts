@@ -30,7 +30,7 @@ describe('overlapMapping', () => {
 
 describe('ReclusteringSpeakers (num_speakers 2)', () => {
   it('keeps speaker 1 on the first voice, numbers the second voice 2, and follows the turns', () => {
-    const r = new ReclusteringSpeakers(params, { maxSpeakers: 2, minWindows: 4, every: 2, history: 16, freeMinWindows: 0 }, 2);
+    const r = new ReclusteringSpeakers(params, { maxSpeakers: 2, minWindows: 4, every: 2, history: 16, freeMinWindows: 0, freeEvery: 8 }, 2);
     const turns = [0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1];
     const got = turns.map((axis, i) => r.add(voice(axis, i), i).speaker);
     assert.deepEqual(got, turns);
@@ -38,7 +38,7 @@ describe('ReclusteringSpeakers (num_speakers 2)', () => {
   });
 
   it('probabilities over the two ids sum to 1 and favour the window\'s speaker', () => {
-    const r = new ReclusteringSpeakers(params, { maxSpeakers: 2, minWindows: 3, every: 1, history: 8, freeMinWindows: 0 }, 2);
+    const r = new ReclusteringSpeakers(params, { maxSpeakers: 2, minWindows: 3, every: 1, history: 8, freeMinWindows: 0, freeEvery: 8 }, 2);
     for (let i = 0; i < 30; i++) {
       const axis = Math.floor(i / 5) % 2;
       const { speaker, probs } = r.add(voice(axis, i), i);
@@ -49,7 +49,7 @@ describe('ReclusteringSpeakers (num_speakers 2)', () => {
   });
 
   it('keeps at most `history` windows however long the stream', () => {
-    const r = new ReclusteringSpeakers(params, { maxSpeakers: 2, minWindows: 4, every: 4, history: 10, freeMinWindows: 0 }, 2);
+    const r = new ReclusteringSpeakers(params, { maxSpeakers: 2, minWindows: 4, every: 4, history: 10, freeMinWindows: 0, freeEvery: 8 }, 2);
     for (let i = 0; i < 200; i++) r.add(voice(Math.floor(i / 7) % 2, i), i);
     const kept = (r as unknown as { recent: unknown[]; ids: unknown[] });
     assert.ok(kept.recent.length <= 10 && kept.ids.length === kept.recent.length);

@@ -61,6 +61,8 @@ class Params:
     # streams without a count: after this many windows (0 = never), every recluster_every windows the last
     # recluster_history windows are clustered as a file's are (free_recluster_assign, speakers 1.8.0)
     free_recluster_min_windows: int = 0
+    # ... and they re-cluster every this many windows; 0 = recluster_every (absent before 1.8.1)
+    free_recluster_every: int = 0
     # a file in models/speakers/ whose matrix each unit embedding is multiplied by (then unit again): streams compare
     # the whitened windows (OnlineSpeakers / Reclustering; whitening.py, speakers 1.4.0), files merge their speakers'
     # whitened centroids (merge_alike, speakers 1.5.0); "" = none
@@ -86,7 +88,8 @@ class Params:
     def from_manifest(cls, path: Path | str = MANIFEST) -> "Params":
         block = json.load(open(path))["speaker_map"]
         optional = {"whitening": "", "alike_merge": None, "whitened_scores": False,  # absent before 1.4.0 / 1.6.0 / 1.7.0
-                    "free_recluster_min_windows": 0}  # absent before 1.8.0
+                    "free_recluster_min_windows": 0,  # absent before 1.8.0
+                    "free_recluster_every": 0}  # absent before 1.8.1
         missing = [f.name for f in fields(cls) if f.name not in block and f.name not in optional]
         if missing:
             raise KeyError(f"{path}: speaker_map lacks {missing}")
@@ -642,8 +645,8 @@ def greedy_mapping(assign_past: np.ndarray, ids_past: np.ndarray, clusters: int,
 
 def free_recluster_assign(win, E: np.ndarray, Ew: np.ndarray, p: Params, cap: int) -> tuple[np.ndarray, np.ndarray]:
     """FreeReclustering (free-recluster.ts), a stream without a count: the first free_recluster_min_windows - 1
-    windows as OnlineSpeakers over the whitened rows Ew (cap); from then on, every recluster_every windows, the last
-    recluster_history windows (plain unit rows E) are clustered as a file's (free_clusters) and the clusters mapped
+    windows as OnlineSpeakers over the whitened rows Ew (cap); from then on, every free_recluster_every windows
+    (recluster_every where 0), the last recluster_history windows (plain unit rows E) are clustered as a file's (free_clusters) and the clusters mapped
     onto the ids already given (greedy_mapping); each window takes the id of its nearest centroid (its row centred on
     the history's mean) and softmax(T x cosine) added onto the mapped ids. Returns (id of each window, P [n, cap])."""
     win = np.asarray(win, dtype=int)
@@ -654,8 +657,9 @@ def free_recluster_assign(win, E: np.ndarray, Ew: np.ndarray, p: Params, cap: in
     ids[:warm], P[:warm] = online_assign(Ew[:warm], p, cap)
     known = int(ids[:warm].max()) + 1 if warm else 0
     cur = None
+    every = p.free_recluster_every or p.recluster_every
     for i in range(warm, n):
-        if cur is None or (i + 1 - p.free_recluster_min_windows) % p.recluster_every == 0:
+        if cur is None or (i + 1 - p.free_recluster_min_windows) % every == 0:
             lo = max(0, i + 1 - p.recluster_history)
             cents, Ea, mean = free_clusters(win[lo:i + 1], E[lo:i + 1], p, cap)
             lab = np.array([int(np.argmax(dots(cents, e))) for e in Ea[:-1]], dtype=int)

@@ -7,7 +7,7 @@ uses the DEV corpora only; TEST corpora are scored once.
 
   python -m training diarization tune      # coordinate search on DEV -> training/runs/diarization/tuning.json
   python -m training diarization tune-merge  # files' alike-merge rule on DEV (merge_rule.py, speakers 1.6.0) -> merge_tuning.json
-  python -m training diarization tune-free-recluster  # streams without a count: when they start re-clustering (1.8.0)
+  python -m training diarization tune-free-recluster  # streams without a count: when they start re-clustering, how often
   python -m training diarization report    # tables of the manifest's parameters (or --params FILE) on DEV and TEST
   (--runs DIR or $AURIS_DIARIZATION_RUNS: another training/runs/diarization, e.g. a worktree's with the cache)
 """
@@ -69,13 +69,14 @@ def windows(rec: dict, p: C.Params) -> tuple[np.ndarray, np.ndarray]:
 CONFIRM = 1  # the service; > 1 = a variant for streams (--confirm N)
 
 
-def score(rec: dict, p: C.Params, oracle_count: bool = False, online: bool = True, provisional: bool = False) -> dict:
+def score(rec: dict, p: C.Params, oracle_count: bool = False, online: bool = True, provisional: bool = False,
+          files: bool = True) -> dict:
     win, E = windows(rec, p)
     n = rec["meta"]["speakers"]
     out = {"key": rec["meta"]["key"], "corpus": rec["meta"]["corpus"], "condition": rec["meta"]["condition"], "n": n,
            "seconds": rec["seconds"], "windows": len(win)}
     steps = len(rec["levels"])
-    modes = [("file", C.file_map(steps, win, E, p, n if oracle_count else None, speech=rec["speech"]))]
+    modes = [("file", C.file_map(steps, win, E, p, n if oracle_count else None, speech=rec["speech"]))] if files else []
     if online:  # with the count given, a stream of 2 speakers re-clusters (cluster.recluster_assign)
         o = C.stream_map(steps, win, E, p, confirm=CONFIRM, num_speakers=n if oracle_count else None)
         modes.append(("online", o))
@@ -91,8 +92,8 @@ def score(rec: dict, p: C.Params, oracle_count: bool = False, online: bool = Tru
     return out
 
 
-def evaluate(recs, p, oracle_count=False, online=True, provisional=False) -> list[dict]:
-    return [score(r, p, oracle_count, online, provisional) for r in recs]
+def evaluate(recs, p, oracle_count=False, online=True, provisional=False, files=True) -> list[dict]:
+    return [score(r, p, oracle_count, online, provisional, files) for r in recs]
 
 
 def pooled(rows, mode="file") -> dict:
@@ -155,19 +156,22 @@ def tune(recs, hops=(6, 12, 25), rounds=2, log=print) -> dict:
     return best_by_hop
 
 
-FREE_RECLUSTER_GRID = [0, 80, 100, 120, 140, 160]  # 0: streams without a count never re-cluster (1.7.0)
+# (free_recluster_min_windows, free_recluster_every): 0 windows = streams without a count never re-cluster (1.7.0)
+FREE_RECLUSTER_GRID = [(0, 8), (100, 4), (120, 4), (140, 4), (160, 4), (140, 8), (140, 2)]
 
 
 def tune_free_recluster(recs, p: C.Params, grid=FREE_RECLUSTER_GRID, log=print) -> dict:
-    """Streams without a count (speakers 1.8.0): `free_recluster_min_windows` by the streams' objective on DEV
-    (the other parameters the manifest's); ~5 min per value on one core."""
+    """Streams without a count (speakers 1.8.0, 1.8.1): when they start re-clustering and how often
+    (free_recluster_min_windows, free_recluster_every) by the streams' objective on DEV (the other parameters the
+    manifest's); files are not scored (they do not depend on these); ~3 min per pair on one core at every 4."""
     res = {}
-    for m in grid:
-        rows = evaluate(recs, replace(p, free_recluster_min_windows=m))
-        res[m] = {"objective_online": objective(rows, "online"), "online": pooled(rows, "online")}
-        log(f"free_recluster_min_windows {m}: streams' objective {res[m]['objective_online']:.4f}")
-    best = min(res, key=lambda m: res[m]["objective_online"])
-    return {"free_recluster_min_windows": best, "grid": res}
+    for m, e in grid:
+        rows = evaluate(recs, replace(p, free_recluster_min_windows=m, free_recluster_every=e), files=False)
+        res[f"{m}:{e}"] = {"objective_online": objective(rows, "online"), "online": pooled(rows, "online")}
+        log(f"free_recluster_min_windows {m}, every {e}: streams' objective {res[f'{m}:{e}']['objective_online']:.4f}")
+    best = min(res, key=lambda k: res[k]["objective_online"])
+    m, e = (int(x) for x in best.split(":"))
+    return {"free_recluster_min_windows": m, "free_recluster_every": e, "grid": res}
 
 
 def table(rows, title) -> str:
@@ -230,7 +234,8 @@ def main() -> None:
                     help="report: a JSON file {\"params\": {...}} (missing names: the manifest's); default the manifest's")
     ap.add_argument("--with-clustering", action="store_true",
                     help="tune-merge: re-choose merge_threshold and min_speaker_s with the rule (not kept: merge_rule.py)")
-    ap.add_argument("--grid", default=None, help="tune-free-recluster: the values tried (default FREE_RECLUSTER_GRID)")
+    ap.add_argument("--grid", default=None,
+                    help="tune-free-recluster: the pairs tried, START:EVERY,... (default FREE_RECLUSTER_GRID)")
     ap.add_argument("--confirm", type=int, default=1, help="> 1: a variant for streams (not the service)")
     ap.add_argument("--runs", default=None, help="the folder with cache/ (default training/runs/diarization)")
     a = ap.parse_args()
@@ -253,10 +258,11 @@ def main() -> None:
               f"alike_merge {json.dumps(res['alike_merge'])}, whitened_scores {json.dumps(res['whitened_scores'])}: "
               f"objective {res['objective']:.4f}")
     elif a.cmd == "tune-free-recluster":
-        grid = [int(x) for x in a.grid.split(",")] if a.grid else FREE_RECLUSTER_GRID
+        grid = [tuple(int(x) for x in v.split(":")) for v in a.grid.split(",")] if a.grid else FREE_RECLUSTER_GRID
         res = tune_free_recluster(load(S.DEV)[:: a.subsample], C.Params.from_manifest(), grid)
-        (RUNS / f"free_recluster_tuning{'-' + a.grid.replace(',', '-') if a.grid else ''}.json").write_text(json.dumps(res, indent=1, default=float))
-        print(f"free_recluster_min_windows {res['free_recluster_min_windows']}")
+        name = "free_recluster_tuning" + ("-" + a.grid.replace(",", "-").replace(":", "x") if a.grid else "")
+        (RUNS / f"{name}.json").write_text(json.dumps(res, indent=1, default=float))
+        print(f"free_recluster_min_windows {res['free_recluster_min_windows']}, every {res['free_recluster_every']}")
     else:
         p = C.Params.from_dict(json.load(open(a.params))["params"]) if a.params else C.Params.from_manifest()
         out = {"params": p.as_dict(), "confirm": CONFIRM}
