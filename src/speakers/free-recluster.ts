@@ -12,9 +12,10 @@
  * free_recluster_assign is the Python twin (golden-tested).
  */
 import { argmax } from '../analysis/postprocess';
-import { centredOn, dot, OnlineSpeakers, softmax, type EmbeddedWindow } from './clustering';
+import { centredOn, dot, OnlineSpeakers, softmax } from './clustering';
 import { clusterFreely } from './free-clustering';
 import type { SpeakerMapInfo } from './manifest';
+import { RecentWindows } from './recent-windows';
 
 /**
  * Cluster a -> speaker id: the (cluster, id) pair agreeing on the most past windows first (ties: the
@@ -45,14 +46,7 @@ export function greedyMapping(assignment: readonly number[], ids: readonly numbe
 
 export class FreeReclusteringSpeakers {
   private readonly warm: OnlineSpeakers;
-  /** The last `history` windows (unit, uncentred embeddings, window order), the newest last. */
-  private readonly recent: EmbeddedWindow[] = [];
-  /** The same windows as compared (whitened where the model whitens): the pair rule's view, not recomputed. */
-  private readonly recentCompared: Float64Array[] = [];
-  /** The id given to each window of `recent` but the newest while it is being decided. */
-  private readonly ids: number[] = [];
-  private seen = 0;
-  private used = 0;
+  private readonly recent: RecentWindows;
   private current: { mapping: number[]; centroids: Float64Array[]; mean: Float64Array } | undefined;
 
   constructor(
@@ -61,11 +55,12 @@ export class FreeReclusteringSpeakers {
     private readonly cap: number,
   ) {
     this.warm = new OnlineSpeakers(map.params, cap);
+    this.recent = new RecentWindows(map.recluster.history);
   }
 
   /** Speakers given an id so far. */
   get count(): number {
-    return this.used;
+    return this.recent.used;
   }
 
   /**
@@ -74,23 +69,15 @@ export class FreeReclusteringSpeakers {
    * probabilities over the ids.
    */
   add(compared: Float64Array, window: number, plain: Float64Array): { speaker: number; probs: number[] } {
-    const { freeEvery, history, freeMinWindows } = this.map.recluster;
-    this.seen++;
-    this.recent.push({ window, embedding: plain });
-    this.recentCompared.push(compared);
-    if (this.recent.length > history) {
-      this.recent.shift();
-      this.recentCompared.shift();
-      this.ids.shift();
-    }
+    const { freeEvery, freeMinWindows } = this.map.recluster;
+    this.recent.push(window, plain, compared);
     let out: { speaker: number; probs: number[] };
-    if (this.seen < freeMinWindows) out = this.warm.add(compared);
+    if (this.recent.seen < freeMinWindows) out = this.warm.add(compared);
     else {
-      if (this.current === undefined || (this.seen - freeMinWindows) % freeEvery === 0) this.cluster();
+      if (this.current === undefined || (this.recent.seen - freeMinWindows) % freeEvery === 0) this.cluster();
       out = this.nearest(plain);
     }
-    this.ids.push(out.speaker);
-    this.used = Math.max(this.used, out.speaker + 1);
+    this.recent.decided(out.speaker);
     return out;
   }
 
@@ -107,8 +94,9 @@ export class FreeReclusteringSpeakers {
   /** Clusters the kept windows (the newest included) freely, mapped onto the ids given. */
   private cluster(): void {
     // the compared windows are the whitened ones the pair rule reads, when the model whitens
-    const { centroids, compared, mean } = clusterFreely(this.recent, this.map, this.cap, this.map.whitening ? this.recentCompared : undefined);
+    const { windows, ids, used } = this.recent;
+    const { centroids, compared, mean } = clusterFreely(windows, this.map, this.cap, this.map.whitening ? this.recent.compared : undefined);
     const past = compared.slice(0, -1).map((w) => argmax(centroids.map((c) => dot(c, w.embedding))));
-    this.current = { mapping: greedyMapping(past, this.ids, centroids.length, this.used, this.cap), centroids, mean };
+    this.current = { mapping: greedyMapping(past, ids, centroids.length, used, this.cap), centroids, mean };
   }
 }

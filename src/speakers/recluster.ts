@@ -12,7 +12,8 @@
  * training/diarization/cluster.py recluster_assign (golden-tested).
  */
 import { argmax } from '../analysis/postprocess';
-import { centredOn, clusterWindows, dot, meanEmbedding, OnlineSpeakers, softmax, type EmbeddedWindow, type SpeakerMapParams } from './clustering';
+import { centredOn, clusterWindows, dot, meanEmbedding, OnlineSpeakers, softmax, type SpeakerMapParams } from './clustering';
+import { RecentWindows } from './recent-windows';
 
 export interface ReclusterParams {
   /** Streams given num_speakers up to this re-cluster; larger counts use OnlineSpeakers. */
@@ -66,12 +67,7 @@ export function overlapMapping(assignment: readonly number[], ids: readonly numb
 
 export class ReclusteringSpeakers {
   private readonly warm: OnlineSpeakers;
-  /** The last `history` windows (unit embeddings, window order), the newest last. */
-  private readonly recent: EmbeddedWindow[] = [];
-  /** The id given to each window of `recent` but the newest while it is being decided. */
-  private readonly ids: number[] = [];
-  private seen = 0;
-  private used = 0;
+  private readonly recent: RecentWindows;
   private current: { mapping: number[]; centroids: Float64Array[]; mean: Float64Array } | undefined;
 
   constructor(
@@ -81,30 +77,25 @@ export class ReclusteringSpeakers {
     readonly speakers: number,
   ) {
     this.warm = new OnlineSpeakers(params, speakers);
+    this.recent = new RecentWindows(recluster.history);
   }
 
   /** Speakers given an id so far. */
   get count(): number {
-    return this.used;
+    return this.recent.used;
   }
 
   /** The next embedded window (unit length, in window order): its speaker id and probabilities over the ids. */
   add(embedding: Float64Array, window: number): { speaker: number; probs: number[] } {
-    this.seen++;
-    this.recent.push({ window, embedding });
-    if (this.recent.length > this.recluster.history) {
-      this.recent.shift();
-      this.ids.shift();
-    }
-    const out = this.seen < this.recluster.minWindows ? this.warm.add(embedding) : this.nearest(embedding);
-    this.ids.push(out.speaker);
-    this.used = Math.max(this.used, out.speaker + 1);
+    this.recent.push(window, embedding);
+    const out = this.recent.seen < this.recluster.minWindows ? this.warm.add(embedding) : this.nearest(embedding);
+    this.recent.decided(out.speaker);
     return out;
   }
 
   /** The id of the window's nearest centroid, the kept windows re-clustered first when it is time. */
   private nearest(embedding: Float64Array): { speaker: number; probs: number[] } {
-    if (this.current === undefined || (this.seen - this.recluster.minWindows) % this.recluster.every === 0) this.cluster();
+    if (this.current === undefined || (this.recent.seen - this.recluster.minWindows) % this.recluster.every === 0) this.cluster();
     const { mapping, centroids, mean } = this.current!;
     const e = centredOn(embedding, mean);
     const sims = centroids.map((c) => dot(c, e));
@@ -115,11 +106,12 @@ export class ReclusteringSpeakers {
 
   /** Clusters the kept windows (the newest included) for exactly `speakers`, mapped onto the ids given. */
   private cluster(): void {
-    const n = this.recent.length;
-    const mean = meanEmbedding(this.recent);
-    const centred = this.recent.map((w) => ({ window: w.window, embedding: centredOn(w.embedding, mean) }));
+    const { windows, ids } = this.recent;
+    const n = windows.length;
+    const mean = meanEmbedding(windows);
+    const centred = windows.map((w) => ({ window: w.window, embedding: centredOn(w.embedding, mean) }));
     const c = clusterWindows(centred, this.params, this.speakers, this.speakers);
-    const mapping = overlapMapping(c.assignment.slice(0, n - 1), this.ids, c.speakers, this.speakers);
+    const mapping = overlapMapping(c.assignment.slice(0, n - 1), ids, c.speakers, this.speakers);
     this.current = { mapping, centroids: c.centroids, mean };
   }
 }

@@ -6,6 +6,7 @@ import { strict as assert } from 'node:assert';
 import { describe, it } from 'node:test';
 import { normalise, type SpeakerMapParams } from '../../src/speakers/clustering';
 import { overlapMapping, ReclusteringSpeakers } from '../../src/speakers/recluster';
+import type { RecentWindows } from '../../src/speakers/recent-windows';
 
 const params: SpeakerMapParams = {
   hopSteps: 12, windowSteps: 25, segmentThreshold: 0.6, mergeThreshold: 0.15, refineIterations: 2,
@@ -51,7 +52,8 @@ describe('ReclusteringSpeakers (num_speakers 2)', () => {
   it('keeps at most `history` windows however long the stream', () => {
     const r = new ReclusteringSpeakers(params, { maxSpeakers: 2, minWindows: 4, every: 4, history: 10, freeMinWindows: 0, freeEvery: 8 }, 2);
     for (let i = 0; i < 200; i++) r.add(voice(Math.floor(i / 7) % 2, i), i);
-    const kept = (r as unknown as { recent: unknown[]; ids: unknown[] });
-    assert.ok(kept.recent.length <= 10 && kept.ids.length === kept.recent.length);
+    const kept = (r as unknown as { recent: RecentWindows }).recent;
+    assert.ok(kept.windows.length <= 10 && kept.ids.length === kept.windows.length && kept.compared.length === kept.windows.length);
+    assert.equal(kept.seen, 200);
   });
 });
