@@ -26,7 +26,7 @@ export interface ReclusterParams {
   history: number;
   /**
    * Streams given no count: from this many windows on they re-cluster freely (free-recluster.ts,
-   * speakers 1.8.0; with `every` and `history` above); 0: never (OnlineSpeakers throughout).
+   * speakers 1.8.0; every `freeEvery` over the last `history`); 0: never (OnlineSpeakers throughout).
    */
   freeMinWindows: number;
   /** ... and re-cluster every this many windows (speakers 1.8.1; `every` in a manifest before). */

@@ -208,11 +208,11 @@ def main() -> None:
     def freely_reclustered(x, c):  # a stream without a count re-clusters (free_recluster_min_windows), changing its labels
         p_, win, E, _ = case_inputs(c)
         online = C.stream_map(c["steps"], win, E, replace(p_, free_recluster_min_windows=0))["labels"]
-        return x["windows"] >= p.free_recluster_min_windows + 3 * p.recluster_every and x["online_speakers"] >= 2 \
+        return x["windows"] >= p.free_recluster_min_windows + 3 * (p.free_recluster_every or p.recluster_every) and x["online_speakers"] >= 2 \
             and list(online) != c["expected"]["stream"]["labels"]
     if p.free_recluster_min_windows > 0:
         c = _search(many, p, 1200, freely_reclustered)
-        c["note"] = f"hop {p.hop_steps}, the manifest's parameters, a stream without a count: OnlineSpeakers for the first free_recluster_min_windows - 1 windows, then the recent windows clustered as a file's every recluster_every windows and mapped onto the ids already given (greedy; new ids for the rest; speakers 1.8.0)"
+        c["note"] = f"hop {p.hop_steps}, the manifest's parameters, a stream without a count: OnlineSpeakers for the first free_recluster_min_windows - 1 windows, then the recent windows clustered as a file's every free_recluster_every windows and mapped onto the ids already given (greedy; new ids for the rest; speakers 1.8.0, its own period since 1.8.1)"
         cases.append(c)
     a, b, m = [10000, 0, 0, 0], [0, 10000, 0, 0], [7071, 7071, 0, 0]
     ties = {"note": "synthetic 4-d ties: every window its own segment, equal merge candidates (lowest pair first), a window "
