@@ -13,16 +13,24 @@ export class RecentWindows {
   readonly compared: Float64Array[] = [];
   /** The id given to each of `windows` but the newest while it is being decided. */
   readonly ids: number[] = [];
-  /** Windows seen, kept or not. */
-  seen = 0;
-  /** Speakers given an id so far. */
-  used = 0;
+  private seenCount = 0;
+  private usedCount = 0;
 
   constructor(private readonly history: number) {}
 
+  /** Windows seen, kept or not. */
+  get seen(): number {
+    return this.seenCount;
+  }
+
+  /** Speakers given an id so far. */
+  get used(): number {
+    return this.usedCount;
+  }
+
   /** The next window, before its id is decided; the oldest is dropped past `history`. */
   push(window: number, embedding: Float64Array, compared: Float64Array = embedding): void {
-    this.seen++;
+    this.seenCount++;
     this.windows.push({ window, embedding });
     this.compared.push(compared);
     if (this.windows.length > this.history) {
@@ -35,6 +43,6 @@ export class RecentWindows {
   /** The newest window's id. */
   decided(id: number): void {
     this.ids.push(id);
-    this.used = Math.max(this.used, id + 1);
+    this.usedCount = Math.max(this.usedCount, id + 1);
   }
 }

@@ -58,7 +58,7 @@ class Params:
     recluster_min_windows: int = 8
     recluster_every: int = 8
     recluster_history: int = 256
-    # streams without a count: after this many windows (0 = never), every recluster_every windows the last
+    # streams without a count: after this many windows (0 = never), every free_recluster_every windows the last
     # recluster_history windows are clustered as a file's are (free_recluster_assign, speakers 1.8.0)
     free_recluster_min_windows: int = 0
     # ... and they re-cluster every this many windows; 0 = recluster_every (absent before 1.8.1)
@@ -646,8 +646,8 @@ def greedy_mapping(assign_past: np.ndarray, ids_past: np.ndarray, clusters: int,
 def free_recluster_assign(win, E: np.ndarray, Ew: np.ndarray, p: Params, cap: int) -> tuple[np.ndarray, np.ndarray]:
     """FreeReclustering (free-recluster.ts), a stream without a count: the first free_recluster_min_windows - 1
     windows as OnlineSpeakers over the whitened rows Ew (cap); from then on, every free_recluster_every windows
-    (recluster_every where 0), the last recluster_history windows (plain unit rows E) are clustered as a file's (free_clusters) and the clusters mapped
-    onto the ids already given (greedy_mapping); each window takes the id of its nearest centroid (its row centred on
+    (recluster_every where 0), the last recluster_history windows (plain unit rows E) are clustered as a file's
+    (free_clusters) and the clusters mapped onto the ids already given (greedy_mapping); each window takes the id of its nearest centroid (its row centred on
     the history's mean) and softmax(T x cosine) added onto the mapped ids. Returns (id of each window, P [n, cap])."""
     win = np.asarray(win, dtype=int)
     n = len(E)
