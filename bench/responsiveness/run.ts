@@ -6,7 +6,11 @@
  *    5 ms timer ticks, ticks seen against ticks due, and RSS growth (10 min of stereo PCM is
  *    100 MB as s16, 200 MB as float: a bounded reader stays far below);
  *  - the inference pool (1 worker) running a large placeholder model: longest timer gap against
- *    the time one run takes (had inference run on the main thread, a gap would be a whole run).
+ *    the time one run takes (had inference run on the main thread, a gap would be a whole run);
+ *  - the speaker map's clusterings (the shipped `speakers` model's parameters, synthetic windows of
+ *    ten voices): a file's hour of windows and a stream's re-clustering of its last 256, each timed
+ *    on the main thread (the stall every other job and stream saw before) and on the clustering
+ *    thread (src/speakers/clustering-thread.ts), with the longest timer gap meanwhile.
  * Prints a table and writes bench/out/responsiveness.json.
  */
 import * as fs from 'node:fs';
@@ -16,6 +20,10 @@ import { FileFrontend } from '../../src/audio';
 import { FLOATS_PER_STEP, InferencePool, ModelRegistry, writePlaceholderModels } from '../../src/inference';
 import { seededRandom } from '../../src/inference/placeholder';
 import { writeLongWav } from '../../test/audio/helpers';
+import { normalise, type EmbeddedWindow } from '../../src/speakers/clustering';
+import { ClusteringThread } from '../../src/speakers/clustering-thread';
+import { speakersOfFile } from '../../src/speakers/file-map';
+import { freeClusters } from '../../src/speakers/free-recluster';
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
 const OUT = path.join(ROOT, 'bench', 'out');
@@ -93,10 +101,61 @@ async function pool(dir: string): Promise<Record<string, unknown>> {
   }
 }
 
+/**
+ * `n` unit windows of ten voices taking turns of 2-8 s (hop 6 steps = 384 ms), around random directions; a voice's
+ * successive windows at cosine ~0.73, above the segment threshold (0.7) as recorded voices' mostly are. (At ~0.56,
+ * every window its own segment, the agglomeration's cost grows as n^1.8: 2,000 windows 7 s here; see docs/benchmarks.md.)
+ */
+function tenVoices(n: number, dim: number): EmbeddedWindow[] {
+  const normal = seededRandom(3); // mean 0, variance 1/3, within (-2, 2)
+  const r = (): number => Math.min(0.999999, Math.max(0, normal() / 4 + 0.5)); // in [0, 1)
+  const voices = Array.from({ length: 10 }, () => Float64Array.from({ length: dim }, normal));
+  const out: EmbeddedWindow[] = [];
+  let voice = 0;
+  while (out.length < n) {
+    const turn = 5 + Math.floor(r() * 16);
+    for (let i = 0; i < turn && out.length < n; i++) {
+      out.push({ window: out.length, embedding: normalise(voices[voice]!.map((v) => v + normal() * 0.5)) });
+    }
+    voice = (voice + 1 + Math.floor(r() * 9)) % 10;
+  }
+  return out;
+}
+
+async function clustering(): Promise<Record<string, unknown>[]> {
+  const map = ModelRegistry.loadSync({}).get('speakers').speakerMap!;
+  const hop = map.params.hopSteps;
+  const file = tenVoices(Math.round(3600 / ((hop * 64) / 1000)), map.encoder.dim); // an hour of speech
+  const steps = file.length * hop + map.params.windowSteps;
+  const speech = new Uint8Array(steps).fill(1);
+  const stream = file.slice(0, map.recluster.history);
+  const thread = new ClusteringThread('bench');
+  try {
+    const rows: Record<string, unknown>[] = [];
+    for (const [what, here, there] of [
+      [`file: an hour of windows (${file.length})`, () => speakersOfFile(map, file, steps, speech), () => thread.file(map, file, steps, speech)],
+      [`stream: re-clustering its last ${stream.length} windows`, () => freeClusters(stream, map, 10), () => thread.free(map, 10, stream)],
+    ] as const) {
+      let t = performance.now();
+      here();
+      const mainThreadMs = round(performance.now() - t);
+      await there(); // the thread started and the map sent
+      const monitor = new LoopMonitor();
+      t = performance.now();
+      await there();
+      const threadMs = round(performance.now() - t);
+      rows.push({ what: `speaker clustering, ${what}`, mainThreadMs, threadMs, ...monitor.stop() });
+    }
+    return rows;
+  } finally {
+    await thread.close();
+  }
+}
+
 async function main(): Promise<void> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'auris-bench-resp-'));
   try {
-    const rows = [await longFile(dir), await pool(dir)];
+    const rows = [await longFile(dir), await pool(dir), ...(await clustering())];
     for (const r of rows) console.log(JSON.stringify(r));
     fs.mkdirSync(OUT, { recursive: true });
     fs.writeFileSync(path.join(OUT, 'responsiveness.json'), JSON.stringify({ machine: { cpus: os.cpus().length, load: os.loadavg() }, rows }, null, 2));

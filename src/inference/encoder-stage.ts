@@ -28,8 +28,8 @@ export interface EncoderStageOptions {
   schedule: ViewSchedule;
   /** Runs the encoders on one window's samples (ownership passes; `run`: its position in the run) -> their embeddings. */
   embed(pcm: Float32Array, run: number): Promise<(Float32Array | undefined)[]>;
-  /** Every window's outcome, in window order. */
-  onWindow(outcome: WindowOutcome): void;
+  /** Every window's outcome, in window order; a promise returned holds back the next outcome until it settles. */
+  onWindow(outcome: WindowOutcome): void | Promise<void>;
 }
 
 export class EncoderStage {
@@ -140,15 +140,14 @@ export class EncoderStage {
     }
     this.pending++;
     this.tail = this.tail.then(async () => {
-      let o: WindowOutcome;
       try {
-        o = await outcome;
+        const o = await outcome;
+        this.pending--;
+        if (!this.closed) await this.options.onWindow(o);
       } catch (e) {
         this.failure ??= e as Error;
         throw e;
       }
-      this.pending--;
-      if (!this.closed) this.options.onWindow(o);
     });
     this.tail.catch(() => undefined);
   }

@@ -10,6 +10,7 @@ import { ModelInfo, ModelRegistry } from './registry';
 import { OutputFn, WindowedRunner } from './runner';
 import { EncoderStage, type WindowOutcome } from './encoder-stage';
 import { ChannelViews } from './channel-views';
+import { ClusteringThread } from '../speakers/clustering-thread';
 
 export interface EngineOptions extends InferencePoolOptions {
   /** Default: $AURIS_MODELS_DIR, else <package root>/models. */
@@ -31,6 +32,11 @@ export interface RunnerOptions {
 
 export class InferenceEngine {
   readonly windowSteps: number;
+  /**
+   * The speaker map's clusterings, off the main thread (src/speakers/clustering-thread.ts): one
+   * thread for file jobs' (seconds for an hour), one for live streams' (so these never wait behind a file's).
+   */
+  readonly clustering = { files: new ClusteringThread('files'), streams: new ClusteringThread('streams') };
 
   private constructor(
     readonly registry: ModelRegistry,
@@ -126,15 +132,16 @@ export class InferenceEngine {
    * The encoder stage of a speaker-map model's channel (src/speakers): every voiced window of its
    * schedule is embedded on the pool and reported, in order, to `onWindow`.
    */
-  speakerStage(model: ModelInfo, onWindow: (o: WindowOutcome) => void): EncoderStage {
+  speakerStage(model: ModelInfo, onWindow: (o: WindowOutcome) => void | Promise<void>): EncoderStage {
     const map = model.speakerMap;
     if (!map) throw new AurisError('INVALID_ARGUMENT', `model ${model.name} is not a speaker map`);
     const embed = (pcm: Float32Array): Promise<Float32Array[]> => this.pool.runEncoder(map.encoder, pcm).then((e) => [e]);
     return new EncoderStage({ schedule: map.schedule, embed, onWindow });
   }
 
-  close(): Promise<void> {
-    return this.pool.close();
+  async close(): Promise<void> {
+    await Promise.all([this.clustering.files.close(), this.clustering.streams.close()]);
+    await this.pool.close();
   }
 }
 

@@ -16,6 +16,7 @@ import type { WindowedRunner } from '../inference/runner';
 import type { EncoderStage } from '../inference/encoder-stage';
 import { defaultOpen, type FileFrontendLike, type OpenFileFrontend } from './audio';
 import { FileSpeakerMap } from '../speakers/file-map';
+import type { SpeakerMapInfo } from '../speakers/manifest';
 import { requestedSpeakerGender, speakerGenderSummary } from '../speakers/speaker-gender';
 
 /** Progress, audio facts and cancellation of one analysis (the job worker's view too). */
@@ -67,7 +68,7 @@ interface ChannelState {
   /** Encoder stages of the models with encoder views (src/inference/views.ts) and of the speaker map. */
   stages: EncoderStage[];
   /** The speaker map of this channel, when `speakers` runs (src/speakers). */
-  speakers?: { model: string; map: FileSpeakerMap };
+  speakers?: { model: string; info: SpeakerMapInfo; map: FileSpeakerMap };
 }
 
 function aborted(signal: AbortSignal | undefined): AurisError {
@@ -127,7 +128,7 @@ export async function analyzeFile(source: AudioSource, input: AnalysisRequestInp
     await feedRunners(frontend, states, expectedSteps(info) * states.size, progress, signal);
     // Real duration from the header; unknown (frames -1) -> whole steps.
     const headerMs = info.sampleRate > 0 && info.frames > 0 ? (info.frames / info.sampleRate) * 1000 : 0;
-    const { channels, steps } = postProcess(plan, states, headerMs);
+    const { channels, steps } = await postProcess(plan, states, headerMs, signal);
     progress(1);
     const maxSteps = Math.max(...Object.values(steps));
     return { channels, info, request: plan.request, modelsRun: plan.modelsRun, steps, durationMs: headerMs > 0 ? headerMs : maxSteps * STEP_MS };
@@ -195,7 +196,7 @@ function channelStates(plan: AnalysisPlan, channels: number[], expected: number,
       if (m.speakerMap) {
         // no network: the encoder stage's windows are clustered once the channel is read
         const map = new FileSpeakerMap(m.speakerMap);
-        st.speakers = { model: m.name, map };
+        st.speakers = { model: m.name, info: m.speakerMap, map };
         st.stages.push(plan.engine.speakerStage(m, (o) => map.pushWindow(o)));
         continue;
       }
@@ -284,7 +285,12 @@ function speechSteps(plan: AnalysisPlan, probs: Record<string, Float32Array>, le
 }
 
 /** Each channel's steps through post-processing (src/analysis) into its SPEC channel result. */
-function postProcess(plan: AnalysisPlan, states: Map<number, ChannelState>, headerMs: number): { channels: Record<string, ChannelResult>; steps: Record<string, number> } {
+async function postProcess(
+  plan: AnalysisPlan,
+  states: Map<number, ChannelState>,
+  headerMs: number,
+  signal: AbortSignal | undefined,
+): Promise<{ channels: Record<string, ChannelResult>; steps: Record<string, number> }> {
   const { request } = plan;
   const options: PostProcessOptions = {
     models: request.models,
@@ -311,7 +317,9 @@ function postProcess(plan: AnalysisPlan, states: Map<number, ChannelState>, head
       const counts: { numSpeakers?: number; maxSpeakers?: number } = {};
       if (request.numSpeakers !== undefined) counts.numSpeakers = request.numSpeakers;
       if (request.maxSpeakers !== undefined) counts.maxSpeakers = request.maxSpeakers;
-      const found = st.speakers.map.finish(st.steps, speechSteps(plan, probs, st.levels.view(), st.steps, options.volumeThreshold), counts);
+      // on the clustering thread: an hour's windows take seconds, which the main thread's other jobs and streams would wait
+      const speech = speechSteps(plan, probs, st.levels.view(), st.steps, options.volumeThreshold);
+      const found = await abortable(plan.engine.clustering.files.file(st.speakers.info, st.speakers.map.embedded, st.steps, speech, counts), signal);
       probs[st.speakers.model] = found.probs;
       channelOptions = { ...options, rawKeys: { ...options.rawKeys, [st.speakers.model]: found.keys } };
       if (genderHead) speakerGender = speakerGenderSummary(genderHead, found.embeddings, found.keys.length);

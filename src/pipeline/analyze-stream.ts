@@ -201,7 +201,7 @@ export class StreamSession {
       store.append(probs);
       this.emitReady();
       this.events.onProgress?.();
-    }, () => this.steps, options.numSpeakers);
+    }, () => this.steps, options.numSpeakers, engine.clustering.streams);
     // each speaker's gender in the summary when `gender` is requested too (speaker-gender.ts)
     const gender = options.includeSummary && engine.registry.has('gender') ? requestedSpeakerGender([m, engine.registry.get('gender')], options.models) : undefined;
     this.speakers = { info: m, map: live, gender };
@@ -313,6 +313,7 @@ export class StreamSession {
     for (const r of this.runners) r.close();
     this.provisional?.close();
     for (const e of this.stages) e.close();
+    this.speakers?.map.close();
     this.finish?.reject(new AurisError('ABORTED', 'stream closed'));
     this.finish = undefined;
   }

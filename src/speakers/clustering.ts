@@ -124,6 +124,12 @@ function clusterOf(members: number[], emb: readonly Float64Array[]): Cluster {
   return { members, sum, centroid: normalise(sum) };
 }
 
+/** A stream's window given a speaker: its id and the probabilities over the ids. */
+export interface Decision {
+  speaker: number;
+  probs: number[];
+}
+
 /** One embedded window of a channel: its index j (steps [jH, jH + W)) and unit embedding. */
 export interface EmbeddedWindow {
   window: number;

@@ -54,51 +54,69 @@ export class FileSpeakerMap {
     if (o.kind === 'embedded') this.windows.push({ window: o.window, embedding: normalise(o.embeddings[0]!) });
   }
 
-  /**
-   * Clusters the channel's windows; `maxSpeakers` defaults to the model's. `speech[s]` is 1 where
-   * step s is speech (the speech model's decision, as post-processing takes it).
-   */
-  finish(steps: number, speech: Uint8Array, counts: { numSpeakers?: number; maxSpeakers?: number } = {}): ChannelSpeakers {
-    const { params } = this.map;
-    const W = params.windowSteps;
-    const speechShare = (w: EmbeddedWindow): number => {
-      const from = w.window * params.hopSteps;
-      let n = 0;
-      for (let s = from; s < Math.min(steps, from + W); s++) n += speech[s]!;
-      return n / W;
-    };
-    const speechy = this.windows.filter((w) => speechShare(w) >= MIN_SPEECH_SHARE);
-    const chosen = speechy.length > 0 ? speechy : this.windows;
-    const clustered = this.map.centre ? centred(chosen, this.windows) : { clustered: chosen, all: this.windows };
-    const { whitening } = this.map;
-    const plain = chosen.map((w) => w.embedding);
-    let { centroids } = clusterSpeakers(clustered.clustered, plain, this.map, counts.maxSpeakers ?? this.map.defaultMaxSpeakers, counts.numSpeakers);
-    // keep the speakers that win a speech step, numbered by the first one
-    const all = clustered.all;
-    const scoreWhitened = whitening && this.map.whitenedScores ? whitening : undefined;
-    const probsWith = (cs: readonly Float64Array[]): Float32Array => {
-      let vectors: { window: number; probs: number[] }[];
-      if (scoreWhitened && cs.length > 0) {
-        const wcs = whitenedCentroids(cs, clustered.clustered, plain, scoreWhitened);
-        vectors = this.windows.map((w) => ({ window: w.window, probs: windowProbabilities(whiten(scoreWhitened, w.embedding), wcs, params.temperature) }));
-      } else vectors = all.map((w) => ({ window: w.window, probs: windowProbabilities(w.embedding, cs, params.temperature) }));
-      return stepProbabilities(vectors, steps, Math.max(1, cs.length), params, true);
-    };
-    if (centroids.length > 1) {
-      const probs = probsWith(centroids);
-      const K = centroids.length;
-      const first = new Array<number>(K).fill(Infinity);
-      for (let s = 0; s < steps; s++) {
-        if (!speech[s]) continue;
-        const k = argmax(probs.subarray(s * K, (s + 1) * K));
-        if (first[k] === Infinity) first[k] = s;
-      }
-      const order = centroids.map((_, k) => k).filter((k) => first[k]! < Infinity).sort((a, b) => first[a]! - first[b]!);
-      if (order.length > 0) centroids = order.map((k) => centroids[k]!);
-    }
-    const K = Math.max(1, centroids.length);
-    return { keys: speakerKeys(K), probs: probsWith(centroids), embeddings: speakerWindows(chosen, clustered.clustered, centroids) };
+  /** The embedded windows pushed so far (window order). */
+  get embedded(): readonly EmbeddedWindow[] {
+    return this.windows;
   }
+
+  /** Clusters the channel's windows here, on the calling thread (speakersOfFile). */
+  finish(steps: number, speech: Uint8Array, counts: FileCounts = {}): ChannelSpeakers {
+    return speakersOfFile(this.map, this.windows, steps, speech, counts);
+  }
+}
+
+/** A caller's counts (query parameters num_speakers / max_speakers). */
+export interface FileCounts {
+  numSpeakers?: number;
+  maxSpeakers?: number;
+}
+
+/**
+ * Clusters a channel's embedded windows (window order); `maxSpeakers` defaults to the model's.
+ * `speech[s]` is 1 where step s is speech (the speech model's decision, as post-processing takes
+ * it). A pure function of its inputs: the service runs it on the clustering thread
+ * (clustering-thread.ts), tests and tools here.
+ */
+export function speakersOfFile(map: SpeakerMapInfo, windows: readonly EmbeddedWindow[], steps: number, speech: Uint8Array, counts: FileCounts = {}): ChannelSpeakers {
+  const { params } = map;
+  const W = params.windowSteps;
+  const speechShare = (w: EmbeddedWindow): number => {
+    const from = w.window * params.hopSteps;
+    let n = 0;
+    for (let s = from; s < Math.min(steps, from + W); s++) n += speech[s]!;
+    return n / W;
+  };
+  const speechy = windows.filter((w) => speechShare(w) >= MIN_SPEECH_SHARE);
+  const chosen = speechy.length > 0 ? speechy : windows;
+  const clustered = map.centre ? centred(chosen, windows) : { clustered: chosen, all: windows };
+  const { whitening } = map;
+  const plain = chosen.map((w) => w.embedding);
+  let { centroids } = clusterSpeakers(clustered.clustered, plain, map, counts.maxSpeakers ?? map.defaultMaxSpeakers, counts.numSpeakers);
+  // keep the speakers that win a speech step, numbered by the first one
+  const all = clustered.all;
+  const scoreWhitened = whitening && map.whitenedScores ? whitening : undefined;
+  const probsWith = (cs: readonly Float64Array[]): Float32Array => {
+    let vectors: { window: number; probs: number[] }[];
+    if (scoreWhitened && cs.length > 0) {
+      const wcs = whitenedCentroids(cs, clustered.clustered, plain, scoreWhitened);
+      vectors = windows.map((w) => ({ window: w.window, probs: windowProbabilities(whiten(scoreWhitened, w.embedding), wcs, params.temperature) }));
+    } else vectors = all.map((w) => ({ window: w.window, probs: windowProbabilities(w.embedding, cs, params.temperature) }));
+    return stepProbabilities(vectors, steps, Math.max(1, cs.length), params, true);
+  };
+  if (centroids.length > 1) {
+    const probs = probsWith(centroids);
+    const K = centroids.length;
+    const first = new Array<number>(K).fill(Infinity);
+    for (let s = 0; s < steps; s++) {
+      if (!speech[s]) continue;
+      const k = argmax(probs.subarray(s * K, (s + 1) * K));
+      if (first[k] === Infinity) first[k] = s;
+    }
+    const order = centroids.map((_, k) => k).filter((k) => first[k]! < Infinity).sort((a, b) => first[a]! - first[b]!);
+    if (order.length > 0) centroids = order.map((k) => centroids[k]!);
+  }
+  const K = Math.max(1, centroids.length);
+  return { keys: speakerKeys(K), probs: probsWith(centroids), embeddings: speakerWindows(chosen, clustered.clustered, centroids) };
 }
 
 /**

@@ -12,7 +12,7 @@
  * free_recluster_assign is the Python twin (golden-tested).
  */
 import { argmax } from '../analysis/postprocess';
-import { centredOn, dot, OnlineSpeakers, softmax } from './clustering';
+import { centredOn, dot, OnlineSpeakers, softmax, type Decision, type EmbeddedWindow } from './clustering';
 import { clusterFreely } from './free-clustering';
 import type { SpeakerMapInfo } from './manifest';
 import { RecentWindows } from './recent-windows';
@@ -44,18 +44,44 @@ export function greedyMapping(assignment: readonly number[], ids: readonly numbe
   return out;
 }
 
+/** A free clustering of a stream's kept windows: the centroids, the mean taken away, and each window but the newest's cluster. */
+export interface FreeClusters {
+  centroids: Float64Array[];
+  mean: Float64Array;
+  /** The cluster of each kept window but the newest (the one being decided), in window order. */
+  past: number[];
+}
+
+/**
+ * Clusters a stream's kept windows (the newest last) freely; `whitened`: the same windows as the
+ * stream compares them, where the model whitens. A pure function of its inputs: the service runs
+ * it on the clustering thread (clustering-thread.ts), tests and tools here.
+ */
+export function freeClusters(windows: readonly EmbeddedWindow[], map: SpeakerMapInfo, cap: number, whitened?: readonly Float64Array[]): FreeClusters {
+  const { centroids, compared, mean } = clusterFreely(windows, map, cap, whitened);
+  const past = compared.slice(0, -1).map((w) => argmax(centroids.map((c) => dot(c, w.embedding))));
+  return { centroids, mean, past };
+}
+
+/** Runs freeClusters (here, or on another thread: then the answer is a promise). */
+export type FreeClusterer = (windows: readonly EmbeddedWindow[], whitened: readonly Float64Array[] | undefined) => FreeClusters | Promise<FreeClusters>;
+
 export class FreeReclusteringSpeakers {
   private readonly warm: OnlineSpeakers;
   private readonly recent: RecentWindows;
+  private readonly clusterer: FreeClusterer;
   private current: { mapping: number[]; centroids: Float64Array[]; mean: Float64Array } | undefined;
 
   constructor(
     private readonly map: SpeakerMapInfo,
     /** The most speakers this stream is split into. */
     private readonly cap: number,
+    /** Where the clustering runs (default: here, synchronously). */
+    clusterer?: FreeClusterer,
   ) {
     this.warm = new OnlineSpeakers(map.params, cap);
     this.recent = new RecentWindows(map.recluster.history);
+    this.clusterer = clusterer ?? ((windows, whitened) => freeClusters(windows, map, cap, whitened));
   }
 
   /** Speakers given an id so far. */
@@ -66,37 +92,39 @@ export class FreeReclusteringSpeakers {
   /**
    * The next embedded window (in window order): `compared` is its unit embedding as OnlineSpeakers
    * compares it (whitened), `plain` the unit embedding as the encoder gave it. Its speaker id and
-   * probabilities over the ids.
+   * probabilities over the ids; a promise when a clustering on another thread decides it (the
+   * caller adds the next window only once it has the answer).
    */
-  add(compared: Float64Array, window: number, plain: Float64Array): { speaker: number; probs: number[] } {
+  add(compared: Float64Array, window: number, plain: Float64Array): Decision | Promise<Decision> {
     const { freeEvery, freeMinWindows } = this.map.recluster;
     this.recent.push(window, plain, compared);
-    let out: { speaker: number; probs: number[] };
-    if (this.recent.seen < freeMinWindows) out = this.warm.add(compared);
-    else {
-      if (this.current === undefined || (this.recent.seen - freeMinWindows) % freeEvery === 0) this.cluster();
-      out = this.nearest(plain);
-    }
+    if (this.recent.seen < freeMinWindows) return this.decided(this.warm.add(compared));
+    if (this.current !== undefined && (this.recent.seen - freeMinWindows) % freeEvery !== 0) return this.decided(this.nearest(plain));
+    // the compared windows are the whitened ones the pair rule reads, when the model whitens
+    const found = this.clusterer(this.recent.windows, this.map.whitening ? this.recent.compared : undefined);
+    if (found instanceof Promise) return found.then((c) => this.decided(this.nearestAfter(c, plain)));
+    return this.decided(this.nearestAfter(found, plain));
+  }
+
+  private decided(out: Decision): Decision {
     this.recent.decided(out.speaker);
     return out;
   }
 
+  /** Takes a new clustering, its clusters mapped onto the ids given; then the window's nearest centroid. */
+  private nearestAfter(c: FreeClusters, plain: Float64Array): Decision {
+    const mapping = greedyMapping(c.past, this.recent.ids, c.centroids.length, this.recent.used, this.cap);
+    this.current = { mapping, centroids: c.centroids, mean: c.mean };
+    return this.nearest(plain);
+  }
+
   /** The id of the nearest centroid (the window centred on the clustered windows' mean). */
-  private nearest(plain: Float64Array): { speaker: number; probs: number[] } {
+  private nearest(plain: Float64Array): Decision {
     const { mapping, centroids, mean } = this.current!;
     const e = this.map.centre ? centredOn(plain, mean) : plain;
     const sims = centroids.map((c) => dot(c, e));
     const probs = new Array<number>(this.cap).fill(0);
     softmax(sims.map((s) => this.map.params.temperature * s)).forEach((p, a) => (probs[mapping[a]!]! += p));
     return { speaker: mapping[argmax(sims)]!, probs };
-  }
-
-  /** Clusters the kept windows (the newest included) freely, mapped onto the ids given. */
-  private cluster(): void {
-    // the compared windows are the whitened ones the pair rule reads, when the model whitens
-    const { windows, ids, used } = this.recent;
-    const { centroids, compared, mean } = clusterFreely(windows, this.map, this.cap, this.map.whitening ? this.recent.compared : undefined);
-    const past = compared.slice(0, -1).map((w) => argmax(centroids.map((c) => dot(c, w.embedding))));
-    this.current = { mapping: greedyMapping(past, ids, centroids.length, used, this.cap), centroids, mean };
   }
 }

@@ -19,8 +19,9 @@
  * each speaker's gender reads the plain ones, as a file's does.
  */
 import type { WindowOutcome } from '../inference/encoder-stage';
-import { normalise, OnlineSpeakers } from './clustering';
+import { normalise, OnlineSpeakers, type Decision } from './clustering';
 import type { SpeakerMapInfo } from './manifest';
+import type { ClusteringThread } from './clustering-thread';
 import { FreeReclusteringSpeakers } from './free-recluster';
 import { ReclusteringSpeakers } from './recluster';
 import { SpeakerEmbeddingSums } from './speaker-gender';
@@ -29,19 +30,26 @@ import { whiten } from './whitening';
 /** How a stream gives each embedded window a speaker. */
 export interface Assigner {
   readonly count: number;
-  /** `compared`: the unit embedding as compared (whitened where the model whitens); `plain`: as the encoder gave it, unit. */
-  add(compared: Float64Array, window: number, plain: Float64Array): { speaker: number; probs: number[] };
+  /**
+   * `compared`: the unit embedding as compared (whitened where the model whitens); `plain`: as the
+   * encoder gave it, unit. A promise where a clustering on another thread decides the window: the
+   * next window is added only once it resolves.
+   */
+  add(compared: Float64Array, window: number, plain: Float64Array): Decision | Promise<Decision>;
 }
 
 /**
  * A stream's assigner: told two speakers (a call's parties), Reclustering (recluster.ts); told
- * none, free re-clustering once the manifest says so (free-recluster.ts); else one window at a time.
+ * none, free re-clustering once the manifest says so (free-recluster.ts); else one window at a
+ * time. The re-clusterings run on `clustering`'s thread when given, else here.
  */
-export function streamAssigner(map: SpeakerMapInfo, cap: number, numSpeakers?: number): Assigner {
+export function streamAssigner(map: SpeakerMapInfo, cap: number, numSpeakers?: number, clustering?: ClusteringThread): Assigner {
   if (numSpeakers !== undefined && numSpeakers >= 2 && numSpeakers <= map.recluster.maxSpeakers && numSpeakers <= cap) {
-    return new ReclusteringSpeakers(map.params, map.recluster, numSpeakers);
+    return new ReclusteringSpeakers(map.params, map.recluster, numSpeakers, clustering && ((windows) => clustering.counted(map, numSpeakers, windows)));
   }
-  if (numSpeakers === undefined && map.recluster.freeMinWindows > 0) return new FreeReclusteringSpeakers(map, cap);
+  if (numSpeakers === undefined && map.recluster.freeMinWindows > 0) {
+    return new FreeReclusteringSpeakers(map, cap, clustering && ((windows, whitened) => clustering.free(map, cap, windows, whitened)));
+  }
   return new OnlineSpeakers(map.params, cap);
 }
 
@@ -57,6 +65,7 @@ export class LiveSpeakerMap {
   private newest: Float32Array | undefined;
   /** Steps given a provisional vector so far. */
   private provisionalTo = 0;
+  private closed = false;
   /** Receives the provisional vectors of steps [startStep, startStep + steps), when set (ProvisionalResults). */
   onProvisional: ((startStep: number, probs: Float32Array, steps: number) => void) | undefined;
   /** Each speaker's windows (unit embeddings), for its gender in the summary (speaker-gender.ts). */
@@ -68,6 +77,7 @@ export class LiveSpeakerMap {
    * @param onOutput the probabilities of steps [startStep, startStep + steps), [steps][width]
    * @param stepsReceived steps of audio received so far (the last windows reach past the end)
    * @param numSpeakers the request's num_speakers, if given
+   * @param clustering where its re-clusterings run (default: here, on the calling thread)
    */
   constructor(
     private readonly map: SpeakerMapInfo,
@@ -76,8 +86,14 @@ export class LiveSpeakerMap {
     private readonly onOutput: (startStep: number, probs: Float32Array, steps: number) => void,
     private readonly stepsReceived: () => number,
     numSpeakers?: number,
+    clustering?: ClusteringThread,
   ) {
-    this.assigner = streamAssigner(map, Math.min(maxSpeakers, width), numSpeakers);
+    this.assigner = streamAssigner(map, Math.min(maxSpeakers, width), numSpeakers, clustering);
+  }
+
+  /** The stream ended early: a clustering still in flight emits nothing when it returns. */
+  close(): void {
+    this.closed = true;
   }
 
   /** Speakers found so far. */
@@ -85,23 +101,35 @@ export class LiveSpeakerMap {
     return this.assigner.count;
   }
 
-  /** The next window's outcome (in window order). */
-  pushWindow(o: WindowOutcome): void {
-    const { hopSteps: H, windowSteps: W } = this.map.params;
+  /**
+   * The next window's outcome (in window order). A promise while a clustering on another thread
+   * decides it: the next outcome waits for it (the encoder stage chains them).
+   */
+  pushWindow(o: WindowOutcome): void | Promise<void> {
     this.provisionalBefore(o.window); // their windows are the ones before this one
-    if (o.kind === 'embedded') {
-      const embedding = normalise(o.embeddings[0]!);
-      const compared = this.map.whitening ? whiten(this.map.whitening, embedding) : embedding;
-      const { speaker, probs } = this.assigner.add(compared, o.window, embedding);
-      this.embeddings.add(speaker, embedding);
+    if (o.kind !== 'embedded') return this.emitWindow(o.window);
+    const embedding = normalise(o.embeddings[0]!);
+    const compared = this.map.whitening ? whiten(this.map.whitening, embedding) : embedding;
+    const decision = this.assigner.add(compared, o.window, embedding);
+    if (!(decision instanceof Promise)) return this.emitWindow(o.window, decision, embedding);
+    return decision.then((d) => {
+      if (!this.closed) this.emitWindow(o.window, d, embedding);
+    });
+  }
+
+  /** Window `window`'s outcome is known (`decision`: its speaker, when embedded): the steps it decides are emitted. */
+  private emitWindow(window: number, decision?: Decision, embedding?: Float64Array): void {
+    const { hopSteps: H, windowSteps: W } = this.map.params;
+    if (decision && embedding) {
+      this.embeddings.add(decision.speaker, embedding);
       const v = new Float32Array(this.width);
-      v.set(probs);
-      this.recent.push({ window: o.window, probs: v });
+      v.set(decision.probs);
+      this.recent.push({ window, probs: v });
       this.newest = v;
     }
-    this.outcomes = o.window + 1;
+    this.outcomes = window + 1;
     this.provisionalReady();
-    const end = Math.min((o.window + 1) * H, this.stepsReceived());
+    const end = Math.min((window + 1) * H, this.stepsReceived());
     if (end <= this.emitted) return;
     const from = this.emitted;
     const out = new Float32Array((end - from) * this.width);

@@ -12,7 +12,7 @@
  * training/diarization/cluster.py recluster_assign (golden-tested).
  */
 import { argmax } from '../analysis/postprocess';
-import { centredOn, clusterWindows, dot, meanEmbedding, OnlineSpeakers, softmax, type SpeakerMapParams } from './clustering';
+import { centredOn, clusterWindows, dot, meanEmbedding, OnlineSpeakers, softmax, type Decision, type EmbeddedWindow, type SpeakerMapParams } from './clustering';
 import { RecentWindows } from './recent-windows';
 
 export interface ReclusterParams {
@@ -65,9 +65,33 @@ export function overlapMapping(assignment: readonly number[], ids: readonly numb
   return bestMap;
 }
 
+/** A clustering of a stream's kept windows for its count: the centroids, the mean taken away, and each window but the newest's cluster. */
+export interface CountedClusters {
+  centroids: Float64Array[];
+  mean: Float64Array;
+  /** The cluster of each kept window but the newest (the one being decided), in window order. */
+  past: number[];
+}
+
+/**
+ * Clusters a stream's kept windows (the newest last), centred on their mean, for exactly `speakers`.
+ * A pure function of its inputs: the service runs it on the clustering thread (clustering-thread.ts),
+ * tests and tools here.
+ */
+export function countedClusters(windows: readonly EmbeddedWindow[], params: SpeakerMapParams, speakers: number): CountedClusters {
+  const mean = meanEmbedding(windows);
+  const centred = windows.map((w) => ({ window: w.window, embedding: centredOn(w.embedding, mean) }));
+  const c = clusterWindows(centred, params, speakers, speakers);
+  return { centroids: c.centroids, mean, past: c.assignment.slice(0, windows.length - 1) };
+}
+
+/** Runs countedClusters (here, or on another thread: then the answer is a promise). */
+export type CountedClusterer = (windows: readonly EmbeddedWindow[]) => CountedClusters | Promise<CountedClusters>;
+
 export class ReclusteringSpeakers {
   private readonly warm: OnlineSpeakers;
   private readonly recent: RecentWindows;
+  private readonly clusterer: CountedClusterer;
   private current: { mapping: number[]; centroids: Float64Array[]; mean: Float64Array } | undefined;
 
   constructor(
@@ -75,9 +99,12 @@ export class ReclusteringSpeakers {
     private readonly recluster: ReclusterParams,
     /** The stream's num_speakers. */
     readonly speakers: number,
+    /** Where the clustering runs (default: here, synchronously). */
+    clusterer?: CountedClusterer,
   ) {
     this.warm = new OnlineSpeakers(params, speakers);
     this.recent = new RecentWindows(recluster.history);
+    this.clusterer = clusterer ?? ((windows) => countedClusters(windows, params, speakers));
   }
 
   /** Speakers given an id so far. */
@@ -85,33 +112,38 @@ export class ReclusteringSpeakers {
     return this.recent.used;
   }
 
-  /** The next embedded window (unit length, in window order): its speaker id and probabilities over the ids. */
-  add(embedding: Float64Array, window: number): { speaker: number; probs: number[] } {
+  /**
+   * The next embedded window (unit length, in window order): its speaker id and probabilities over
+   * the ids; a promise when a clustering on another thread decides it (the caller adds the next
+   * window only once it has the answer).
+   */
+  add(embedding: Float64Array, window: number): Decision | Promise<Decision> {
     this.recent.push(window, embedding);
-    const out = this.recent.seen < this.recluster.minWindows ? this.warm.add(embedding) : this.nearest(embedding);
+    if (this.recent.seen < this.recluster.minWindows) return this.decided(this.warm.add(embedding));
+    if (this.current !== undefined && (this.recent.seen - this.recluster.minWindows) % this.recluster.every !== 0) return this.decided(this.nearest(embedding));
+    const found = this.clusterer(this.recent.windows);
+    if (found instanceof Promise) return found.then((c) => this.decided(this.nearestAfter(c, embedding)));
+    return this.decided(this.nearestAfter(found, embedding));
+  }
+
+  private decided(out: Decision): Decision {
     this.recent.decided(out.speaker);
     return out;
   }
 
-  /** The id of the window's nearest centroid, the kept windows re-clustered first when it is time. */
-  private nearest(embedding: Float64Array): { speaker: number; probs: number[] } {
-    if (this.current === undefined || (this.recent.seen - this.recluster.minWindows) % this.recluster.every === 0) this.cluster();
+  /** Takes a new clustering, its clusters mapped one-to-one onto the ids given; then the window's nearest centroid. */
+  private nearestAfter(c: CountedClusters, embedding: Float64Array): Decision {
+    this.current = { mapping: overlapMapping(c.past, this.recent.ids, c.centroids.length, this.speakers), centroids: c.centroids, mean: c.mean };
+    return this.nearest(embedding);
+  }
+
+  /** The id of the window's nearest centroid. */
+  private nearest(embedding: Float64Array): Decision {
     const { mapping, centroids, mean } = this.current!;
     const e = centredOn(embedding, mean);
     const sims = centroids.map((c) => dot(c, e));
     const probs = new Array<number>(this.speakers).fill(0);
     softmax(sims.map((s) => this.params.temperature * s)).forEach((p, a) => (probs[mapping[a]!] = p));
     return { speaker: mapping[argmax(sims)]!, probs };
-  }
-
-  /** Clusters the kept windows (the newest included) for exactly `speakers`, mapped onto the ids given. */
-  private cluster(): void {
-    const { windows, ids } = this.recent;
-    const n = windows.length;
-    const mean = meanEmbedding(windows);
-    const centred = windows.map((w) => ({ window: w.window, embedding: centredOn(w.embedding, mean) }));
-    const c = clusterWindows(centred, this.params, this.speakers, this.speakers);
-    const mapping = overlapMapping(c.assignment.slice(0, n - 1), ids, c.speakers, this.speakers);
-    this.current = { mapping, centroids: c.centroids, mean };
   }
 }

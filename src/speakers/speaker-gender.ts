@@ -33,6 +33,11 @@ export function speakerGenderHead(views: ModelViews | undefined, rawKeys: readon
   return { classes: rawKeys, weights: view.head.weights, bias: view.head.bias, dim: view.encoder.dim };
 }
 
+export interface EmbeddingSumsData {
+  sums: Float64Array[];
+  counts: number[];
+}
+
 /** Running sums of each speaker's unit window embeddings (speakers numbered from 0). */
 export class SpeakerEmbeddingSums {
   private readonly sums: Float64Array[] = [];
@@ -46,6 +51,18 @@ export class SpeakerEmbeddingSums {
     const sum = this.sums[speaker]!;
     for (let i = 0; i < sum.length; i++) sum[i]! += embedding[i]!;
     this.counts[speaker]!++;
+  }
+
+  /** The sums and counts as plain data (they cross from the clustering thread: clustering-thread.ts). */
+  toData(): EmbeddingSumsData {
+    return { sums: this.sums, counts: this.counts };
+  }
+
+  static fromData(d: EmbeddingSumsData): SpeakerEmbeddingSums {
+    const out = new SpeakerEmbeddingSums();
+    out.sums.push(...d.sums);
+    out.counts.push(...d.counts);
+    return out;
   }
 
   /** Speaker k's mean embedding (undefined: no window). */

@@ -36,7 +36,7 @@ async function stageRun(sig: { levels: Float32Array; pcm: Float32Array }, chunk:
       embedded.push([sum / pcm.length]);
       return [Float32Array.of(sum / pcm.length, pcm[pcm.length - 1]!)];
     },
-    onWindow: (o) => outcomes.push(o),
+    onWindow: (o) => void outcomes.push(o),
   });
   const steps = sig.levels.length;
   for (let s = 0; s < steps; s += chunk) {
@@ -78,7 +78,7 @@ describe('encoder stage', () => {
 
   it('abstains on chunks without samples (synthetic features)', async () => {
     const outcomes: WindowOutcome[] = [];
-    const stage = new EncoderStage({ schedule, embed: () => assert.fail('no encoder call expected'), onWindow: (o) => outcomes.push(o) });
+    const stage = new EncoderStage({ schedule, embed: () => assert.fail('no encoder call expected'), onWindow: (o) => void outcomes.push(o) });
     await stage.push(new Float32Array(W).fill(-10), undefined, W);
     await stage.end();
     assert.deepEqual(outcomes, [{ window: 0, kind: 'none' }]);

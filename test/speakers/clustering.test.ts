@@ -140,7 +140,7 @@ describe('encoder stage with overlapping windows', () => {
         firstSample.push(x[0]!);
         return [Float32Array.of(x[0]!)];
       },
-      onWindow: (o) => outcomes.push(o),
+      onWindow: (o) => void outcomes.push(o),
     });
     for (let s = 0; s < steps; s += chunk) {
       const n = Math.min(chunk, steps - s);

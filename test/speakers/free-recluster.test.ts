@@ -10,6 +10,7 @@ import { normalise, OnlineSpeakers } from '../../src/speakers/clustering';
 import { FreeReclusteringSpeakers, greedyMapping } from '../../src/speakers/free-recluster';
 import type { SpeakerMapInfo } from '../../src/speakers/manifest';
 import type { EncoderInfo } from '../../src/inference/views';
+import { decidedHere } from './decided-here';
 
 function info(freeMinWindows: number, centre = false): SpeakerMapInfo {
   return {
@@ -53,7 +54,7 @@ describe('FreeReclusteringSpeakers (no count)', () => {
     const turns = [0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 2, 2, 2, 2, 0, 0, 1, 1, 2, 2, 2];
     const map = info(6);
     const r = new FreeReclusteringSpeakers({ ...map, recluster: { ...map.recluster, freeEvery: 1 } }, 4);
-    const got = turns.map((axis, i) => r.add(voice(axis, i), i, voice(axis, i)).speaker);
+    const got = turns.map((axis, i) => decidedHere(r.add(voice(axis, i), i, voice(axis, i))).speaker);
     // a new voice's first window is no speaker yet (under min_speaker_s): it joins the closest known one
     const expected = turns.map((axis, i) => (i === turns.indexOf(2) ? 1 : axis));
     assert.deepEqual(got, expected);
@@ -68,7 +69,7 @@ describe('FreeReclusteringSpeakers (no count)', () => {
     const split = windows.map((e) => online.add(e).speaker);
     assert.ok(new Set(split.slice(20)).size > 1, 'one window at a time splits the voice');
     const r = new FreeReclusteringSpeakers(info(8), 4);
-    const ids = windows.map((e, i) => r.add(e, i, e).speaker);
+    const ids = windows.map((e, i) => decidedHere(r.add(e, i, e)).speaker);
     assert.deepEqual(new Set(ids.slice(8)).size, 1, `after the first clustering one id: ${ids.join(',')}`);
   });
 
@@ -78,7 +79,7 @@ describe('FreeReclusteringSpeakers (no count)', () => {
     const ids = (every: number, freeEvery: number): number[] => {
       const map = info(6);
       const r = new FreeReclusteringSpeakers({ ...map, recluster: { ...map.recluster, every, freeEvery } }, 4);
-      return turns.map((axis, i) => r.add(voice(axis, i), i, voice(axis, i)).speaker);
+      return turns.map((axis, i) => decidedHere(r.add(voice(axis, i), i, voice(axis, i))).speaker);
     };
     assert.deepEqual(ids(1000, 1).slice(12), new Array<number>(8).fill(1), 'the new voice gets its id once clustered');
     assert.deepEqual(ids(1, 1000).slice(10), new Array<number>(10).fill(0), 'no re-clustering: it keeps the only centroid');
@@ -88,7 +89,7 @@ describe('FreeReclusteringSpeakers (no count)', () => {
     const r = new FreeReclusteringSpeakers(info(5, true), 4);
     for (let i = 0; i < 40; i++) {
       const e = voice(Math.floor(i / 5) % 2, i);
-      const { speaker, probs } = r.add(e, i, e);
+      const { speaker, probs } = decidedHere(r.add(e, i, e));
       assert.ok(probs.length <= 4);
       assert.ok(Math.abs(probs.reduce((a, b) => a + b, 0) - 1) < 1e-9);
       assert.equal(probs.indexOf(Math.max(...probs)), speaker);

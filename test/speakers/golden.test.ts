@@ -12,9 +12,10 @@ import { strict as assert } from 'node:assert';
 import * as crypto from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { describe, it } from 'node:test';
+import { after, describe, it } from 'node:test';
 import { normalise, stepProbabilities, type SpeakerMapParams } from '../../src/speakers/clustering';
-import { FileSpeakerMap } from '../../src/speakers/file-map';
+import { FileSpeakerMap, type ChannelSpeakers } from '../../src/speakers/file-map';
+import { ClusteringThread } from '../../src/speakers/clustering-thread';
 import { LiveSpeakerMap, streamAssigner } from '../../src/speakers/live-map';
 import { parseAlikeMerge, type SpeakerMapInfo } from '../../src/speakers/manifest';
 import type { ReclusterParams } from '../../src/speakers/recluster';
@@ -129,12 +130,18 @@ function infoOf(c: Case): SpeakerMapInfo {
   };
 }
 
-function fileLabels(c: Case): { K: number; labels: number[] } {
-  const map = new FileSpeakerMap(infoOf(c));
+/** A file's labels, clustered here or (given `thread`) on a clustering thread, as the service does. */
+function fileLabels(c: Case): { K: number; labels: number[] };
+function fileLabels(c: Case, thread: ClusteringThread): Promise<{ K: number; labels: number[] }>;
+function fileLabels(c: Case, thread?: ClusteringThread): { K: number; labels: number[] } | Promise<{ K: number; labels: number[] }> {
+  const info = infoOf(c);
+  const map = new FileSpeakerMap(info);
   embeddingsOf(c).forEach((e, i) => map.pushWindow({ window: c.windows[i]!, kind: 'embedded', embeddings: [e], run: 0 }));
   const speech = Uint8Array.from(c.speech, (ch) => (ch === '1' ? 1 : 0));
-  const out = map.finish(c.steps, speech, c.num_speakers === undefined ? {} : { numSpeakers: c.num_speakers });
-  return { K: out.keys.length, labels: labels(out.probs, c.steps) };
+  const counts = c.num_speakers === undefined ? {} : { numSpeakers: c.num_speakers };
+  const result = (out: ChannelSpeakers): { K: number; labels: number[] } => ({ K: out.keys.length, labels: labels(out.probs, c.steps) });
+  if (thread) return thread.file(info, map.embedded, c.steps, speech, counts).then(result);
+  return result(map.finish(c.steps, speech, counts));
 }
 
 function reclusterOf(c: Case): ReclusterParams {
@@ -149,15 +156,19 @@ function reclusterOf(c: Case): ReclusterParams {
   };
 }
 
-function streamLabels(c: Case): { K: number; labels: number[] } {
+/** A stream's final labels, its re-clusterings run here or (given `thread`) on a clustering thread. */
+async function streamLabels(c: Case, thread?: ClusteringThread): Promise<{ K: number; labels: number[] }> {
   const params = paramsOf(c);
   const width = c.stream_num_speakers ?? c.params.max_speakers;
-  const online = streamAssigner(infoOf(c), width, c.stream_num_speakers);
+  const online = streamAssigner(infoOf(c), width, c.stream_num_speakers, thread);
   const w = whiteningOf(c);
-  const vectors = embeddingsOf(c).map((e, i) => {
+  const vectors: { window: number; probs: number[] }[] = [];
+  for (const [i, e] of embeddingsOf(c).entries()) {
     const plain = normalise(e);
-    return { window: c.windows[i]!, probs: online.add(w ? whiten(w, plain) : plain, c.windows[i]!, plain).probs };
-  });
+    const decision = online.add(w ? whiten(w, plain) : plain, c.windows[i]!, plain);
+    if (!thread) assert.ok(!(decision instanceof Promise), 'decided on the calling thread');
+    vectors.push({ window: c.windows[i]!, probs: (await decision).probs });
+  }
   const probs = stepProbabilities(vectors, c.steps, width, params, false);
   return { K: Math.max(1, online.count), labels: labels(probs, c.steps) };
 }
@@ -215,10 +226,26 @@ describe('speaker map golden cases (training/diarization/cluster.py)', () => {
     it(`file: ${c.note}`, () => {
       assert.deepEqual(fileLabels(c), c.expected.file);
     });
-    it(`stream: ${c.note}`, () => {
+    it(`stream: ${c.note}`, async () => {
       const { provisional, ...finals } = c.expected.stream;
-      assert.deepEqual(streamLabels(c), finals);
+      assert.deepEqual(await streamLabels(c), finals);
       assert.deepEqual(provisionalLabels(c), provisional, 'provisional labels');
+    });
+  }
+});
+
+describe('speaker map golden cases on the clustering threads (as the service runs them)', () => {
+  const files = new ClusteringThread('files');
+  const streams = new ClusteringThread('streams');
+  after(() => Promise.all([files.close(), streams.close()]));
+
+  for (const c of cases) {
+    it(`file: ${c.note}`, async () => {
+      assert.deepEqual(await fileLabels(c, files), c.expected.file);
+    });
+    it(`stream: ${c.note}`, async () => {
+      const { provisional: _, ...finals } = c.expected.stream;
+      assert.deepEqual(await streamLabels(c, streams), finals);
     });
   }
 });

@@ -7,6 +7,7 @@ import { describe, it } from 'node:test';
 import { normalise, type SpeakerMapParams } from '../../src/speakers/clustering';
 import { overlapMapping, ReclusteringSpeakers } from '../../src/speakers/recluster';
 import type { RecentWindows } from '../../src/speakers/recent-windows';
+import { decidedHere } from './decided-here';
 
 const params: SpeakerMapParams = {
   hopSteps: 12, windowSteps: 25, segmentThreshold: 0.6, mergeThreshold: 0.15, refineIterations: 2,
@@ -33,7 +34,7 @@ describe('ReclusteringSpeakers (num_speakers 2)', () => {
   it('keeps speaker 1 on the first voice, numbers the second voice 2, and follows the turns', () => {
     const r = new ReclusteringSpeakers(params, { maxSpeakers: 2, minWindows: 4, every: 2, history: 16, freeMinWindows: 0, freeEvery: 8 }, 2);
     const turns = [0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1];
-    const got = turns.map((axis, i) => r.add(voice(axis, i), i).speaker);
+    const got = turns.map((axis, i) => decidedHere(r.add(voice(axis, i), i)).speaker);
     assert.deepEqual(got, turns);
     assert.equal(r.count, 2);
   });
@@ -42,7 +43,7 @@ describe('ReclusteringSpeakers (num_speakers 2)', () => {
     const r = new ReclusteringSpeakers(params, { maxSpeakers: 2, minWindows: 3, every: 1, history: 8, freeMinWindows: 0, freeEvery: 8 }, 2);
     for (let i = 0; i < 30; i++) {
       const axis = Math.floor(i / 5) % 2;
-      const { speaker, probs } = r.add(voice(axis, i), i);
+      const { speaker, probs } = decidedHere(r.add(voice(axis, i), i));
       assert.equal(probs.length <= 2, true);
       assert.ok(Math.abs(probs.reduce((a, b) => a + b, 0) - 1) < 1e-9);
       assert.equal(probs.indexOf(Math.max(...probs)), speaker);

@@ -1,0 +1,129 @@
+/**
+ * The speaker map's clusterings on a thread of their own. Clustering is plain arithmetic on the
+ * main thread's data, but not small: an hour of a file's windows takes seconds, and a live stream
+ * re-clusters its last 256 windows every ~1.5 s of voice without a count, every ~3 s with one
+ * (tens of ms each). On
+ * the main thread every other job and stream waited meanwhile (a live label held up for seconds
+ * while a file job finished). Here the main thread only packs the windows, posts them and goes on;
+ * the answer is a promise. The arithmetic is the same functions the tests and tools call in place
+ * (file-map.ts speakersOfFile, free-recluster.ts freeClusters, recluster.ts countedClusters), so
+ * the results are identical.
+ *
+ * One thread per lane (the engine keeps one for files, one for streams, so a stream's short
+ * clustering never queues behind a file's long one); started on first use, it keeps the process
+ * alive only while it has work. A crashed thread fails the calls in flight (INFERENCE_FAILED) and
+ * the next call starts a new one.
+ */
+import * as path from 'node:path';
+import { Worker } from 'node:worker_threads';
+import { AurisError } from '../errors';
+import type { ChannelSpeakers, FileCounts } from './file-map';
+import type { FreeClusters } from './free-recluster';
+import type { CountedClusters } from './recluster';
+import type { SpeakerMapInfo } from './manifest';
+import type { EmbeddedWindow } from './clustering';
+import { SpeakerEmbeddingSums } from './speaker-gender';
+import { packRows, packWindows, type ClusteringReply, type ClusteringRequest } from './clustering-protocol';
+
+type Task =
+  | { type: 'file'; steps: number; speech: Uint8Array; counts: FileCounts }
+  | { type: 'free'; cap: number; whitened?: Float64Array }
+  | { type: 'counted'; speakers: number };
+
+interface Pending {
+  resolve: (reply: ClusteringReply) => void;
+  reject: (e: Error) => void;
+}
+
+export class ClusteringThread {
+  private worker: Worker | undefined;
+  private nextId = 1;
+  private readonly pending = new Map<number, Pending>();
+  /** Models' speaker maps get an id each; the current thread has been sent those in `sent`. */
+  private readonly mapIds = new Map<SpeakerMapInfo, number>();
+  private sent = new Set<number>();
+  private closed = false;
+
+  /** @param lane what the thread clusters, for its name in errors and the debugger ('files', 'streams') */
+  constructor(private readonly lane: string) {}
+
+  /** speakersOfFile on this thread. */
+  async file(map: SpeakerMapInfo, windows: readonly EmbeddedWindow[], steps: number, speech: Uint8Array, counts: FileCounts = {}): Promise<ChannelSpeakers> {
+    const reply = await this.call(map, windows, { type: 'file', steps, speech: speech.slice(), counts });
+    if (reply.type !== 'file') throw new AurisError('INFERENCE_FAILED', `speaker clustering (${this.lane}): unexpected reply ${reply.type}`);
+    return { keys: reply.keys, probs: reply.probs, embeddings: SpeakerEmbeddingSums.fromData(reply.embeddings) };
+  }
+
+  /** freeClusters on this thread (`whitened`: the same windows as compared, where the model whitens). */
+  async free(map: SpeakerMapInfo, cap: number, windows: readonly EmbeddedWindow[], whitened?: readonly Float64Array[]): Promise<FreeClusters> {
+    const task: Task = { type: 'free', cap };
+    if (whitened) task.whitened = packRows(whitened).packed;
+    const reply = await this.call(map, windows, task);
+    if (reply.type !== 'free') throw new AurisError('INFERENCE_FAILED', `speaker clustering (${this.lane}): unexpected reply ${reply.type}`);
+    return reply.clusters;
+  }
+
+  /** countedClusters on this thread (a stream told its count). */
+  async counted(map: SpeakerMapInfo, speakers: number, windows: readonly EmbeddedWindow[]): Promise<CountedClusters> {
+    const reply = await this.call(map, windows, { type: 'counted', speakers });
+    if (reply.type !== 'counted') throw new AurisError('INFERENCE_FAILED', `speaker clustering (${this.lane}): unexpected reply ${reply.type}`);
+    return reply.clusters;
+  }
+
+  /** Ends the thread; calls in flight fail. */
+  async close(): Promise<void> {
+    this.closed = true;
+    const w = this.worker;
+    this.worker = undefined;
+    if (w) await w.terminate();
+  }
+
+  private call(map: SpeakerMapInfo, windows: readonly EmbeddedWindow[], task: Task): Promise<ClusteringReply> {
+    if (this.closed) return Promise.reject(new AurisError('CLOSED', `speaker clustering (${this.lane}) is shut down`));
+    const worker = this.thread();
+    let mapId = this.mapIds.get(map);
+    if (mapId === undefined) this.mapIds.set(map, (mapId = this.mapIds.size + 1));
+    const id = this.nextId++;
+    const packed = packWindows(windows);
+    const msg: ClusteringRequest = { id, mapId, windows: packed, ...task };
+    // a model's map (its whitening matrix is 0.5 MB) crosses once per thread
+    if (!this.sent.has(mapId)) {
+      msg.map = map;
+      this.sent.add(mapId);
+    }
+    const transfer: ArrayBuffer[] = [packed.index.buffer as ArrayBuffer, packed.embeddings.buffer as ArrayBuffer];
+    if (task.type === 'free' && task.whitened) transfer.push(task.whitened.buffer as ArrayBuffer);
+    if (task.type === 'file') transfer.push(task.speech.buffer as ArrayBuffer);
+    return new Promise<ClusteringReply>((resolve, reject) => {
+      this.pending.set(id, { resolve, reject });
+      worker.ref();
+      worker.postMessage(msg, transfer);
+    });
+  }
+
+  /** The running thread, started if there is none. */
+  private thread(): Worker {
+    if (this.worker) return this.worker;
+    const worker = new Worker(path.join(__dirname, 'clustering-worker.js'), { name: `auris speaker clustering (${this.lane})` });
+    worker.unref();
+    worker.on('message', (reply: ClusteringReply) => {
+      const p = this.pending.get(reply.id);
+      if (!p) return;
+      this.pending.delete(reply.id);
+      if (this.pending.size === 0) worker.unref();
+      if (reply.type === 'error') p.reject(new AurisError('INFERENCE_FAILED', `speaker clustering (${this.lane}) failed: ${reply.message}`));
+      else p.resolve(reply);
+    });
+    const die = (why: string): void => {
+      if (this.worker !== worker) return;
+      this.worker = undefined;
+      this.sent = new Set();
+      for (const p of this.pending.values()) p.reject(new AurisError('INFERENCE_FAILED', `speaker clustering thread (${this.lane}) ${why}`));
+      this.pending.clear();
+    };
+    worker.on('error', (e) => die(`crashed: ${e.message}`));
+    worker.on('exit', (code) => die(`exited (code ${code})`));
+    this.worker = worker;
+    return worker;
+  }
+}

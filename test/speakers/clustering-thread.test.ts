@@ -1,0 +1,92 @@
+/**
+ * The speaker map's clusterings on their own thread (clustering-thread.ts): the same answer as on
+ * the calling thread, the main event loop free meanwhile, bad input a clear error that leaves the
+ * thread usable. The golden cases on the threads are in golden.test.ts.
+ */
+import { strict as assert } from 'node:assert';
+import { after, describe, it } from 'node:test';
+import { AurisError } from '../../src/errors';
+import { normalise, type EmbeddedWindow } from '../../src/speakers/clustering';
+import { ClusteringThread } from '../../src/speakers/clustering-thread';
+import { speakersOfFile } from '../../src/speakers/file-map';
+import { freeClusters } from '../../src/speakers/free-recluster';
+import { countedClusters } from '../../src/speakers/recluster';
+import type { SpeakerMapInfo } from '../../src/speakers/manifest';
+import type { EncoderInfo } from '../../src/inference/views';
+
+const HOP = 6;
+
+function info(): SpeakerMapInfo {
+  return {
+    encoder: { windowSteps: 25 } as EncoderInfo,
+    schedule: { windowSteps: 25, hopSteps: HOP, every: 1, minVoicedSteps: 1, gateDb: -50 },
+    params: {
+      hopSteps: HOP, windowSteps: 25, segmentThreshold: 0.6, mergeThreshold: 0.3, refineIterations: 2,
+      minSpeakerS: 1, minSpeakerShare: 0.05, temperature: 10, onlineThreshold: 0.5, onlineThresholdStep: 0,
+    },
+    defaultMaxSpeakers: 6,
+    centre: true,
+    recluster: { maxSpeakers: 2, minWindows: 8, every: 4, history: 64, freeMinWindows: 16, freeEvery: 4 },
+    provisionalLookaheadSteps: 0,
+  };
+}
+
+/** `n` windows of `voices` voices taking turns of 40 windows: a direction in 32 dimensions plus deterministic noise. */
+function conversation(n: number, voices: number): EmbeddedWindow[] {
+  let seed = 7;
+  const noise = (): number => ((seed = (seed * 16807) % 2147483647) / 2147483647 - 0.5) * 0.5;
+  return Array.from({ length: n }, (_, i) => {
+    const v = Float64Array.from({ length: 32 }, noise);
+    v[Math.floor(i / 40) % voices]! += 1;
+    return { window: i, embedding: normalise(v) };
+  });
+}
+
+describe('ClusteringThread', () => {
+  const thread = new ClusteringThread('test');
+  after(() => thread.close());
+
+  it("gives a file's speakers exactly as the calling thread does, the main event loop turning meanwhile", async () => {
+    const windows = conversation(2400, 4);
+    const steps = 2400 * HOP + 25;
+    const speech = new Uint8Array(steps).fill(1);
+    const here = speakersOfFile(info(), windows, steps, speech);
+    assert.equal(here.keys.length, 4);
+    let turns = 0;
+    let done = false;
+    const spin = (): void => {
+      turns++;
+      if (!done) setImmediate(spin);
+    };
+    setImmediate(spin);
+    const there = await thread.file(info(), windows, steps, speech);
+    done = true;
+    assert.deepEqual(there.keys, here.keys);
+    assert.deepEqual(there.probs, here.probs);
+    for (let k = 0; k < here.keys.length; k++) assert.deepEqual(there.embeddings.mean(k), here.embeddings.mean(k));
+    // on the calling thread the loop would not turn at all while the clustering ran
+    assert.ok(turns >= 10, `the event loop turned ${turns} times while the thread clustered`);
+  });
+
+  it("re-clusters a stream's windows (without a count, told one) exactly as the calling thread does", async () => {
+    const windows = conversation(64, 3);
+    const whitened = windows.map((w) => w.embedding.map((x) => -x));
+    assert.deepEqual(await thread.free(info(), 4, windows, whitened), freeClusters(windows, info(), 4, whitened));
+    assert.deepEqual(await thread.free(info(), 4, windows), freeClusters(windows, info(), 4));
+    assert.deepEqual(await thread.counted(info(), 2, windows), countedClusters(windows, info().params, 2));
+  });
+
+  it('answers a failure with INFERENCE_FAILED and stays usable', async () => {
+    const windows = conversation(50, 2);
+    await assert.rejects(thread.file({} as SpeakerMapInfo, windows, 400, new Uint8Array(400)), (e: AurisError) => e.code === 'INFERENCE_FAILED' && /speaker clustering \(test\) failed/.test(e.message));
+    const speech = new Uint8Array(50 * HOP + 25).fill(1);
+    const again = await thread.file(info(), windows, speech.length, speech);
+    assert.deepEqual(again.probs, speakersOfFile(info(), windows, speech.length, speech).probs);
+  });
+
+  it('refuses work once closed', async () => {
+    const closed = new ClusteringThread('closed');
+    await closed.close();
+    await assert.rejects(closed.free(info(), 4, conversation(20, 2)), (e: AurisError) => e.code === 'CLOSED');
+  });
+});
