@@ -142,8 +142,8 @@ export class EncoderStage {
     this.tail = this.tail.then(async () => {
       try {
         const o = await outcome;
-        this.pending--;
         if (!this.closed) await this.options.onWindow(o);
+        this.pending--; // done: reported and taken in (a speaker map may cluster first)
       } catch (e) {
         this.failure ??= e as Error;
         throw e;
