@@ -22,6 +22,7 @@ import { seededRandom } from '../../src/inference/placeholder';
 import { writeLongWav } from '../../test/audio/helpers';
 import { normalise, type EmbeddedWindow } from '../../src/speakers/clustering';
 import { ClusteringThread } from '../../src/speakers/clustering-thread';
+import { packWindows } from '../../src/speakers/clustering-protocol';
 import { speakersOfFile } from '../../src/speakers/file-map';
 import { freeClusters } from '../../src/speakers/free-recluster';
 
@@ -133,7 +134,7 @@ async function clustering(): Promise<Record<string, unknown>[]> {
   try {
     const rows: Record<string, unknown>[] = [];
     for (const [what, here, there] of [
-      [`file: an hour of windows (${file.length})`, () => speakersOfFile(map, file, steps, speech), () => thread.file(map, file, steps, speech)],
+      [`file: an hour of windows (${file.length})`, () => speakersOfFile(map, file, steps, speech), () => thread.file(map, packWindows(file), steps, speech)],
       [`stream: re-clustering its last ${stream.length} windows`, () => freeClusters(stream, map, 10), () => thread.free(map, 10, stream)],
     ] as const) {
       let t = performance.now();

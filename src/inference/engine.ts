@@ -34,9 +34,10 @@ export class InferenceEngine {
   readonly windowSteps: number;
   /**
    * The speaker map's clusterings, off the main thread (src/speakers/clustering-thread.ts): one
-   * thread for file jobs' (seconds for an hour), one for live streams' (so these never wait behind a file's).
+   * thread for file jobs' (seconds for an hour; ended when idle, so its heap does not outlive the clustering), one
+   * for live streams' (so these never wait behind a file's).
    */
-  readonly clustering = { files: new ClusteringThread('files'), streams: new ClusteringThread('streams') };
+  readonly clustering = { files: new ClusteringThread('files', true), streams: new ClusteringThread('streams') };
 
   private constructor(
     readonly registry: ModelRegistry,

@@ -23,7 +23,10 @@ import type { CountedClusters } from './recluster';
 import type { SpeakerMapInfo } from './manifest';
 import type { EmbeddedWindow } from './clustering';
 import { SpeakerEmbeddingSums } from './speaker-gender';
-import { packRows, packWindows, type ClusteringReply, type ClusteringRequest } from './clustering-protocol';
+import { packRows, packWindows, type ClusteringReply, type ClusteringRequest, type PackedWindows } from './clustering-protocol';
+
+/** The clustering thread's young generation (V8 resourceLimits.maxYoungGenerationSizeMb). */
+const YOUNG_GENERATION_MB = 2;
 
 type Task =
   | { type: 'file'; steps: number; speech: Uint8Array; counts: FileCounts }
@@ -44,11 +47,19 @@ export class ClusteringThread {
   private sent = new Set<number>();
   private closed = false;
 
-  /** @param lane what the thread clusters, for its name in errors and the debugger ('files', 'streams') */
-  constructor(private readonly lane: string) {}
+  /**
+   * @param lane what the thread clusters, for its name in errors and the debugger ('files', 'streams')
+   * @param endWhenIdle end the thread as soon as it has no work (the next call starts another): a file
+   *   job's clustering comes once per channel and its heap (tens of MB after an hour) would otherwise stay
+   *   while the job builds its result; a stream's come every second or two, so that lane keeps its thread
+   */
+  constructor(
+    private readonly lane: string,
+    private readonly endWhenIdle = false,
+  ) {}
 
-  /** speakersOfFile on this thread. */
-  async file(map: SpeakerMapInfo, windows: readonly EmbeddedWindow[], steps: number, speech: Uint8Array, counts: FileCounts = {}): Promise<ChannelSpeakers> {
+  /** speakersOfFile on this thread (`windows` travel: their buffers are no longer usable here). */
+  async file(map: SpeakerMapInfo, windows: PackedWindows, steps: number, speech: Uint8Array, counts: FileCounts = {}): Promise<ChannelSpeakers> {
     const reply = await this.call(map, windows, { type: 'file', steps, speech: speech.slice(), counts });
     if (reply.type !== 'file') throw new AurisError('INFERENCE_FAILED', `speaker clustering (${this.lane}): unexpected reply ${reply.type}`);
     return { keys: reply.keys, probs: reply.probs, embeddings: SpeakerEmbeddingSums.fromData(reply.embeddings) };
@@ -58,14 +69,14 @@ export class ClusteringThread {
   async free(map: SpeakerMapInfo, cap: number, windows: readonly EmbeddedWindow[], whitened?: readonly Float64Array[]): Promise<FreeClusters> {
     const task: Task = { type: 'free', cap };
     if (whitened) task.whitened = packRows(whitened).packed;
-    const reply = await this.call(map, windows, task);
+    const reply = await this.call(map, packWindows(windows), task);
     if (reply.type !== 'free') throw new AurisError('INFERENCE_FAILED', `speaker clustering (${this.lane}): unexpected reply ${reply.type}`);
     return reply.clusters;
   }
 
   /** countedClusters on this thread (a stream told its count). */
   async counted(map: SpeakerMapInfo, speakers: number, windows: readonly EmbeddedWindow[]): Promise<CountedClusters> {
-    const reply = await this.call(map, windows, { type: 'counted', speakers });
+    const reply = await this.call(map, packWindows(windows), { type: 'counted', speakers });
     if (reply.type !== 'counted') throw new AurisError('INFERENCE_FAILED', `speaker clustering (${this.lane}): unexpected reply ${reply.type}`);
     return reply.clusters;
   }
@@ -78,20 +89,19 @@ export class ClusteringThread {
     if (w) await w.terminate();
   }
 
-  private call(map: SpeakerMapInfo, windows: readonly EmbeddedWindow[], task: Task): Promise<ClusteringReply> {
+  private call(map: SpeakerMapInfo, packed: PackedWindows, task: Task): Promise<ClusteringReply> {
     if (this.closed) return Promise.reject(new AurisError('CLOSED', `speaker clustering (${this.lane}) is shut down`));
     const worker = this.thread();
     let mapId = this.mapIds.get(map);
     if (mapId === undefined) this.mapIds.set(map, (mapId = this.mapIds.size + 1));
     const id = this.nextId++;
-    const packed = packWindows(windows);
     const msg: ClusteringRequest = { id, mapId, windows: packed, ...task };
     // a model's map (its whitening matrix is 0.5 MB) crosses once per thread
     if (!this.sent.has(mapId)) {
       msg.map = map;
       this.sent.add(mapId);
     }
-    const transfer: ArrayBuffer[] = [packed.index.buffer as ArrayBuffer, packed.embeddings.buffer as ArrayBuffer];
+    const transfer: ArrayBuffer[] = [packed.index.buffer as ArrayBuffer, ...packed.chunks.map((c) => c.buffer as ArrayBuffer)];
     if (task.type === 'free' && task.whitened) transfer.push(task.whitened.buffer as ArrayBuffer);
     if (task.type === 'file') transfer.push(task.speech.buffer as ArrayBuffer);
     return new Promise<ClusteringReply>((resolve, reject) => {
@@ -101,16 +111,30 @@ export class ClusteringThread {
     });
   }
 
+  /** Ends an idle thread (its heap goes back to the system); the next call starts a new one. */
+  private end(worker: Worker): void {
+    if (this.worker !== worker) return;
+    this.worker = undefined;
+    this.sent = new Set();
+    void worker.terminate();
+  }
+
   /** The running thread, started if there is none. */
   private thread(): Worker {
     if (this.worker) return this.worker;
-    const worker = new Worker(path.join(__dirname, 'clustering-worker.js'), { name: `auris speaker clustering (${this.lane})` });
+    // a small young generation: with V8's default the thread's short-lived arrays held ~35 MB more at the peak of an
+    // hour's clustering (a 1-hour file's job then passed its 300 MB), for no gain in time (docs/benchmarks.md)
+    const resourceLimits = { maxYoungGenerationSizeMb: YOUNG_GENERATION_MB };
+    const worker = new Worker(path.join(__dirname, 'clustering-worker.js'), { name: `auris speaker clustering (${this.lane})`, resourceLimits });
     worker.unref();
     worker.on('message', (reply: ClusteringReply) => {
       const p = this.pending.get(reply.id);
       if (!p) return;
       this.pending.delete(reply.id);
-      if (this.pending.size === 0) worker.unref();
+      if (this.pending.size === 0) {
+        worker.unref();
+        if (this.endWhenIdle) this.end(worker);
+      }
       if (reply.type === 'error') p.reject(new AurisError('INFERENCE_FAILED', `speaker clustering (${this.lane}) failed: ${reply.message}`));
       else p.resolve(reply);
     });

@@ -15,6 +15,7 @@ import { argmax } from '../analysis/postprocess';
 import { centredOn, dot, meanEmbedding, normalise, stepProbabilities, windowProbabilities, type EmbeddedWindow } from './clustering';
 import { speakerKeys, type SpeakerMapInfo } from './manifest';
 import { SpeakerEmbeddingSums } from './speaker-gender';
+import { WindowStore, type PackedWindows } from './clustering-protocol';
 import { clusterSpeakers } from './free-clustering';
 import { whiten, type Whitening } from './whitening';
 
@@ -45,23 +46,23 @@ function centred(clustered: readonly EmbeddedWindow[], all: readonly EmbeddedWin
 }
 
 export class FileSpeakerMap {
-  private readonly windows: EmbeddedWindow[] = [];
+  private readonly windows = new WindowStore();
 
   constructor(private readonly map: SpeakerMapInfo) {}
 
   /** The next window's outcome (the encoder stage reports them in order). */
   pushWindow(o: WindowOutcome): void {
-    if (o.kind === 'embedded') this.windows.push({ window: o.window, embedding: normalise(o.embeddings[0]!) });
+    if (o.kind === 'embedded') this.windows.push(o.window, normalise(o.embeddings[0]!));
   }
 
-  /** The embedded windows pushed so far (window order). */
-  get embedded(): readonly EmbeddedWindow[] {
-    return this.windows;
+  /** Hands the embedded windows over, packed (for the clustering thread); the map holds none afterwards. */
+  take(): PackedWindows {
+    return this.windows.take();
   }
 
   /** Clusters the channel's windows here, on the calling thread (speakersOfFile). */
   finish(steps: number, speech: Uint8Array, counts: FileCounts = {}): ChannelSpeakers {
-    return speakersOfFile(this.map, this.windows, steps, speech, counts);
+    return speakersOfFile(this.map, this.windows.windows(), steps, speech, counts);
   }
 }
 

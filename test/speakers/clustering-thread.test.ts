@@ -8,6 +8,7 @@ import { after, describe, it } from 'node:test';
 import { AurisError } from '../../src/errors';
 import { normalise, type EmbeddedWindow } from '../../src/speakers/clustering';
 import { ClusteringThread } from '../../src/speakers/clustering-thread';
+import { packWindows, WindowStore } from '../../src/speakers/clustering-protocol';
 import { speakersOfFile } from '../../src/speakers/file-map';
 import { freeClusters } from '../../src/speakers/free-recluster';
 import { countedClusters } from '../../src/speakers/recluster';
@@ -59,7 +60,7 @@ describe('ClusteringThread', () => {
       if (!done) setImmediate(spin);
     };
     setImmediate(spin);
-    const there = await thread.file(info(), windows, steps, speech);
+    const there = await thread.file(info(), packWindows(windows), steps, speech);
     done = true;
     assert.deepEqual(there.keys, here.keys);
     assert.deepEqual(there.probs, here.probs);
@@ -76,11 +77,23 @@ describe('ClusteringThread', () => {
     assert.deepEqual(await thread.counted(info(), 2, windows), countedClusters(windows, info().params, 2));
   });
 
+  it("hands a file's windows over from its store (chunks of 1024 rows), leaving the store empty", async () => {
+    const windows = conversation(2500, 3);
+    const store = new WindowStore();
+    for (const w of windows) store.push(w.window, w.embedding);
+    assert.deepEqual(store.windows(), windows);
+    const steps = 2500 * HOP + 25;
+    const speech = new Uint8Array(steps).fill(1);
+    const there = await thread.file(info(), store.take(), steps, speech);
+    assert.deepEqual(store.windows(), []);
+    assert.deepEqual(there.probs, speakersOfFile(info(), windows, steps, speech).probs);
+  });
+
   it('answers a failure with INFERENCE_FAILED and stays usable', async () => {
     const windows = conversation(50, 2);
-    await assert.rejects(thread.file({} as SpeakerMapInfo, windows, 400, new Uint8Array(400)), (e: AurisError) => e.code === 'INFERENCE_FAILED' && /speaker clustering \(test\) failed/.test(e.message));
+    await assert.rejects(thread.file({} as SpeakerMapInfo, packWindows(windows), 400, new Uint8Array(400)), (e: AurisError) => e.code === 'INFERENCE_FAILED' && /speaker clustering \(test\) failed/.test(e.message));
     const speech = new Uint8Array(50 * HOP + 25).fill(1);
-    const again = await thread.file(info(), windows, speech.length, speech);
+    const again = await thread.file(info(), packWindows(windows), speech.length, speech);
     assert.deepEqual(again.probs, speakersOfFile(info(), windows, speech.length, speech).probs);
   });
 

@@ -140,7 +140,7 @@ function fileLabels(c: Case, thread?: ClusteringThread): { K: number; labels: nu
   const speech = Uint8Array.from(c.speech, (ch) => (ch === '1' ? 1 : 0));
   const counts = c.num_speakers === undefined ? {} : { numSpeakers: c.num_speakers };
   const result = (out: ChannelSpeakers): { K: number; labels: number[] } => ({ K: out.keys.length, labels: labels(out.probs, c.steps) });
-  if (thread) return thread.file(info, map.embedded, c.steps, speech, counts).then(result);
+  if (thread) return thread.file(info, map.take(), c.steps, speech, counts).then(result);
   return result(map.finish(c.steps, speech, counts));
 }
 
@@ -235,7 +235,7 @@ describe('speaker map golden cases (training/diarization/cluster.py)', () => {
 });
 
 describe('speaker map golden cases on the clustering threads (as the service runs them)', () => {
-  const files = new ClusteringThread('files');
+  const files = new ClusteringThread('files', true); // as the engine's: a new thread for each file
   const streams = new ClusteringThread('streams');
   after(() => Promise.all([files.close(), streams.close()]));
 
