@@ -81,11 +81,13 @@ export class ClusteringThread {
     return reply.clusters;
   }
 
-  /** Ends the thread; calls in flight fail. */
+  /** Ends the thread; calls in flight fail (CLOSED). */
   async close(): Promise<void> {
     this.closed = true;
     const w = this.worker;
     this.worker = undefined;
+    for (const p of this.pending.values()) p.reject(new AurisError('CLOSED', `speaker clustering (${this.lane}) shut down`));
+    this.pending.clear();
     if (w) await w.terminate();
   }
 

@@ -97,9 +97,13 @@ describe('ClusteringThread', () => {
     assert.deepEqual(again.probs, speakersOfFile(info(), windows, speech.length, speech).probs);
   });
 
-  it('refuses work once closed', async () => {
+  it('fails the calls in flight when closed, and refuses work after', async () => {
     const closed = new ClusteringThread('closed');
+    const windows = conversation(2000, 4);
+    const speech = new Uint8Array(2000 * HOP + 25).fill(1);
+    const inFlight = assert.rejects(closed.file(info(), packWindows(windows), speech.length, speech), (e: AurisError) => e.code === 'CLOSED');
     await closed.close();
+    await inFlight;
     await assert.rejects(closed.free(info(), 4, conversation(20, 2)), (e: AurisError) => e.code === 'CLOSED');
   });
 });
