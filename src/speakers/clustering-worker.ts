@@ -3,6 +3,7 @@
  * thread would (speakersOfFile, freeClusters, countedClusters) on the windows it is sent, off the main event loop.
  */
 import { parentPort } from 'node:worker_threads';
+import { ownsWholeBuffer } from '../inference/protocol';
 import { unpackRows, unpackWindows, type ClusteringReply, type ClusteringRequest } from './clustering-protocol';
 import { speakersOfFile } from './file-map';
 import { freeClusters } from './free-recluster';
@@ -22,7 +23,7 @@ function answer(msg: ClusteringRequest): { reply: ClusteringReply; transfer: Arr
   if (msg.type === 'file') {
     const found = speakersOfFile(map, windows, msg.steps, msg.speech, msg.counts);
     const reply: ClusteringReply = { type: 'file', id: msg.id, keys: found.keys, probs: found.probs, embeddings: found.embeddings.toData() };
-    return { reply, transfer: found.probs.byteOffset === 0 && found.probs.byteLength === found.probs.buffer.byteLength ? [found.probs.buffer as ArrayBuffer] : [] };
+    return { reply, transfer: ownsWholeBuffer(found.probs) ? [found.probs.buffer as ArrayBuffer] : [] };
   }
   if (msg.type === 'counted') return { reply: { type: 'counted', id: msg.id, clusters: countedClusters(windows, map.params, msg.speakers) }, transfer: [] };
   const whitened = msg.whitened ? unpackRows(msg.whitened, msg.windows.dim) : undefined;
