@@ -61,7 +61,6 @@ export class ClusteringThread {
   /** speakersOfFile on this thread (`windows` travel: their buffers are no longer usable here). */
   async file(map: SpeakerMapInfo, windows: PackedWindows, steps: number, speech: Uint8Array, counts: FileCounts = {}): Promise<ChannelSpeakers> {
     const reply = await this.call(map, windows, { type: 'file', steps, speech: speech.slice(), counts });
-    if (reply.type !== 'file') throw new AurisError('INFERENCE_FAILED', `speaker clustering (${this.lane}): unexpected reply ${reply.type}`);
     return { keys: reply.keys, probs: reply.probs, embeddings: SpeakerEmbeddingSums.fromData(reply.embeddings) };
   }
 
@@ -69,16 +68,12 @@ export class ClusteringThread {
   async free(map: SpeakerMapInfo, cap: number, windows: readonly EmbeddedWindow[], whitened?: readonly Float64Array[]): Promise<FreeClusters> {
     const task: Task = { type: 'free', cap };
     if (whitened) task.whitened = packRows(whitened).packed;
-    const reply = await this.call(map, packWindows(windows), task);
-    if (reply.type !== 'free') throw new AurisError('INFERENCE_FAILED', `speaker clustering (${this.lane}): unexpected reply ${reply.type}`);
-    return reply.clusters;
+    return (await this.call(map, packWindows(windows), task)).clusters;
   }
 
   /** countedClusters on this thread (a stream told its count). */
   async counted(map: SpeakerMapInfo, speakers: number, windows: readonly EmbeddedWindow[]): Promise<CountedClusters> {
-    const reply = await this.call(map, packWindows(windows), { type: 'counted', speakers });
-    if (reply.type !== 'counted') throw new AurisError('INFERENCE_FAILED', `speaker clustering (${this.lane}): unexpected reply ${reply.type}`);
-    return reply.clusters;
+    return (await this.call(map, packWindows(windows), { type: 'counted', speakers })).clusters;
   }
 
   /** Ends the thread; calls in flight fail (CLOSED). */
@@ -91,7 +86,14 @@ export class ClusteringThread {
     if (w) await w.terminate();
   }
 
-  private call(map: SpeakerMapInfo, packed: PackedWindows, task: Task): Promise<ClusteringReply> {
+  /** The task's answer (a reply of its type; an error reply or a reply of another type fails the call). */
+  private async call<T extends Task>(map: SpeakerMapInfo, packed: PackedWindows, task: T): Promise<Extract<ClusteringReply, { type: T['type'] }>> {
+    const reply = await this.post(map, packed, task);
+    if (reply.type !== task.type) throw new AurisError('INFERENCE_FAILED', `speaker clustering (${this.lane}): unexpected reply ${reply.type}`);
+    return reply as Extract<ClusteringReply, { type: T['type'] }>;
+  }
+
+  private post(map: SpeakerMapInfo, packed: PackedWindows, task: Task): Promise<ClusteringReply> {
     if (this.closed) return Promise.reject(new AurisError('CLOSED', `speaker clustering (${this.lane}) is shut down`));
     const worker = this.thread();
     let mapId = this.mapIds.get(map);
@@ -115,10 +117,15 @@ export class ClusteringThread {
 
   /** Ends an idle thread (its heap goes back to the system); the next call starts a new one. */
   private end(worker: Worker): void {
-    if (this.worker !== worker) return;
+    if (this.forget(worker)) void worker.terminate();
+  }
+
+  /** No longer this lane's thread (false: it was not); the next call starts another and sends it the maps again. */
+  private forget(worker: Worker): boolean {
+    if (this.worker !== worker) return false;
     this.worker = undefined;
     this.sent = new Set();
-    void worker.terminate();
+    return true;
   }
 
   /** The running thread, started if there is none. */
@@ -141,9 +148,7 @@ export class ClusteringThread {
       else p.resolve(reply);
     });
     const die = (why: string): void => {
-      if (this.worker !== worker) return;
-      this.worker = undefined;
-      this.sent = new Set();
+      if (!this.forget(worker)) return;
       for (const p of this.pending.values()) p.reject(new AurisError('INFERENCE_FAILED', `speaker clustering thread (${this.lane}) ${why}`));
       this.pending.clear();
     };

@@ -98,17 +98,11 @@ export class FreeReclusteringSpeakers {
   add(compared: Float64Array, window: number, plain: Float64Array): Decision | Promise<Decision> {
     const { freeEvery, freeMinWindows } = this.map.recluster;
     this.recent.push(window, plain, compared);
-    if (this.recent.seen < freeMinWindows) return this.decided(this.warm.add(compared));
-    if (this.current !== undefined && (this.recent.seen - freeMinWindows) % freeEvery !== 0) return this.decided(this.nearest(plain));
+    if (this.recent.seen < freeMinWindows) return this.recent.decided(this.warm.add(compared));
+    if (this.current !== undefined && (this.recent.seen - freeMinWindows) % freeEvery !== 0) return this.recent.decided(this.nearest(plain));
     // the compared windows are the whitened ones the pair rule reads, when the model whitens
     const found = this.clusterer(this.recent.windows, this.map.whitening ? this.recent.compared : undefined);
-    if (found instanceof Promise) return found.then((c) => this.decided(this.nearestAfter(c, plain)));
-    return this.decided(this.nearestAfter(found, plain));
-  }
-
-  private decided(out: Decision): Decision {
-    this.recent.decided(out.speaker);
-    return out;
+    return this.recent.decideWith(found, (c) => this.nearestAfter(c, plain));
   }
 
   /** Takes a new clustering, its clusters mapped onto the ids given; then the window's nearest centroid. */

@@ -4,7 +4,7 @@
  * id each was given; the newest window has no id while it is being decided. Bounded, so a stream of
  * any length costs the same.
  */
-import type { EmbeddedWindow } from './clustering';
+import type { Decision, EmbeddedWindow } from './clustering';
 
 export class RecentWindows {
   /** Unit embeddings as the encoder gave them, window order, the newest last. */
@@ -40,9 +40,19 @@ export class RecentWindows {
     }
   }
 
-  /** The newest window's id. */
-  decided(id: number): void {
-    this.ids.push(id);
-    this.usedCount = Math.max(this.usedCount, id + 1);
+  /** The newest window's decision: its id is kept; returns the decision. */
+  decided(out: Decision): Decision {
+    this.ids.push(out.speaker);
+    this.usedCount = Math.max(this.usedCount, out.speaker + 1);
+    return out;
+  }
+
+  /**
+   * The newest window decided from a clustering once it is found (`decide` takes it and answers): at once
+   * when it was found here, else when the promise of the clustering thread settles.
+   */
+  decideWith<C>(found: C | Promise<C>, decide: (clusters: C) => Decision): Decision | Promise<Decision> {
+    if (found instanceof Promise) return found.then((c) => this.decided(decide(c)));
+    return this.decided(decide(found));
   }
 }

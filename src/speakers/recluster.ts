@@ -119,16 +119,9 @@ export class ReclusteringSpeakers {
    */
   add(embedding: Float64Array, window: number): Decision | Promise<Decision> {
     this.recent.push(window, embedding);
-    if (this.recent.seen < this.recluster.minWindows) return this.decided(this.warm.add(embedding));
-    if (this.current !== undefined && (this.recent.seen - this.recluster.minWindows) % this.recluster.every !== 0) return this.decided(this.nearest(embedding));
-    const found = this.clusterer(this.recent.windows);
-    if (found instanceof Promise) return found.then((c) => this.decided(this.nearestAfter(c, embedding)));
-    return this.decided(this.nearestAfter(found, embedding));
-  }
-
-  private decided(out: Decision): Decision {
-    this.recent.decided(out.speaker);
-    return out;
+    if (this.recent.seen < this.recluster.minWindows) return this.recent.decided(this.warm.add(embedding));
+    if (this.current !== undefined && (this.recent.seen - this.recluster.minWindows) % this.recluster.every !== 0) return this.recent.decided(this.nearest(embedding));
+    return this.recent.decideWith(this.clusterer(this.recent.windows), (c) => this.nearestAfter(c, embedding));
   }
 
   /** Takes a new clustering, its clusters mapped one-to-one onto the ids given; then the window's nearest centroid. */
