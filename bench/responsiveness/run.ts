@@ -8,7 +8,8 @@
  *  - the inference pool (1 worker) running a large placeholder model: longest timer gap against
  *    the time one run takes (had inference run on the main thread, a gap would be a whole run);
  *  - the speaker map's clusterings (the shipped `speakers` model's parameters, synthetic windows of
- *    ten voices): a file's hour of windows and a stream's re-clustering of its last 256, each timed
+ *    ten voices): a file's hour of windows, 2,000 windows too unlike to form segments (the
+ *    agglomeration's worst case) and a stream's re-clustering of its last 256, each timed
  *    on the main thread (the stall every other job and stream saw before) and on the clustering
  *    thread (src/speakers/clustering-thread.ts), with the longest timer gap meanwhile.
  * Prints a table and writes bench/out/responsiveness.json.
@@ -103,11 +104,12 @@ async function pool(dir: string): Promise<Record<string, unknown>> {
 }
 
 /**
- * `n` unit windows of ten voices taking turns of 2-8 s (hop 6 steps = 384 ms), around random directions; a voice's
- * successive windows at cosine ~0.73, above the segment threshold (0.7) as recorded voices' mostly are. (At ~0.56,
- * every window its own segment, the agglomeration's cost grows as n^1.8: 2,000 windows 7 s here; see docs/benchmarks.md.)
+ * `n` unit windows of ten voices taking turns of 2-8 s (hop 6 steps = 384 ms), around random directions. With
+ * `spread` 0.5 a voice's successive windows are at cosine ~0.73, above the segment threshold (0.7) as recorded
+ * voices' mostly are; with 1 at ~0.5, every window its own segment: the agglomeration's worst case (its cost grew
+ * as n^1.8 until 2026-11-29; docs/benchmarks.md).
  */
-function tenVoices(n: number, dim: number): EmbeddedWindow[] {
+function tenVoices(n: number, dim: number, spread = 0.5): EmbeddedWindow[] {
   const normal = seededRandom(3); // mean 0, variance 1/3, within (-2, 2)
   const r = (): number => Math.min(0.999999, Math.max(0, normal() / 4 + 0.5)); // in [0, 1)
   const voices = Array.from({ length: 10 }, () => Float64Array.from({ length: dim }, normal));
@@ -116,7 +118,7 @@ function tenVoices(n: number, dim: number): EmbeddedWindow[] {
   while (out.length < n) {
     const turn = 5 + Math.floor(r() * 16);
     for (let i = 0; i < turn && out.length < n; i++) {
-      out.push({ window: out.length, embedding: normalise(voices[voice]!.map((v) => v + normal() * 0.5)) });
+      out.push({ window: out.length, embedding: normalise(voices[voice]!.map((v) => v + normal() * spread)) });
     }
     voice = (voice + 1 + Math.floor(r() * 9)) % 10;
   }
@@ -130,11 +132,18 @@ async function clustering(): Promise<Record<string, unknown>[]> {
   const steps = file.length * hop + map.params.windowSteps;
   const speech = new Uint8Array(steps).fill(1);
   const stream = file.slice(0, map.recluster.history);
+  const unlike = tenVoices(2000, map.encoder.dim, 1);
+  const unlikeSteps = unlike.length * hop + map.params.windowSteps;
   const thread = new ClusteringThread('bench');
   try {
     const rows: Record<string, unknown>[] = [];
     for (const [what, here, there] of [
       [`file: an hour of windows (${file.length})`, () => speakersOfFile(map, file, steps, speech), () => thread.file(map, packWindows(file), steps, speech)],
+      [
+        `file: ${unlike.length} windows, each its own segment`,
+        () => speakersOfFile(map, unlike, unlikeSteps, speech),
+        () => thread.file(map, packWindows(unlike), unlikeSteps, speech),
+      ],
       [`stream: re-clustering its last ${stream.length} windows`, () => freeClusters(stream, map, 10), () => thread.free(map, 10, stream)],
     ] as const) {
       let t = performance.now();

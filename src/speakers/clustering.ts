@@ -73,6 +73,31 @@ export function dot(a: ArrayLike<number>, b: ArrayLike<number>): number {
   return s;
 }
 
+/**
+ * out[j] = dot(e, rows[j]) for the first `count` rows, each summed left to right as dot() does (bit for bit
+ * the same): four at a time, so four independent sums keep the core busy instead of one waiting on each add.
+ */
+export function dotsInto(e: Float64Array, rows: readonly Float64Array[], count: number, out: Float64Array): void {
+  const d = e.length;
+  let j = 0;
+  for (; j + 3 < count; j += 4) {
+    const r0 = rows[j]!, r1 = rows[j + 1]!, r2 = rows[j + 2]!, r3 = rows[j + 3]!;
+    let s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    for (let i = 0; i < d; i++) {
+      const x = e[i]!;
+      s0 += x * r0[i]!;
+      s1 += x * r1[i]!;
+      s2 += x * r2[i]!;
+      s3 += x * r3[i]!;
+    }
+    out[j] = s0;
+    out[j + 1] = s1;
+    out[j + 2] = s2;
+    out[j + 3] = s3;
+  }
+  for (; j < count; j++) out[j] = dot(e, rows[j]!);
+}
+
 export function softmax(scaled: readonly number[]): number[] {
   if (scaled.length === 0) return [];
   const m = Math.max(...scaled);
@@ -286,51 +311,78 @@ class Clusterer {
   /**
    * Merges the most similar pair (ties: lowest indexes; the merged cluster takes the first one's place)
    * while `go` says so; a pair `apart` says to keep apart is skipped until either of the two changes.
-   * Each cluster caches its closest later cluster, so a merge costs a few rows of cosines instead of
-   * all pairs (an hour of speech has a few thousand segments).
+   *
+   * Each cluster a keeps its closest later cluster next[a] and that cosine sim[a] (Müllner's generic
+   * algorithm, arXiv:1109.2378): sim[a] is always at least the true best of a's row, and exact[a] says
+   * it is that best. A merge changes one centroid, so each earlier row takes one cosine with it; a row
+   * whose partner changed or left keeps its old cosine as a bound and is rescanned only if it comes out
+   * on top. Rescanning every such row at once (until 2026-11-29) grew as n^1.8 when most windows
+   * were their own segment: one merged cluster is many rows' closest. The pairs merged, and their
+   * order, are the same as an exact rescan's (cluster.py keeps the whole matrix).
    */
   private mergeClosest(list: Cluster[], go: (best: number, a: Cluster, b: Cluster) => boolean, apart?: (best: number, a: Cluster, b: Cluster) => boolean): void {
-    // next[a]: the b > a with the highest cosine (ties: lowest b; pairs kept apart skipped), sim[a] that cosine
-    const next: number[] = [];
-    const sim: number[] = [];
+    const n = list.length;
+    const slot = [...list]; // slots keep their order; a merged pair lives on in the first one's slot
+    const alive = new Uint8Array(n).fill(1);
+    const next = new Int32Array(n);
+    const sim = new Float64Array(n);
+    const exact = new Uint8Array(n);
+    // the rows compared in one go, and their cosines (dotsInto)
+    const at = new Int32Array(n);
+    const rows: Float64Array[] = [];
+    const cos = new Float64Array(n);
     const scan = (a: number): void => {
+      const ca = slot[a]!;
+      let count = 0;
+      for (let b = a + 1; b < n; b++) {
+        if (!alive[b] || ca.apartFrom?.has(slot[b]!)) continue;
+        at[count] = b;
+        rows[count++] = slot[b]!.centroid;
+      }
+      dotsInto(ca.centroid, rows, count, cos);
       let best = -Infinity;
       let arg = -1;
-      for (let b = a + 1; b < list.length; b++) {
-        if (list[a]!.apartFrom?.has(list[b]!)) continue;
-        const s = dot(list[a]!.centroid, list[b]!.centroid);
-        if (s > best) [best, arg] = [s, b];
-      }
+      for (let j = 0; j < count; j++) if (cos[j]! > best) [best, arg] = [cos[j]!, at[j]!];
       next[a] = arg;
       sim[a] = best;
+      exact[a] = 1;
     };
-    for (let a = 0; a < list.length; a++) scan(a);
+    for (let a = 0; a < n; a++) scan(a);
     while (list.length > 1) {
-      let ba = 0;
-      for (let a = 1; a < list.length - 1; a++) if (sim[a]! > sim[ba]!) ba = a;
+      let ba = -1;
+      for (let a = 0; a < n; a++) if (alive[a] && (ba < 0 || sim[a]! > sim[ba]!)) ba = a;
+      if (!exact[ba]) {
+        scan(ba); // its bound came out on top: is the pair still this close?
+        continue;
+      }
       const bb = next[ba]!;
-      if (bb < 0 || !go(sim[ba]!, list[ba]!, list[bb]!)) return; // bb < 0: every pair is kept apart
-      if (apart?.(sim[ba]!, list[ba]!, list[bb]!)) {
-        (list[ba]!.apartFrom ??= new Set()).add(list[bb]!);
+      if (bb < 0 || !go(sim[ba]!, slot[ba]!, slot[bb]!)) return; // bb < 0: every pair is kept apart
+      if (apart?.(sim[ba]!, slot[ba]!, slot[bb]!)) {
+        (slot[ba]!.apartFrom ??= new Set()).add(slot[bb]!);
         scan(ba);
         continue;
       }
-      list[ba] = this.merged(list[ba]!, list[bb]!);
-      list.splice(bb, 1);
-      next.splice(bb, 1);
-      sim.splice(bb, 1);
-      for (let a = 0; a < list.length; a++) {
-        if (a === ba || next[a] === ba || next[a] === bb) {
-          scan(a); // its partner changed or left
-          continue;
-        }
-        if (next[a]! > bb) next[a]!--; // indexes after the removed one shift down
-        if (a < ba) {
-          // the merged cluster may now be the closest later one
-          const s = dot(list[a]!.centroid, list[ba]!.centroid);
-          if (s > sim[a]! || (s === sim[a]! && ba < next[a]!)) [sim[a], next[a]] = [s, ba];
-        }
+      const merged = this.merged(slot[ba]!, slot[bb]!);
+      list[list.indexOf(slot[ba]!)] = merged;
+      list.splice(list.indexOf(slot[bb]!), 1);
+      slot[ba] = merged;
+      alive[bb] = 0;
+      for (let a = ba + 1; a < n; a++) if (alive[a] && (next[a] === ba || next[a] === bb)) exact[a] = 0; // its partner left (ba is not a later cluster of a)
+      let count = 0;
+      for (let a = 0; a < ba; a++) {
+        if (!alive[a]) continue;
+        at[count] = a;
+        rows[count++] = slot[a]!.centroid;
       }
+      dotsInto(merged.centroid, rows, count, cos);
+      for (let j = 0; j < count; j++) {
+        const a = at[j]!;
+        const s = cos[j]!;
+        if (s > sim[a]!) [sim[a], next[a], exact[a]] = [s, ba, 1]; // above a bound of every other pair: the best
+        else if (next[a] === ba || next[a] === bb) [next[a], exact[a]] = [ba, 0]; // the old cosine stays a bound
+        else if (exact[a] && s === sim[a] && ba < next[a]!) next[a] = ba;
+      }
+      scan(ba);
     }
   }
 }

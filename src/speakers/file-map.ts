@@ -95,6 +95,8 @@ export function speakersOfFile(map: SpeakerMapInfo, windows: readonly EmbeddedWi
   let { centroids } = clusterSpeakers(clustered.clustered, plain, map, counts.maxSpeakers ?? map.defaultMaxSpeakers, counts.numSpeakers);
   // keep the speakers that win a speech step, numbered by the first one
   const all = clustered.all;
+  // each window is whitened where it is used (five times in all), not kept whitened: a whitened copy of an hour's
+  // windows (14 MB) saved ~2 s of its clustering but raised the job's peak memory (docs/benchmarks.md)
   const scoreWhitened = whitening && map.whitenedScores ? whitening : undefined;
   const probsWith = (cs: readonly Float64Array[]): Float32Array => {
     let vectors: { window: number; probs: number[] }[];

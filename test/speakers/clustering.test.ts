@@ -205,6 +205,42 @@ describe('agglomeration with cached closest clusters', () => {
       }
     }
   });
+
+  /** Clusters of the agglomeration alone (every window its own segment, no refinement, none too short). */
+  const agglomerated = (emb: Float64Array[], tau: number): string[] => {
+    const got = clusterWindows(
+      emb.map((embedding, i) => ({ window: 2 * i, embedding })),
+      { ...params, mergeThreshold: tau, refineIterations: 0, minSpeakerS: 0 },
+      emb.length,
+    );
+    return Array.from({ length: got.speakers }, (_, k) => got.assignment.flatMap((a, i) => (a === k ? [i] : [])).join(',')).sort();
+  };
+
+  it('breaks exact ties as the all-pairs search does (lowest pair first)', () => {
+    // 0/1 vectors in 6 dimensions: many pairs at exactly the same cosine
+    for (const seed of [1, 2, 3, 4, 5, 6]) {
+      let x = seed;
+      const uniform = (): number => (x = (x * 16807) % 2147483647) / 2147483647;
+      const emb = Array.from({ length: 60 }, () => {
+        const v = Float64Array.from({ length: 6 }, () => (uniform() < 0.4 ? 1 : 0));
+        if (!v.includes(1)) v[0] = 1;
+        return normalise(v);
+      });
+      for (const tau of [0.3, 0.5, 0.65, 0.8]) assert.deepEqual(agglomerated(emb, tau), naive(emb, tau).map((g) => g.join(',')).sort(), `seed ${seed}, tau ${tau}`);
+    }
+  });
+
+  it('also when windows are so unlike that one growing cluster is the closest of most others', () => {
+    // the case whose rescans grew as n^1.8 before the bounds (Müllner's generic algorithm): almost random windows merged far down
+    for (const seed of [4, 5]) {
+      const emb = Array.from({ length: 120 }, (_, i) => voice(i % 4, seed * 1000 + i, 4));
+      for (const tau of [-0.2, 0.1, 0.4]) {
+        const want = naive(emb, tau);
+        assert.ok(want.length < 60, `merged far down (${want.length} clusters)`);
+        assert.deepEqual(agglomerated(emb, tau), want.map((g) => g.join(',')).sort(), `seed ${seed}, tau ${tau}`);
+      }
+    }
+  });
 });
 
 describe("files' alike merge (alike-merge.ts)", () => {
