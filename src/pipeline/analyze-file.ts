@@ -319,7 +319,8 @@ async function postProcess(
       if (request.maxSpeakers !== undefined) counts.maxSpeakers = request.maxSpeakers;
       // on the clustering thread: an hour's windows take seconds, which the main thread's other jobs and streams would wait
       const speech = speechSteps(plan, probs, st.levels.view(), st.steps, options.volumeThreshold);
-      const found = await abortable(plan.engine.clustering.files.file(st.speakers.info, st.speakers.map.take(), st.steps, speech, counts), signal);
+      // (the signal also ends the thread's work on a cancelled job: an hour's clustering is not finished for no one)
+      const found = await abortable(plan.engine.clustering.files.file(st.speakers.info, st.speakers.map.take(), st.steps, speech, counts, signal), signal);
       probs[st.speakers.model] = found.probs;
       channelOptions = { ...options, rawKeys: { ...options.rawKeys, [st.speakers.model]: found.keys } };
       if (genderHead) speakerGender = speakerGenderSummary(genderHead, found.embeddings, found.keys.length);

@@ -12,7 +12,8 @@
  * One thread per lane (the engine keeps one for files, one for streams, so a stream's short
  * clustering never queues behind a file's long one); started on first use, it keeps the process
  * alive only while it has work. A crashed thread fails the calls in flight (INFERENCE_FAILED) and
- * the next call starts a new one.
+ * the next call starts a new one; so does a cancelled file job's call when no other call waits
+ * (the thread is ended rather than left to finish work no one wants).
  */
 import * as path from 'node:path';
 import { Worker } from 'node:worker_threads';
@@ -58,9 +59,13 @@ export class ClusteringThread {
     private readonly endWhenIdle = false,
   ) {}
 
-  /** speakersOfFile on this thread (`windows` travel: their buffers are no longer usable here). */
-  async file(map: SpeakerMapInfo, windows: PackedWindows, steps: number, speech: Uint8Array, counts: FileCounts = {}): Promise<ChannelSpeakers> {
-    const reply = await this.call(map, windows, { type: 'file', steps, speech: speech.slice(), counts });
+  /**
+   * speakersOfFile on this thread (`windows` travel: their buffers are no longer usable here). `signal`: the job's;
+   * when it fires the call fails (ABORTED) and, if no other call waits on the thread, the thread ends at once
+   * instead of finishing an hour's clustering for no one.
+   */
+  async file(map: SpeakerMapInfo, windows: PackedWindows, steps: number, speech: Uint8Array, counts: FileCounts = {}, signal?: AbortSignal): Promise<ChannelSpeakers> {
+    const reply = await this.call(map, windows, { type: 'file', steps, speech: speech.slice(), counts }, signal);
     return { keys: reply.keys, probs: reply.probs, embeddings: SpeakerEmbeddingSums.fromData(reply.embeddings) };
   }
 
@@ -87,14 +92,20 @@ export class ClusteringThread {
   }
 
   /** The task's answer (a reply of its type; an error reply or a reply of another type fails the call). */
-  private async call<T extends Task>(map: SpeakerMapInfo, packed: PackedWindows, task: T): Promise<Extract<ClusteringReply, { type: T['type'] }>> {
-    const reply = await this.post(map, packed, task);
+  private async call<T extends Task>(map: SpeakerMapInfo, packed: PackedWindows, task: T, signal?: AbortSignal): Promise<Extract<ClusteringReply, { type: T['type'] }>> {
+    const reply = await this.post(map, packed, task, signal);
     if (reply.type !== task.type) throw new AurisError('INFERENCE_FAILED', `speaker clustering (${this.lane}): unexpected reply ${reply.type}`);
     return reply as Extract<ClusteringReply, { type: T['type'] }>;
   }
 
-  private post(map: SpeakerMapInfo, packed: PackedWindows, task: Task): Promise<ClusteringReply> {
+  /** A thread is running (it ends when closed, crashed, cancelled or, for a lane that ends when idle, idle). */
+  get running(): boolean {
+    return this.worker !== undefined;
+  }
+
+  private post(map: SpeakerMapInfo, packed: PackedWindows, task: Task, signal?: AbortSignal): Promise<ClusteringReply> {
     if (this.closed) return Promise.reject(new AurisError('CLOSED', `speaker clustering (${this.lane}) is shut down`));
+    if (signal?.aborted) return Promise.reject(this.cancelled());
     const worker = this.thread();
     let mapId = this.mapIds.get(map);
     if (mapId === undefined) this.mapIds.set(map, (mapId = this.mapIds.size + 1));
@@ -109,10 +120,29 @@ export class ClusteringThread {
     if (task.type === 'free' && task.whitened) transfer.push(task.whitened.buffer as ArrayBuffer);
     if (task.type === 'file') transfer.push(task.speech.buffer as ArrayBuffer);
     return new Promise<ClusteringReply>((resolve, reject) => {
-      this.pending.set(id, { resolve, reject });
+      const onAbort = (): void => this.cancel(id, worker);
+      signal?.addEventListener('abort', onAbort, { once: true });
+      const settled = (): void => signal?.removeEventListener('abort', onAbort);
+      this.pending.set(id, {
+        resolve: (r) => (settled(), resolve(r)),
+        reject: (e) => (settled(), reject(e)),
+      });
       worker.ref();
       worker.postMessage(msg, transfer);
     });
+  }
+
+  /** Call `id` is not wanted any more: it fails, and a thread with no other call waiting ends now. */
+  private cancel(id: number, worker: Worker): void {
+    const p = this.pending.get(id);
+    if (!p) return;
+    this.pending.delete(id);
+    p.reject(this.cancelled());
+    if (this.pending.size === 0) this.end(worker);
+  }
+
+  private cancelled(): AurisError {
+    return new AurisError('ABORTED', `speaker clustering (${this.lane}) cancelled`);
   }
 
   /** Ends an idle thread (its heap goes back to the system); the next call starts a new one. */

@@ -97,6 +97,33 @@ describe('ClusteringThread', () => {
     assert.deepEqual(again.probs, speakersOfFile(info(), windows, speech.length, speech).probs);
   });
 
+  it("ends its work on a cancelled file job: the call fails ABORTED, an idle thread stops, other calls keep their answers", async () => {
+    const files = new ClusteringThread('files', true);
+    try {
+      const windows = conversation(2400, 4);
+      const speech = new Uint8Array(2400 * HOP + 25).fill(1);
+      const job = new AbortController();
+      const cancelled = files.file(info(), packWindows(windows), speech.length, speech, {}, job.signal);
+      assert.ok(files.running);
+      job.abort();
+      await assert.rejects(cancelled, (e: AurisError) => e.code === 'ABORTED' && /speaker clustering \(files\) cancelled/.test(e.message));
+      assert.equal(files.running, false, 'the thread no one waits on is ended, not left to finish');
+      // a cancelled call among others: the others are answered as before
+      const other = conversation(200, 2);
+      const otherSpeech = new Uint8Array(200 * HOP + 25).fill(1);
+      const second = new AbortController();
+      const kept = files.file(info(), packWindows(other), otherSpeech.length, otherSpeech);
+      const dropped = files.file(info(), packWindows(windows), speech.length, speech, {}, second.signal);
+      second.abort();
+      await assert.rejects(dropped, (e: AurisError) => e.code === 'ABORTED');
+      assert.deepEqual((await kept).probs, speakersOfFile(info(), other, otherSpeech.length, otherSpeech).probs);
+      // already cancelled: refused before any work
+      await assert.rejects(files.file(info(), packWindows(other), otherSpeech.length, otherSpeech, {}, AbortSignal.abort()), (e: AurisError) => e.code === 'ABORTED');
+    } finally {
+      await files.close();
+    }
+  });
+
   it('fails the calls in flight when closed, and refuses work after', async () => {
     const closed = new ClusteringThread('closed');
     const windows = conversation(2000, 4);
