@@ -702,10 +702,18 @@ def whitening_matrix(name: str) -> np.ndarray | None:
 
 
 def whitened(E: np.ndarray, M: np.ndarray | None) -> np.ndarray:
-    """whiten() of live-map.ts: each unit row e -> normalise(M e), every output a left-to-right sum."""
+    """whiten() of whitening.ts: each unit row e -> normalise(M e), every output a left-to-right sum.
+
+    The sums run over the inputs i in order for all rows and outputs at once (acc[n, r] += E[n, i] M[r, i]): the
+    same additions in the same order as one dots(M, e) per row, bit for bit, about 5x faster (the report spent
+    most of its time here)."""
     if M is None or len(E) == 0:
         return E
-    return normalise(np.stack([dots(M, e) for e in E]))
+    E = np.asarray(E, dtype=np.float64)
+    acc = np.zeros((len(E), M.shape[0]))
+    for i in range(M.shape[1]):
+        acc += np.multiply.outer(E[:, i], M[:, i])
+    return normalise(acc)
 
 
 def stream_map(num_steps: int, win, E: np.ndarray, p: Params, max_speakers: int | None = None,
