@@ -327,19 +327,23 @@ class Clusterer {
     const next = new Int32Array(n);
     const sim = new Float64Array(n);
     const exact = new Uint8Array(n);
-    // the rows compared in one go, and their cosines (dotsInto)
+    // cosines(c, from, to, skip): c against the live slots from..to-1 not in `skip`, in one go (dotsInto);
+    // the j-th compared slot is at[j], its cosine cos[j]; returns how many were compared
     const at = new Int32Array(n);
     const rows: Float64Array[] = [];
     const cos = new Float64Array(n);
-    const scan = (a: number): void => {
-      const ca = slot[a]!;
+    const cosines = (c: Float64Array, from: number, to: number, skip?: Set<Cluster>): number => {
       let count = 0;
-      for (let b = a + 1; b < n; b++) {
-        if (!alive[b] || ca.apartFrom?.has(slot[b]!)) continue;
+      for (let b = from; b < to; b++) {
+        if (!alive[b] || skip?.has(slot[b]!)) continue;
         at[count] = b;
         rows[count++] = slot[b]!.centroid;
       }
-      dotsInto(ca.centroid, rows, count, cos);
+      dotsInto(c, rows, count, cos);
+      return count;
+    };
+    const scan = (a: number): void => {
+      const count = cosines(slot[a]!.centroid, a + 1, n, slot[a]!.apartFrom);
       let best = -Infinity;
       let arg = -1;
       for (let j = 0; j < count; j++) if (cos[j]! > best) [best, arg] = [cos[j]!, at[j]!];
@@ -368,13 +372,7 @@ class Clusterer {
       slot[ba] = merged;
       alive[bb] = 0;
       for (let a = ba + 1; a < n; a++) if (alive[a] && (next[a] === ba || next[a] === bb)) exact[a] = 0; // its partner left (ba is not a later cluster of a)
-      let count = 0;
-      for (let a = 0; a < ba; a++) {
-        if (!alive[a]) continue;
-        at[count] = a;
-        rows[count++] = slot[a]!.centroid;
-      }
-      dotsInto(merged.centroid, rows, count, cos);
+      const count = cosines(merged.centroid, 0, ba);
       for (let j = 0; j < count; j++) {
         const a = at[j]!;
         const s = cos[j]!;

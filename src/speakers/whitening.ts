@@ -9,7 +9,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { AurisError } from '../errors';
-import { dot, normalise } from './clustering';
+import { dotsInto, normalise } from './clustering';
 
 /** Rows of the matrix: compared = normalise(M e). */
 export type Whitening = readonly Float64Array[];
@@ -36,27 +36,9 @@ export function loadWhitening(dir: string, name: string, dim: number, file: stri
 
 /** normalise(M e), each output summed left to right (cluster.py `whitened` does the same sums). */
 export function whiten(m: Whitening, e: Float64Array): Float64Array {
-  // Four rows at a time: four independent sums keep the core busy (one sum waits on each add), and
-  // each is still summed left to right, so the result is bit for bit the same. Monomorphic loops over
-  // typed arrays (Float64Array.from with a callback ran ~4x slower).
+  // dotsInto: four rows at a time, each still summed left to right (a monomorphic loop over typed arrays;
+  // Float64Array.from with a callback ran ~4x slower)
   const out = new Float64Array(m.length);
-  const d = e.length;
-  let r = 0;
-  for (; r + 3 < m.length; r += 4) {
-    const r0 = m[r]!, r1 = m[r + 1]!, r2 = m[r + 2]!, r3 = m[r + 3]!;
-    let s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-    for (let i = 0; i < d; i++) {
-      const x = e[i]!;
-      s0 += r0[i]! * x;
-      s1 += r1[i]! * x;
-      s2 += r2[i]! * x;
-      s3 += r3[i]! * x;
-    }
-    out[r] = s0;
-    out[r + 1] = s1;
-    out[r + 2] = s2;
-    out[r + 3] = s3;
-  }
-  for (; r < m.length; r++) out[r] = dot(m[r]!, e);
+  dotsInto(e, m, m.length, out);
   return normalise(out);
 }
