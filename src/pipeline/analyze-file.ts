@@ -14,6 +14,7 @@ import { StepBuffer } from '../inference/step-buffer';
 import type { ModelInfo } from '../inference/registry';
 import type { WindowedRunner } from '../inference/runner';
 import type { EncoderStage } from '../inference/encoder-stage';
+import { trimNativeMemory } from '../audio';
 import { defaultOpen, type FileFrontendLike, type OpenFileFrontend } from './audio';
 import { FileSpeakerMap } from '../speakers/file-map';
 import type { SpeakerMapInfo } from '../speakers/manifest';
@@ -106,6 +107,22 @@ export function expectedSteps(info: Pick<AudioInfo, 'frames' | 'sampleRate'>): n
   return Math.ceil(Math.round((info.frames * 16000) / info.sampleRate) / 1024);
 }
 
+/** Analysed audio (all channels, 64 ms steps) from which a job gives the C allocator's free memory back: 10 minutes. */
+const RELEASE_FROM_STEPS = (10 * 60 * 1000) / STEP_MS;
+
+/**
+ * Gives glibc's freed memory back to the system (malloc_trim on a pool thread, src/audio) once a long file's stage is
+ * over: the inference's inputs and outputs, then the speaker clustering's copies, are freed but stay in the process's
+ * RSS as reusable heap, while the next stage's JavaScript objects take new pages. On a 1-hour file with the speaker
+ * map this was ~35 MiB after decoding and ~60 MiB after the clustering: the job's peak 303-319 -> 256 MiB
+ * (docs/benchmarks.md, Memory). Short files skip it (their heap is small, and the trim locks allocation meanwhile).
+ */
+async function releaseFreedMemory(states: Map<number, ChannelState>): Promise<void> {
+  let steps = 0;
+  for (const st of states.values()) steps += st.steps;
+  if (steps >= RELEASE_FROM_STEPS) await trimNativeMemory();
+}
+
 /** Windows decoded ahead of inference (bounds memory, lets decoding overlap inference). */
 const MAX_IN_FLIGHT_READS = 2;
 
@@ -126,6 +143,7 @@ export async function analyzeFile(source: AudioSource, input: AnalysisRequestInp
     const states = channelStates(plan, selectChannels(info.channels, plan.request.channel), expectedSteps(info), settings.windowSteps);
     const progress = progressReporter(settings.onProgress);
     await feedRunners(frontend, states, expectedSteps(info) * states.size, progress, signal);
+    await releaseFreedMemory(states);
     // Real duration from the header; unknown (frames -1) -> whole steps.
     const headerMs = info.sampleRate > 0 && info.frames > 0 ? (info.frames / info.sampleRate) * 1000 : 0;
     const { channels, steps } = await postProcess(plan, states, headerMs, signal);
@@ -321,6 +339,9 @@ async function postProcess(
       const speech = speechSteps(plan, probs, st.levels.view(), st.steps, options.volumeThreshold);
       // (the signal also ends the thread's work on a cancelled job: an hour's clustering is not finished for no one)
       const found = await abortable(plan.engine.clustering.files.file(st.speakers.info, st.speakers.map.take(), st.steps, speech, counts, signal), signal);
+      // the clustering's copies and the thread's buffers, before this job's result takes their place
+      await plan.engine.clustering.files.exited();
+      await releaseFreedMemory(states);
       probs[st.speakers.model] = found.probs;
       channelOptions = { ...options, rawKeys: { ...options.rawKeys, [st.speakers.model]: found.keys } };
       if (genderHead) speakerGender = speakerGenderSummary(genderHead, found.embeddings, found.keys.length);

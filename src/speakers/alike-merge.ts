@@ -72,8 +72,9 @@ function isOneVoice(rule: AlikeMergeRule, features: readonly number[]): boolean 
 export function keepApartBy(rule: AlikeMergeRule, m: Whitening, plain: readonly Float64Array[], whitened?: readonly Float64Array[]): KeepApart | undefined {
   const bar = rule.apartLogit;
   if (bar === undefined) return undefined;
+  const scratch = new Float64Array(m.length);
   return {
-    view: (i) => whitened?.[i] ?? whiten(m, plain[i]!),
+    view: (i) => whitened?.[i] ?? whiten(m, plain[i]!, scratch),
     twoVoices: (a: PairSide, b: PairSide) => logitOf(rule, features(a.view, b.view, a.comparedCosine, a.windows, b.windows, rule.maxWindows)) < bar,
   };
 }
@@ -96,9 +97,10 @@ export function mergeAlike(
 ): Float64Array[] {
   const members = Array.from({ length: speakers }, () => [] as number[]);
   const sums = Array.from({ length: speakers }, () => new Float64Array(m.length));
+  const scratch = new Float64Array(m.length);
   assignment.forEach((k, i) => {
     members[k]!.push(i);
-    const w = whitened?.[i] ?? whiten(m, plain[i]!); // one at a time: no whitened copy of an hour's windows
+    const w = whitened?.[i] ?? whiten(m, plain[i]!, scratch); // one at a time: no whitened copy of an hour's windows
     for (let d = 0; d < w.length; d++) sums[k]![d]! += w[d]!;
   });
   const found: Speaker[] = members.map((ms, k) => ({ whitened: normalise(sums[k]!), compared: centroidOf(ms, compared), windows: ms.length }));

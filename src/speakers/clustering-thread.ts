@@ -47,6 +47,8 @@ export class ClusteringThread {
   private readonly mapIds = new Map<SpeakerMapInfo, number>();
   private sent = new Set<number>();
   private closed = false;
+  /** The exit of the last thread ended for idleness or cancellation. */
+  private exiting: Promise<unknown> = Promise.resolve();
 
   /**
    * @param lane what the thread clusters, for its name in errors and the debugger ('files', 'streams')
@@ -147,7 +149,12 @@ export class ClusteringThread {
 
   /** Ends an idle thread (its heap goes back to the system); the next call starts a new one. */
   private end(worker: Worker): void {
-    if (this.forget(worker)) void worker.terminate();
+    if (this.forget(worker)) this.exiting = worker.terminate().catch(() => undefined);
+  }
+
+  /** Resolves once the last thread this lane ended (idle or cancelled) has exited, its heap unmapped. */
+  async exited(): Promise<void> {
+    await this.exiting;
   }
 
   /** No longer this lane's thread (false: it was not); the next call starts another and sends it the maps again. */

@@ -44,11 +44,15 @@ export interface SpeakerMapParams {
 /** Seconds per 64 ms step. */
 const STEP_S = 0.064;
 
-export function normalise(v: Float32Array | Float64Array): Float64Array {
+/**
+ * v at unit length (zeros stay zeros), written into `out`: a new array unless given (it may be v itself).
+ * The clustering passes scratch arrays where a vector is used once: a new Float64Array per window and per
+ * use is an off-heap buffer freed only at a later collection, and an hour's windows left tens of MB of them.
+ */
+export function normalise(v: Float32Array | Float64Array, out: Float64Array = new Float64Array(v.length)): Float64Array {
   let n = 0;
   for (let i = 0; i < v.length; i++) n += v[i]! * v[i]!;
   const s = n > 0 ? 1 / Math.sqrt(n) : 0;
-  const out = new Float64Array(v.length);
   for (let i = 0; i < v.length; i++) out[i] = v[i]! * s;
   return out;
 }
@@ -60,11 +64,10 @@ export function meanEmbedding(windows: readonly EmbeddedWindow[]): Float64Array 
   return mean;
 }
 
-/** e - mean, unit length again: the recording's (or the recent windows') shared part taken away. */
-export function centredOn(e: Float64Array, mean: Float64Array): Float64Array {
-  const out = new Float64Array(e.length);
+/** e - mean, unit length again: the recording's (or the recent windows') shared part taken away (into `out`, a new array unless given). */
+export function centredOn(e: Float64Array, mean: Float64Array, out: Float64Array = new Float64Array(e.length)): Float64Array {
   for (let d = 0; d < e.length; d++) out[d] = e[d]! - mean[d]!;
-  return normalise(out);
+  return normalise(out, out);
 }
 
 export function dot(a: ArrayLike<number>, b: ArrayLike<number>): number {
@@ -122,7 +125,7 @@ interface Cluster {
  * (alike-merge.ts builds it from the learnt pair rule). The pair is skipped until either cluster changes.
  */
 export interface KeepApart {
-  /** Window i's second view (i indexes clusterWindows' windows); asked once per window. */
+  /** Window i's second view (i indexes clusterWindows' windows); asked once per window, used before the next call (it may reuse the array). */
   view(i: number): Float64Array;
   /** Two clusters' unit view centroids, their clustered centroids' cosine and sizes (windows): two voices? */
   twoVoices(a: PairSide, b: PairSide): boolean;
@@ -220,9 +223,10 @@ class Clusterer {
     const out: number[][] = [];
     let cur: number[] = [];
     let sum = new Float64Array(0);
+    const unit = new Float64Array(this.emb[0]?.length ?? 0); // the run's normalised sum, one scratch for all windows
     windows.forEach((w, i) => {
       const e = this.emb[i]!;
-      const joins = cur.length > 0 && w.window === windows[i - 1]!.window + 1 && dot(e, normalise(sum)) >= this.p.segmentThreshold;
+      const joins = cur.length > 0 && w.window === windows[i - 1]!.window + 1 && dot(e, normalise(sum, unit)) >= this.p.segmentThreshold;
       if (!joins) {
         if (cur.length > 0) out.push(cur);
         cur = [];
@@ -235,9 +239,10 @@ class Clusterer {
     return out.map((m) => {
       const c = clusterOf(m, this.emb);
       if (this.keepApart) {
-        const viewSum = new Float64Array(this.keepApart.view(m[0]!).length);
+        let viewSum: Float64Array | undefined;
         for (const i of m) {
           const v = this.keepApart.view(i);
+          viewSum ??= new Float64Array(v.length);
           for (let d = 0; d < viewSum.length; d++) viewSum[d]! += v[d]!;
         }
         c.viewSum = viewSum;

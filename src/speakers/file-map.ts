@@ -41,7 +41,10 @@ function centred(clustered: readonly EmbeddedWindow[], all: readonly EmbeddedWin
   if (clustered.length === 0) return { clustered: [], all: [...all] };
   const mean = meanEmbedding(clustered);
   const map = new Map<EmbeddedWindow, EmbeddedWindow>();
-  for (const w of all) map.set(w, { window: w.window, embedding: centredOn(w.embedding, mean) });
+  // one buffer for all the centred copies (one per window was an hour's 9,000 small buffers)
+  const dim = mean.length;
+  const packed = new Float64Array(all.length * dim);
+  all.forEach((w, i) => map.set(w, { window: w.window, embedding: centredOn(w.embedding, mean, packed.subarray(i * dim, (i + 1) * dim)) }));
   return { clustered: clustered.map((w) => map.get(w)!), all: all.map((w) => map.get(w)!) };
 }
 
@@ -102,7 +105,8 @@ export function speakersOfFile(map: SpeakerMapInfo, windows: readonly EmbeddedWi
     let vectors: { window: number; probs: number[] }[];
     if (scoreWhitened && cs.length > 0) {
       const wcs = whitenedCentroids(cs, clustered.clustered, plain, scoreWhitened);
-      vectors = windows.map((w) => ({ window: w.window, probs: windowProbabilities(whiten(scoreWhitened, w.embedding), wcs, params.temperature) }));
+      const scratch = new Float64Array(scoreWhitened.length);
+      vectors = windows.map((w) => ({ window: w.window, probs: windowProbabilities(whiten(scoreWhitened, w.embedding, scratch), wcs, params.temperature) }));
     } else vectors = all.map((w) => ({ window: w.window, probs: windowProbabilities(w.embedding, cs, params.temperature) }));
     return stepProbabilities(vectors, steps, Math.max(1, cs.length), params, true);
   };
@@ -136,9 +140,10 @@ function whitenedCentroids(
   m: Whitening,
 ): Float64Array[] {
   const sums = centroids.map(() => new Float64Array(m.length));
+  const scratch = new Float64Array(m.length);
   compared.forEach((w, i) => {
     const k = argmax(centroids.map((c) => dot(c, w.embedding)));
-    const v = whiten(m, plain[i]!);
+    const v = whiten(m, plain[i]!, scratch);
     for (let d = 0; d < v.length; d++) sums[k]![d]! += v[d]!;
   });
   return sums.map((s) => normalise(s));

@@ -34,11 +34,13 @@ export function loadWhitening(dir: string, name: string, dim: number, file: stri
   return (rows as number[][]).map((r) => Float64Array.from(r));
 }
 
-/** normalise(M e), each output summed left to right (cluster.py `whitened` does the same sums). */
-export function whiten(m: Whitening, e: Float64Array): Float64Array {
+/**
+ * normalise(M e), each output summed left to right (cluster.py `whitened` does the same sums), into `out`: a new
+ * array unless given (a scratch where the caller uses it once; never e itself).
+ */
+export function whiten(m: Whitening, e: Float64Array, out: Float64Array = new Float64Array(m.length)): Float64Array {
   // dotsInto: four rows at a time, each still summed left to right (a monomorphic loop over typed arrays;
   // Float64Array.from with a callback ran ~4x slower)
-  const out = new Float64Array(m.length);
   dotsInto(e, m, m.length, out);
-  return normalise(out);
+  return normalise(out, out);
 }

@@ -4,6 +4,7 @@
  * thread usable. The golden cases on the threads are in golden.test.ts.
  */
 import { strict as assert } from 'node:assert';
+import fs from 'node:fs';
 import { after, describe, it } from 'node:test';
 import { AurisError } from '../../src/errors';
 import { normalise, type EmbeddedWindow } from '../../src/speakers/clustering';
@@ -119,6 +120,27 @@ describe('ClusteringThread', () => {
       assert.deepEqual((await kept).probs, speakersOfFile(info(), other, otherSpeech.length, otherSpeech).probs);
       // already cancelled: refused before any work
       await assert.rejects(files.file(info(), packWindows(other), otherSpeech.length, otherSpeech, {}, AbortSignal.abort()), (e: AurisError) => e.code === 'ABORTED');
+    } finally {
+      await files.close();
+    }
+  });
+
+  it('ends a files lane when idle, and exited() waits until its thread is gone (the job then gives its memory back)', async () => {
+    // the process's OS threads (Linux): a worker's thread leaves this list when it has exited
+    const threads = (): number => fs.readdirSync('/proc/self/task').length;
+    const files = new ClusteringThread('files', true);
+    try {
+      const before = threads();
+      const windows = conversation(1200, 3);
+      const speech = new Uint8Array(1200 * HOP + 25).fill(1);
+      const found = await files.file(info(), packWindows(windows), speech.length, speech);
+      assert.equal(found.keys.length, 3);
+      assert.equal(files.running, false, 'idle, so ended');
+      await files.exited();
+      assert.ok(threads() <= before, `the clustering thread has exited (${threads()} threads, ${before} before)`);
+      // the next call starts a new thread and answers as before
+      assert.deepEqual((await files.file(info(), packWindows(windows), speech.length, speech)).probs, found.probs);
+      await files.exited();
     } finally {
       await files.close();
     }

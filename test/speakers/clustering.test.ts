@@ -4,7 +4,8 @@
  */
 import { strict as assert } from 'node:assert';
 import { describe, it } from 'node:test';
-import { clusterWindows, normalise, OnlineSpeakers, stepProbabilities, type SpeakerMapParams } from '../../src/speakers/clustering';
+import { centredOn, clusterWindows, normalise, OnlineSpeakers, stepProbabilities, type SpeakerMapParams } from '../../src/speakers/clustering';
+import { whiten } from '../../src/speakers/whitening';
 import { EncoderStage, type WindowOutcome } from '../../src/inference/encoder-stage';
 import { STEP_SAMPLES } from '../../src/inference/views';
 import { keepApartBy, mergeAlike, type AlikeMergeRule } from '../../src/speakers/alike-merge';
@@ -64,6 +65,31 @@ describe('file clustering', () => {
 
   it('no windows: no speakers', () => {
     assert.deepEqual(clusterWindows([], params, 10), { speakers: 0, assignment: [], centroids: [] });
+  });
+});
+
+describe('vector helpers writing into a given array (scratch arrays of the clustering)', () => {
+  it('normalise, centredOn and whiten give the same numbers into a scratch, in place, or new', () => {
+    const e = voice(2, 5);
+    const mean = normalise(voice(7, 3));
+    const m = Array.from({ length: 16 }, (_, r) => voice(r, r + 11, 0.4));
+    const scratch = new Float64Array(16).fill(9);
+    const raw = Float64Array.from(e, (x, i) => x * (i + 1));
+    assert.deepEqual(normalise(raw, scratch), normalise(raw));
+    const inPlace = Float64Array.from(raw);
+    assert.equal(normalise(inPlace, inPlace), inPlace);
+    assert.deepEqual(inPlace, normalise(raw));
+    scratch.fill(9);
+    assert.deepEqual(centredOn(e, mean, scratch), centredOn(e, mean));
+    assert.equal(centredOn(e, mean, scratch), scratch);
+    scratch.fill(9);
+    const w = whiten(m, e);
+    assert.deepEqual(whiten(m, e, scratch), w);
+    assert.equal(whiten(m, e, scratch), scratch);
+    let n = 0;
+    for (const x of w) n += x * x;
+    assert.ok(Math.abs(n - 1) < 1e-12, 'unit length');
+    assert.deepEqual(normalise(new Float64Array(4), new Float64Array(4).fill(3)), new Float64Array(4), 'zeros stay zeros');
   });
 });
 
