@@ -114,7 +114,7 @@ const RELEASE_FROM_STEPS = (10 * 60 * 1000) / STEP_MS;
  * Gives glibc's freed memory back to the system (malloc_trim on a pool thread, src/audio) once a long file's stage is
  * over: the inference's inputs and outputs, then the speaker clustering's copies, are freed but stay in the process's
  * RSS as reusable heap, while the next stage's JavaScript objects take new pages. On a 1-hour file with the speaker
- * map this was ~35 MiB after decoding and ~60 MiB after the clustering: the job's peak 303-319 -> 256 MiB
+ * map this was ~35 MiB after decoding and ~60 MiB after the clustering: the job's peak 303-319 -> 258-271 MiB
  * (docs/benchmarks.md, Memory). Short files skip it (their heap is small, and the trim locks allocation meanwhile).
  */
 async function releaseFreedMemory(states: Map<number, ChannelState>): Promise<void> {
