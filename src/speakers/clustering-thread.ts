@@ -11,9 +11,10 @@
  *
  * One thread per lane (the engine keeps one for files, one for streams, so a stream's short
  * clustering never queues behind a file's long one); started on first use, it keeps the process
- * alive only while it has work. A crashed thread fails the calls in flight (INFERENCE_FAILED) and
- * the next call starts a new one; so does a cancelled file job's call when no other call waits
- * (the thread is ended rather than left to finish work no one wants).
+ * alive only while it has work. Calls wait on this side and the thread runs one at a time. A crashed
+ * thread fails the call it was running (INFERENCE_FAILED) and the next call starts a new one; so does
+ * a cancelled file job's running call (the thread is ended rather than left to finish work no one
+ * wants); a cancelled call still waiting just leaves the queue.
  */
 import * as path from 'node:path';
 import { Worker } from 'node:worker_threads';
@@ -39,10 +40,25 @@ interface Pending {
   reject: (e: Error) => void;
 }
 
+/** A call not yet posted: its message (without the map, added when posted) and the buffers it hands over. */
+interface Queued {
+  map: SpeakerMapInfo;
+  msg: ClusteringRequest;
+  transfer: ArrayBuffer[];
+}
+
 export class ClusteringThread {
   private worker: Worker | undefined;
   private nextId = 1;
   private readonly pending = new Map<number, Pending>();
+  /**
+   * Calls wait here and the thread gets one at a time (it would run them one at a time anyway): a cancelled call
+   * that is running can then be stopped by ending the thread, and the calls behind it go to a new one, their
+   * windows still here (posted, they would have been handed over to the ended thread).
+   */
+  private readonly queue: Queued[] = [];
+  /** The call the thread is running (posted, not answered). */
+  private inFlight: number | undefined;
   /** Models' speaker maps get an id each; the current thread has been sent those in `sent`. */
   private readonly mapIds = new Map<SpeakerMapInfo, number>();
   private sent = new Set<number>();
@@ -63,8 +79,8 @@ export class ClusteringThread {
 
   /**
    * speakersOfFile on this thread (`windows` travel: their buffers are no longer usable here). `signal`: the job's;
-   * when it fires the call fails (ABORTED) and, if no other call waits on the thread, the thread ends at once
-   * instead of finishing an hour's clustering for no one.
+   * when it fires the call fails (ABORTED) and, if the thread is running it, the thread ends at once instead of
+   * finishing an hour's clustering for no one (the calls behind it go to a new thread).
    */
   async file(map: SpeakerMapInfo, windows: PackedWindows, steps: number, speech: Uint8Array, counts: FileCounts = {}, signal?: AbortSignal): Promise<ChannelSpeakers> {
     const reply = await this.call(map, windows, { type: 'file', steps, speech: speech.slice(), counts }, signal);
@@ -90,6 +106,8 @@ export class ClusteringThread {
     this.worker = undefined;
     for (const p of this.pending.values()) p.reject(new AurisError('CLOSED', `speaker clustering (${this.lane}) shut down`));
     this.pending.clear();
+    this.queue.length = 0;
+    this.inFlight = undefined;
     if (w) await w.terminate();
   }
 
@@ -108,39 +126,60 @@ export class ClusteringThread {
   private post(map: SpeakerMapInfo, packed: PackedWindows, task: Task, signal?: AbortSignal): Promise<ClusteringReply> {
     if (this.closed) return Promise.reject(new AurisError('CLOSED', `speaker clustering (${this.lane}) is shut down`));
     if (signal?.aborted) return Promise.reject(this.cancelled());
-    const worker = this.thread();
     let mapId = this.mapIds.get(map);
     if (mapId === undefined) this.mapIds.set(map, (mapId = this.mapIds.size + 1));
     const id = this.nextId++;
     const msg: ClusteringRequest = { id, mapId, windows: packed, ...task };
-    // a model's map (its whitening matrix is 0.5 MB) crosses once per thread
-    if (!this.sent.has(mapId)) {
-      msg.map = map;
-      this.sent.add(mapId);
-    }
     const transfer: ArrayBuffer[] = [packed.index.buffer as ArrayBuffer, ...packed.chunks.map((c) => c.buffer as ArrayBuffer)];
     if (task.type === 'free' && task.whitened) transfer.push(task.whitened.buffer as ArrayBuffer);
     if (task.type === 'file') transfer.push(task.speech.buffer as ArrayBuffer);
     return new Promise<ClusteringReply>((resolve, reject) => {
-      const onAbort = (): void => this.cancel(id, worker);
+      const onAbort = (): void => this.cancel(id);
       signal?.addEventListener('abort', onAbort, { once: true });
       const settled = (): void => signal?.removeEventListener('abort', onAbort);
       this.pending.set(id, {
         resolve: (r) => (settled(), resolve(r)),
         reject: (e) => (settled(), reject(e)),
       });
-      worker.ref();
-      worker.postMessage(msg, transfer);
+      this.queue.push({ map, msg, transfer });
+      this.postNext();
     });
   }
 
-  /** Call `id` is not wanted any more: it fails, and a thread with no other call waiting ends now. */
-  private cancel(id: number, worker: Worker): void {
+  /** Posts the next waiting call when the thread runs none (starting a thread if there is none). */
+  private postNext(): void {
+    if (this.inFlight !== undefined) return;
+    const call = this.queue.shift();
+    if (!call) return;
+    const worker = this.thread();
+    const { msg } = call;
+    // a model's map (its whitening matrix is 0.5 MB) crosses once per thread
+    if (!this.sent.has(msg.mapId)) {
+      msg.map = call.map;
+      this.sent.add(msg.mapId);
+    }
+    this.inFlight = msg.id;
+    worker.ref();
+    worker.postMessage(msg, call.transfer);
+  }
+
+  /**
+   * Call `id` is not wanted any more: it fails. Still waiting, it leaves the queue; running, its thread is ended
+   * (an hour's clustering is not finished for no one) and the calls behind it go to a new thread.
+   */
+  private cancel(id: number): void {
     const p = this.pending.get(id);
     if (!p) return;
     this.pending.delete(id);
     p.reject(this.cancelled());
-    if (this.pending.size === 0) this.end(worker);
+    const waiting = this.queue.findIndex((c) => c.msg.id === id);
+    if (waiting >= 0) {
+      this.queue.splice(waiting, 1);
+      return;
+    }
+    this.inFlight = undefined;
+    if (this.worker) this.end(this.worker);
+    this.postNext();
   }
 
   private cancelled(): AurisError {
@@ -174,20 +213,27 @@ export class ClusteringThread {
     const worker = new Worker(path.join(__dirname, 'clustering-worker.js'), { name: `auris speaker clustering (${this.lane})`, resourceLimits });
     worker.unref();
     worker.on('message', (reply: ClusteringReply) => {
+      if (this.worker !== worker || reply.id !== this.inFlight) return; // an ended thread's, or a cancelled call's
+      this.inFlight = undefined;
       const p = this.pending.get(reply.id);
-      if (!p) return;
       this.pending.delete(reply.id);
-      if (this.pending.size === 0) {
+      if (this.queue.length > 0) this.postNext();
+      else {
         worker.unref();
         if (this.endWhenIdle) this.end(worker);
       }
-      if (reply.type === 'error') p.reject(new AurisError('INFERENCE_FAILED', `speaker clustering (${this.lane}) failed: ${reply.message}`));
-      else p.resolve(reply);
+      if (reply.type === 'error') p?.reject(new AurisError('INFERENCE_FAILED', `speaker clustering (${this.lane}) failed: ${reply.message}`));
+      else p?.resolve(reply);
     });
+    // the running call fails; the calls behind it go to a new thread (one bad call does not fail the others)
     const die = (why: string): void => {
       if (!this.forget(worker)) return;
-      for (const p of this.pending.values()) p.reject(new AurisError('INFERENCE_FAILED', `speaker clustering thread (${this.lane}) ${why}`));
-      this.pending.clear();
+      const id = this.inFlight;
+      this.inFlight = undefined;
+      const p = id === undefined ? undefined : this.pending.get(id);
+      if (id !== undefined) this.pending.delete(id);
+      p?.reject(new AurisError('INFERENCE_FAILED', `speaker clustering thread (${this.lane}) ${why}`));
+      this.postNext();
     };
     worker.on('error', (e) => die(`crashed: ${e.message}`));
     worker.on('exit', (code) => die(`exited (code ${code})`));
