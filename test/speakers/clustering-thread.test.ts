@@ -154,6 +154,30 @@ describe('ClusteringThread', () => {
     }
   });
 
+  it('a thread that dies fails only the call it was running; the calls behind it are answered by a new thread', async () => {
+    const files = new ClusteringThread('files', true);
+    const postMessage = Worker.prototype.postMessage;
+    let posts = 0;
+    // the first thread dies as it gets its first call (as a crash or an out-of-memory end would)
+    Worker.prototype.postMessage = function (this: Worker, ...args: Parameters<Worker['postMessage']>) {
+      postMessage.apply(this, args);
+      if (posts++ === 0) void this.terminate();
+    };
+    try {
+      const windows = conversation(400, 2);
+      const speech = new Uint8Array(400 * HOP + 25).fill(1);
+      const first = files.file(info(), packWindows(windows), speech.length, speech);
+      const second = files.file(info(), packWindows(windows), speech.length, speech);
+      await assert.rejects(first, (e: AurisError) => e.code === 'INFERENCE_FAILED' && /speaker clustering thread \(files\) exited/.test(e.message));
+      assert.deepEqual((await second).probs, speakersOfFile(info(), windows, speech.length, speech).probs);
+      assert.equal(posts, 2, 'the second call went to a new thread');
+      await files.exited();
+    } finally {
+      Worker.prototype.postMessage = postMessage;
+      await files.close();
+    }
+  });
+
   it('ends a files lane when idle, and exited() waits until its thread is gone (the job then gives its memory back)', async () => {
     // the process's OS threads (Linux): a worker's thread leaves this list when it has exited
     const threads = (): number => fs.readdirSync('/proc/self/task').length;
