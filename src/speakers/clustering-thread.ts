@@ -35,30 +35,26 @@ type Task =
   | { type: 'free'; cap: number; whitened?: Float64Array }
   | { type: 'counted'; speakers: number };
 
-interface Pending {
-  resolve: (reply: ClusteringReply) => void;
-  reject: (e: Error) => void;
-}
-
-/** A call not yet posted: its message (without the map, added when posted) and the buffers it hands over. */
-interface Queued {
+/** A call: its message (the map is added when posted, if the thread lacks it), the buffers it hands over, its promise's ends. */
+interface Call {
   map: SpeakerMapInfo;
   msg: ClusteringRequest;
   transfer: ArrayBuffer[];
+  resolve: (reply: ClusteringReply) => void;
+  reject: (e: Error) => void;
 }
 
 export class ClusteringThread {
   private worker: Worker | undefined;
   private nextId = 1;
-  private readonly pending = new Map<number, Pending>();
   /**
    * Calls wait here and the thread gets one at a time (it would run them one at a time anyway): a cancelled call
    * that is running can then be stopped by ending the thread, and the calls behind it go to a new one, their
    * windows still here (posted, they would have been handed over to the ended thread).
    */
-  private readonly queue: Queued[] = [];
+  private readonly queue: Call[] = [];
   /** The call the thread is running (posted, not answered). */
-  private inFlight: number | undefined;
+  private inFlight: Call | undefined;
   /** Models' speaker maps get an id each; the current thread has been sent those in `sent`. */
   private readonly mapIds = new Map<SpeakerMapInfo, number>();
   private sent = new Set<number>();
@@ -104,10 +100,10 @@ export class ClusteringThread {
     this.closed = true;
     const w = this.worker;
     this.worker = undefined;
-    for (const p of this.pending.values()) p.reject(new AurisError('CLOSED', `speaker clustering (${this.lane}) shut down`));
-    this.pending.clear();
+    const calls = [...(this.inFlight ? [this.inFlight] : []), ...this.queue];
     this.queue.length = 0;
     this.inFlight = undefined;
+    for (const c of calls) c.reject(new AurisError('CLOSED', `speaker clustering (${this.lane}) shut down`));
     if (w) await w.terminate();
   }
 
@@ -134,14 +130,11 @@ export class ClusteringThread {
     if (task.type === 'free' && task.whitened) transfer.push(task.whitened.buffer as ArrayBuffer);
     if (task.type === 'file') transfer.push(task.speech.buffer as ArrayBuffer);
     return new Promise<ClusteringReply>((resolve, reject) => {
-      const onAbort = (): void => this.cancel(id);
+      const onAbort = (): void => this.cancel(call);
       signal?.addEventListener('abort', onAbort, { once: true });
       const settled = (): void => signal?.removeEventListener('abort', onAbort);
-      this.pending.set(id, {
-        resolve: (r) => (settled(), resolve(r)),
-        reject: (e) => (settled(), reject(e)),
-      });
-      this.queue.push({ map, msg, transfer });
+      const call: Call = { map, msg, transfer, resolve: (r) => (settled(), resolve(r)), reject: (e) => (settled(), reject(e)) };
+      this.queue.push(call);
       this.postNext();
     });
   }
@@ -158,28 +151,26 @@ export class ClusteringThread {
       msg.map = call.map;
       this.sent.add(msg.mapId);
     }
-    this.inFlight = msg.id;
+    this.inFlight = call;
     worker.ref();
     worker.postMessage(msg, call.transfer);
   }
 
   /**
-   * Call `id` is not wanted any more: it fails. Still waiting, it leaves the queue; running, its thread is ended
-   * (an hour's clustering is not finished for no one) and the calls behind it go to a new thread.
+   * `call` is not wanted any more (if not answered yet): it fails. Still waiting, it leaves the queue; running, its
+   * thread is ended (an hour's clustering is not finished for no one) and the calls behind it go to a new thread.
    */
-  private cancel(id: number): void {
-    const p = this.pending.get(id);
-    if (!p) return;
-    this.pending.delete(id);
-    p.reject(this.cancelled());
-    const waiting = this.queue.findIndex((c) => c.msg.id === id);
-    if (waiting >= 0) {
+  private cancel(call: Call): void {
+    if (call === this.inFlight) {
+      this.inFlight = undefined;
+      if (this.worker) this.end(this.worker);
+      this.postNext();
+    } else {
+      const waiting = this.queue.indexOf(call);
+      if (waiting < 0) return; // answered or failed already
       this.queue.splice(waiting, 1);
-      return;
     }
-    this.inFlight = undefined;
-    if (this.worker) this.end(this.worker);
-    this.postNext();
+    call.reject(this.cancelled());
   }
 
   private cancelled(): AurisError {
@@ -213,26 +204,23 @@ export class ClusteringThread {
     const worker = new Worker(path.join(__dirname, 'clustering-worker.js'), { name: `auris speaker clustering (${this.lane})`, resourceLimits });
     worker.unref();
     worker.on('message', (reply: ClusteringReply) => {
-      if (this.worker !== worker || reply.id !== this.inFlight) return; // an ended thread's, or a cancelled call's
+      const call = this.inFlight;
+      if (this.worker !== worker || reply.id !== call?.msg.id) return; // an ended thread's, or a cancelled call's
       this.inFlight = undefined;
-      const p = this.pending.get(reply.id);
-      this.pending.delete(reply.id);
       if (this.queue.length > 0) this.postNext();
       else {
         worker.unref();
         if (this.endWhenIdle) this.end(worker);
       }
-      if (reply.type === 'error') p?.reject(new AurisError('INFERENCE_FAILED', `speaker clustering (${this.lane}) failed: ${reply.message}`));
-      else p?.resolve(reply);
+      if (reply.type === 'error') call.reject(new AurisError('INFERENCE_FAILED', `speaker clustering (${this.lane}) failed: ${reply.message}`));
+      else call.resolve(reply);
     });
     // the running call fails; the calls behind it go to a new thread (one bad call does not fail the others)
     const die = (why: string): void => {
       if (!this.forget(worker)) return;
-      const id = this.inFlight;
+      const call = this.inFlight;
       this.inFlight = undefined;
-      const p = id === undefined ? undefined : this.pending.get(id);
-      if (id !== undefined) this.pending.delete(id);
-      p?.reject(new AurisError('INFERENCE_FAILED', `speaker clustering thread (${this.lane}) ${why}`));
+      call?.reject(new AurisError('INFERENCE_FAILED', `speaker clustering thread (${this.lane}) ${why}`));
       this.postNext();
     };
     worker.on('error', (e) => die(`crashed: ${e.message}`));
