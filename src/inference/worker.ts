@@ -6,6 +6,7 @@ import { parentPort } from 'node:worker_threads';
 import * as ort from 'onnxruntime-node';
 import { ownsWholeBuffer, type FromWorker, type ModelRef, type ToWorker } from './protocol';
 import { FRAMES_PER_STEP, N_MELS } from './registry';
+import { sessionOptionsFor } from './session-options';
 
 const port = parentPort;
 if (!port) throw new Error('inference worker must run in a worker thread');
@@ -14,13 +15,6 @@ if (!port) throw new Error('inference worker must run in a worker thread');
 const HAND_BACK_BYTES = 64 * 1024;
 
 const sessions = new Map<string, Promise<ort.InferenceSession>>();
-
-const SESSION_OPTIONS: ort.InferenceSession.SessionOptions = {
-  intraOpNumThreads: 1,
-  interOpNumThreads: 1,
-  executionMode: 'sequential',
-  graphOptimizationLevel: 'all',
-};
 
 class LoadError extends Error {
   constructor(message: string, readonly file: string) {
@@ -32,7 +26,7 @@ function session(model: ModelRef): Promise<ort.InferenceSession> {
   const key = `${model.name}\0${model.modelPath}`;
   let s = sessions.get(key);
   if (!s) {
-    s = ort.InferenceSession.create(model.modelPath, SESSION_OPTIONS).catch((e: Error) => {
+    s = ort.InferenceSession.create(model.modelPath, sessionOptionsFor(model)).catch((e: Error) => {
       sessions.delete(key);
       throw new LoadError(`${model.modelPath}: cannot load model ${model.name} (${e.message})`, model.modelPath);
     });

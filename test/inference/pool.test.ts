@@ -6,6 +6,7 @@ import { after, before, describe, it } from 'node:test';
 import { Worker } from 'node:worker_threads';
 import { FLOATS_PER_STEP, InferencePool, ModelRegistry, packageRoot, writePlaceholderModels } from '../../src/inference';
 import { seededRandom } from '../../src/inference/placeholder';
+import { sessionOptionsFor } from '../../src/inference/session-options';
 import { loadEncoder } from '../../src/inference/views';
 
 function randomFeatures(steps: number, seed: number): Float32Array {
@@ -177,6 +178,13 @@ describe('inference pool', () => {
     await assert.rejects(pool.run(reg.get('speech'), new Float32Array(100), 1), { code: 'INVALID_ARGUMENT' });
     await pool.close();
     await assert.rejects(pool.run(reg.get('speech'), randomFeatures(1, 1), 1), { code: 'CLOSED' });
+  });
+
+  it('runs encoders without onnxruntime\'s memory pattern (a block per worker held between calls), networks with it', () => {
+    const encoder = loadEncoder(path.join(packageRoot(), 'models'), 'campplus', 'pool.test.ts');
+    assert.equal(sessionOptionsFor(encoder).enableMemPattern, false);
+    assert.notEqual(sessionOptionsFor(reg.get('speech')).enableMemPattern, false);
+    for (const m of [encoder, reg.get('speech')]) assert.equal(sessionOptionsFor(m).intraOpNumThreads, 1, 'one thread per session: the pool is the parallelism');
   });
 
   it('calls an encoder with at most its manifest\'s max_batch windows, and the batch gives each window its own embedding', async () => {

@@ -1,0 +1,26 @@
+/**
+ * onnxruntime session options of the inference workers: one thread per session (the pool
+ * gives each worker thread its own sessions and runs them in parallel), graph optimisation 'all'.
+ */
+import type * as ort from 'onnxruntime-node';
+import type { ModelRef } from './protocol';
+
+const NETWORK_SESSION_OPTIONS: ort.InferenceSession.SessionOptions = {
+  intraOpNumThreads: 1,
+  interOpNumThreads: 1,
+  executionMode: 'sequential',
+  graphOptimizationLevel: 'all',
+};
+
+/**
+ * Pretrained encoders run without onnxruntime's memory pattern: the pattern keeps one block
+ * sized for the largest batch seen, and with CAM++ (about 8 MB of activations a window) that
+ * block stayed resident in every worker between calls. Without it the activations come from
+ * the arena as they are needed: a 1-hour speaker-map file peaks 15-22 MiB lower with two
+ * workers, at the same speed (docs/benchmarks.md, Memory of a long file job).
+ */
+const ENCODER_SESSION_OPTIONS: ort.InferenceSession.SessionOptions = { ...NETWORK_SESSION_OPTIONS, enableMemPattern: false };
+
+export function sessionOptionsFor(model: Pick<ModelRef, 'name' | 'pcmFloats'>): ort.InferenceSession.SessionOptions {
+  return model.pcmFloats === undefined ? NETWORK_SESSION_OPTIONS : ENCODER_SESSION_OPTIONS;
+}
