@@ -4,6 +4,7 @@
  */
 import * as path from 'node:path';
 import { AurisError } from '../errors';
+import { trimNativeMemory } from '../audio';
 import { defaultModelsDir, defaultWindowSteps } from './env';
 import { InferencePool, InferencePoolOptions, StatefulPoolModel, StatefulResult } from './pool';
 import { ModelInfo, ModelRegistry } from './registry';
@@ -68,6 +69,9 @@ export class InferenceEngine {
         await pool.close();
         throw e;
       }
+      // Opening the models (the registry's checks on this thread, the workers' sessions) frees far more than it
+      // keeps, and glibc holds on to it: an idle server sat at ~285 MiB, ~230 once given back (docs/deploy.md).
+      await trimNativeMemory();
     }
     return engine;
   }
