@@ -11,7 +11,28 @@ import type { AudioInfo, FeatureChunk, OpenOptions } from '../../src/audio/types
 import { buildChannelResult, modelsToRun } from '../../src/analysis';
 import { closeSharedEngines, FLOATS_PER_STEP, InferenceEngine, sharedEngine, writePlaceholderModels } from '../../src/inference';
 import { seededRandom } from '../../src/inference/placeholder';
-import { analyzeFile, FileFrontendLike, OpenFileFrontend } from '../../src/pipeline';
+import { analyzeFile, FileFrontendLike, OpenFileFrontend, pipelineAnalyzer } from '../../src/pipeline';
+import { parseAnalysisRequest } from '../../src/analysis/options';
+
+/** A 16 kHz mono 16-bit WAV of a 440 Hz tone. */
+function toneWav(seconds: number): Buffer {
+  const n = Math.round(seconds * 16000);
+  const b = Buffer.alloc(44 + n * 2);
+  b.write('RIFF', 0);
+  b.writeUInt32LE(36 + n * 2, 4);
+  b.write('WAVEfmt ', 8);
+  b.writeUInt32LE(16, 16);
+  b.writeUInt16LE(1, 20);
+  b.writeUInt16LE(1, 22);
+  b.writeUInt32LE(16000, 24);
+  b.writeUInt32LE(32000, 28);
+  b.writeUInt16LE(2, 32);
+  b.writeUInt16LE(16, 34);
+  b.write('data', 36);
+  b.writeUInt32LE(n * 2, 40);
+  for (let i = 0; i < n; i++) b.writeInt16LE(Math.round(8000 * Math.sin((2 * Math.PI * 440 * i) / 16000)), 44 + i * 2);
+  return b;
+}
 
 const F = FLOATS_PER_STEP;
 
@@ -215,6 +236,25 @@ describe('analyzeFile (synthetic decoder, placeholder models)', () => {
       assert.equal(await sharedEngine({ modelsDir: tmp }), await sharedEngine({ modelsDir: tmp }));
     } finally {
       await closeSharedEngines();
+    }
+  });
+
+  it('the job analyzer gives freed memory back when its last running analysis ends, a failed one included', async () => {
+    const wav = path.join(tmp, 'tone.wav');
+    fs.writeFileSync(wav, toneWav(1.5));
+    let releases = 0;
+    const analyzer = pipelineAnalyzer(tmp, async () => {
+      releases++;
+    });
+    try {
+      const request = parseAnalysisRequest({ models: ['speech'], outputPeriodMs: 64 });
+      const [a] = await Promise.all([analyzer.analyze({ path: wav }, request, {}), analyzer.analyze({ path: wav }, request, {})]);
+      assert.ok(a!['0']!.time_series.length > 20, 'a real analysis ran');
+      assert.equal(releases, 1, 'once: when the second of the two running analyses ended');
+      await assert.rejects(analyzer.analyze({ path: path.join(tmp, 'missing.wav') }, request, {}));
+      assert.equal(releases, 2);
+    } finally {
+      await analyzer.close?.();
     }
   });
 
