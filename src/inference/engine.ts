@@ -71,7 +71,8 @@ export class InferenceEngine {
       }
       // Opening the models (the registry's checks on this thread, the workers' sessions) frees far more than it
       // keeps, and glibc holds on to it: an idle server sat at ~285 MiB, ~230 once given back (docs/deploy.md).
-      await trimNativeMemory();
+      // Housekeeping only: without the addon (or the call) the engine still starts.
+      await trimNativeMemory().catch(() => false);
     }
     return engine;
   }
