@@ -179,18 +179,23 @@ describe('ClusteringThread', () => {
   });
 
   it('ends a files lane when idle, and exited() waits until its thread is gone (the job then gives its memory back)', async () => {
-    // the process's OS threads (Linux): a worker's thread leaves this list when it has exited
-    const threads = (): number => fs.readdirSync('/proc/self/task').length;
+    // the process's OS threads (Linux): a worker's thread leaves this list when it has exited. Other tests' threads
+    // may come and go meanwhile, so the check follows the threads that appeared with the call: the lane's is one.
+    const threads = (): Set<string> => new Set(fs.readdirSync('/proc/self/task'));
     const files = new ClusteringThread('files', true);
     try {
       const before = threads();
       const windows = conversation(1200, 3);
       const speech = new Uint8Array(1200 * HOP + 25).fill(1);
-      const found = await files.file(info(), packWindows(windows), speech.length, speech);
+      const call = files.file(info(), packWindows(windows), speech.length, speech);
+      const started = [...threads()].filter((t) => !before.has(t));
+      assert.ok(started.length > 0, 'the call started a thread');
+      const found = await call;
       assert.equal(found.keys.length, 3);
       assert.equal(files.running, false, 'idle, so ended');
       await files.exited();
-      assert.ok(threads() <= before, `the clustering thread has exited (${threads()} threads, ${before} before)`);
+      const now = threads();
+      assert.ok(started.some((t) => !now.has(t)), `the clustering thread has exited (threads started by the call: ${started.join(', ')}; still there: ${started.filter((t) => now.has(t)).join(', ')})`);
       // the next call starts a new thread and answers as before
       assert.deepEqual((await files.file(info(), packWindows(windows), speech.length, speech)).probs, found.probs);
       await files.exited();
