@@ -21,6 +21,7 @@ const NETWORK_SESSION_OPTIONS: ort.InferenceSession.SessionOptions = {
  */
 const ENCODER_SESSION_OPTIONS: ort.InferenceSession.SessionOptions = { ...NETWORK_SESSION_OPTIONS, enableMemPattern: false };
 
+/** The options a worker opens `model` with (an encoder: it has `pcmFloats`; `name` only makes any model reference fit). */
 export function sessionOptionsFor(model: Pick<ModelRef, 'name' | 'pcmFloats'>): ort.InferenceSession.SessionOptions {
   return model.pcmFloats === undefined ? NETWORK_SESSION_OPTIONS : ENCODER_SESSION_OPTIONS;
 }

@@ -3,7 +3,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { Worker } from 'node:worker_threads';
+import { countTerminations } from '../worker-terminations';
 import { FLOATS_PER_STEP, InferencePool, ModelRegistry, packageRoot, writePlaceholderModels } from '../../src/inference';
 import { seededRandom } from '../../src/inference/placeholder';
 import { sessionOptionsFor } from '../../src/inference/session-options';
@@ -53,12 +53,7 @@ describe('inference pool', () => {
   it('close() lets every worker dispose of its sessions and end by itself (never stopped from outside mid-call)', async () => {
     const pool = new InferencePool({ size: 2 });
     const speech = reg.get('speech');
-    const terminate = Worker.prototype.terminate;
-    let stopped = 0;
-    Worker.prototype.terminate = function (this: Worker) {
-      stopped++;
-      return terminate.call(this);
-    };
+    const stopped = countTerminations();
     try {
       // both workers hold a session, and a call is in flight when close() starts
       await pool.load([speech]);
@@ -66,9 +61,9 @@ describe('inference pool', () => {
       await new Promise((r) => setImmediate(r)); // dispatched to a worker
       await pool.close();
       assert.ok((await pending).length > 0, 'the call in flight finished');
-      assert.equal(stopped, 0, 'no worker was terminated');
+      assert.equal(stopped.count, 0, 'no worker was terminated');
     } finally {
-      Worker.prototype.terminate = terminate;
+      stopped.restore();
     }
   });
 

@@ -7,6 +7,7 @@ import { strict as assert } from 'node:assert';
 import fs from 'node:fs';
 import { after, describe, it } from 'node:test';
 import { Worker } from 'node:worker_threads';
+import { countTerminations } from '../worker-terminations';
 import { AurisError } from '../../src/errors';
 import { normalise, type EmbeddedWindow } from '../../src/speakers/clustering';
 import { ClusteringThread } from '../../src/speakers/clustering-thread';
@@ -128,12 +129,7 @@ describe('ClusteringThread', () => {
 
   it('stops a cancelled call that is running while others wait: its thread is ended, the calls behind it go to a new one', async () => {
     const files = new ClusteringThread('files', true);
-    const terminate = Worker.prototype.terminate;
-    let ended = 0;
-    Worker.prototype.terminate = function (this: Worker) {
-      ended++;
-      return terminate.call(this);
-    };
+    const ended = countTerminations();
     try {
       const windows = conversation(2400, 4);
       const speech = new Uint8Array(2400 * HOP + 25).fill(1);
@@ -144,12 +140,12 @@ describe('ClusteringThread', () => {
       const waiting = files.file(info(), packWindows(other), otherSpeech.length, otherSpeech);
       job.abort();
       await assert.rejects(running, (e: AurisError) => e.code === 'ABORTED');
-      assert.equal(ended, 1, 'the thread running the cancelled call was ended, not left to finish it');
+      assert.equal(ended.count, 1, 'the thread running the cancelled call was ended, not left to finish it');
       assert.deepEqual((await waiting).probs, speakersOfFile(info(), other, otherSpeech.length, otherSpeech).probs);
-      assert.equal(ended, 2, 'the new thread ends when idle too');
+      assert.equal(ended.count, 2, 'the new thread ends when idle too');
       await files.exited();
     } finally {
-      Worker.prototype.terminate = terminate;
+      ended.restore();
       await files.close();
     }
   });
