@@ -270,6 +270,16 @@ async function main(): Promise<void> {
             return fromSection(input, name, `analyzeFile(speech,speakers) on ${path.basename(file)}, AURIS_INFERENCE_THREADS=1: ${String(r.data.encoderWindows)} windows embedded, ${String(r.data.speakersFound)} speakers found`, r);
           });
         }
+        // the low-memory configuration of docs/deploy.md: one worker (one copy of the encoder) whose encoder uses every core
+        const cores = os.availableParallelism();
+        if (cores > 1) {
+          const name = `pipeline speech+speakers, ten voices (1 worker, encoder on ${cores} threads)`;
+          await attempt(input, name, async () => {
+            const env = { AURIS_INFERENCE_THREADS: '1', AURIS_ENCODER_THREADS: String(cores) };
+            const r = await bestNode('pipeline', { file: tenVoices, models: ['speech', 'speakers'] }, { env });
+            return fromSection(input, name, `analyzeFile(speech,speakers) on ${path.basename(tenVoices)}, AURIS_INFERENCE_THREADS=1 AURIS_ENCODER_THREADS=${cores}: ${String(r.data.encoderWindows)} windows embedded`, r);
+          });
+        }
       }
     } else {
       skipped.push({ input: input.id, name: 'models / pipeline', reason: 'no models/<name>/manifest.json yet' });

@@ -4,6 +4,7 @@
  *
  *   AURIS_MODELS_DIR          models directory (default: <package root>/models)
  *   AURIS_INFERENCE_THREADS   inference worker threads (default: os.availableParallelism())
+ *   AURIS_ENCODER_THREADS     onnxruntime threads of each pretrained encoder's session (default 1)
  *   AURIS_WINDOW_STEPS        model window for file processing, 64 ms steps (default 1024 = 65.5 s)
  */
 import * as fs from 'node:fs';
@@ -43,6 +44,15 @@ export function defaultModelsDir(): string {
 
 export function defaultInferenceThreads(): number {
   return envInt('AURIS_INFERENCE_THREADS') ?? Math.max(1, os.availableParallelism());
+}
+
+/**
+ * Threads of each pretrained encoder's session. 1 (the default): the workers are the parallelism.
+ * Where memory is tighter than CPU, one worker whose encoders use every core holds one copy of each
+ * encoder instead of one per worker (docs/deploy.md, Memory).
+ */
+export function defaultEncoderThreads(): number {
+  return envInt('AURIS_ENCODER_THREADS') ?? 1;
 }
 
 export function defaultWindowSteps(): number {

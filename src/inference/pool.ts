@@ -14,13 +14,15 @@
 import * as path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { AurisError } from '../errors';
-import { defaultInferenceThreads } from './env';
-import { isSharedState, ownsWholeBuffer, type FromWorker, type ModelRef, type ToWorker } from './protocol';
+import { defaultEncoderThreads, defaultInferenceThreads } from './env';
+import { isSharedState, ownsWholeBuffer, type FromWorker, type ModelRef, type ToWorker, type WorkerSettings } from './protocol';
 import { FLOATS_PER_STEP, ModelInfo } from './registry';
 
 export interface InferencePoolOptions {
   /** Worker threads (default: $AURIS_INFERENCE_THREADS or os.availableParallelism()). */
   size?: number;
+  /** onnxruntime threads of each pretrained encoder's session in every worker (default: $AURIS_ENCODER_THREADS or 1). */
+  encoderThreads?: number;
   /** Most windows in one worker call (default 8). */
   maxBatch?: number;
   /** Most steps (windows x steps) in one worker call, bounds the batch buffer (default 8192 = 8.4 MB of features). */
@@ -116,8 +118,8 @@ class PoolWorker {
   private nextId = 1;
   private readonly pending = new Map<number, Pending>();
 
-  constructor(onDeath: (w: PoolWorker) => void) {
-    this.worker = new Worker(path.join(__dirname, 'worker.js'));
+  constructor(onDeath: (w: PoolWorker) => void, settings: WorkerSettings) {
+    this.worker = new Worker(path.join(__dirname, 'worker.js'), { workerData: settings });
     this.worker.unref();
     this.worker.on('message', (msg: FromWorker) => {
       const p = this.pending.get(msg.id);
@@ -221,6 +223,7 @@ const WORKER_EXIT_MS = 2000;
 
 export class InferencePool {
   readonly size: number;
+  readonly encoderThreads: number;
   readonly maxBatch: number;
   readonly maxBatchSteps: number;
   private workers: PoolWorker[] = [];
@@ -238,6 +241,11 @@ export class InferencePool {
     const size = options.size ?? defaultInferenceThreads();
     if (!Number.isInteger(size) || size < 1) throw new AurisError('INVALID_ARGUMENT', `pool size must be a positive integer, got ${size}`);
     this.size = size;
+    const encoderThreads = options.encoderThreads ?? defaultEncoderThreads();
+    if (!Number.isInteger(encoderThreads) || encoderThreads < 1) {
+      throw new AurisError('INVALID_ARGUMENT', `encoder threads must be a positive integer, got ${encoderThreads}`);
+    }
+    this.encoderThreads = encoderThreads;
     this.maxBatch = Math.max(1, options.maxBatch ?? 8);
     this.maxBatchSteps = Math.max(1, options.maxBatchSteps ?? 8192);
     this.dispatchIntervalMs = Math.max(0, options.dispatchIntervalMs ?? 0);
@@ -256,7 +264,7 @@ export class InferencePool {
         new PoolWorker((dead) => {
           this.workers = this.workers.filter((w) => w !== dead);
           if (!this.closed) this.schedule();
-        }),
+        }, { encoderThreads: this.encoderThreads }),
       );
     }
   }

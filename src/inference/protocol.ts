@@ -12,6 +12,12 @@ export interface ModelRef {
   pcmFloats?: number;
 }
 
+/** What every inference worker is started with (its workerData). */
+export interface WorkerSettings {
+  /** onnxruntime threads of each pretrained encoder's session (session-options.ts). */
+  encoderThreads: number;
+}
+
 export type ToWorker =
   | { type: 'load'; id: number; models: ModelRef[] }
   /** Dispose of every session and end the thread (its last message). */

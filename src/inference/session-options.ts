@@ -1,6 +1,7 @@
 /**
  * onnxruntime session options of the inference workers: one thread per session (the pool
- * gives each worker thread its own sessions and runs them in parallel), graph optimisation 'all'.
+ * gives each worker thread its own sessions and runs them in parallel), graph optimisation 'all';
+ * pretrained encoders may be given more threads (AURIS_ENCODER_THREADS).
  */
 import type * as ort from 'onnxruntime-node';
 import type { ModelRef } from './protocol';
@@ -21,7 +22,14 @@ const NETWORK_SESSION_OPTIONS: ort.InferenceSession.SessionOptions = {
  */
 const ENCODER_SESSION_OPTIONS: ort.InferenceSession.SessionOptions = { ...NETWORK_SESSION_OPTIONS, enableMemPattern: false };
 
-/** The options a worker opens `model` with (an encoder: it has `pcmFloats`; `name` only makes any model reference fit). */
-export function sessionOptionsFor(model: Pick<ModelRef, 'name' | 'pcmFloats'>): ort.InferenceSession.SessionOptions {
-  return model.pcmFloats === undefined ? NETWORK_SESSION_OPTIONS : ENCODER_SESSION_OPTIONS;
+/**
+ * The options a worker opens `model` with (an encoder: it has `pcmFloats`; `name` only makes any model
+ * reference fit). An encoder given `encoderThreads` > 1 runs each call on that many threads, which sleep
+ * between operators instead of spinning: spinning cost 10 % more CPU for the same wall-clock time on the
+ * 1-hour speaker-map file (docs/benchmarks.md, session 37), CPU that live streams' workers need.
+ */
+export function sessionOptionsFor(model: Pick<ModelRef, 'name' | 'pcmFloats'>, encoderThreads = 1): ort.InferenceSession.SessionOptions {
+  if (model.pcmFloats === undefined) return NETWORK_SESSION_OPTIONS;
+  if (encoderThreads <= 1) return ENCODER_SESSION_OPTIONS;
+  return { ...ENCODER_SESSION_OPTIONS, intraOpNumThreads: encoderThreads, extra: { session: { intra_op: { allow_spinning: '0' } } } };
 }

@@ -2,9 +2,9 @@
  * Inference worker thread: owns its own onnxruntime sessions (one per model, created on
  * first use or on 'load') and runs them synchronously here, off the main event loop.
  */
-import { parentPort } from 'node:worker_threads';
+import { parentPort, workerData } from 'node:worker_threads';
 import * as ort from 'onnxruntime-node';
-import { ownsWholeBuffer, type FromWorker, type ModelRef, type ToWorker } from './protocol';
+import { ownsWholeBuffer, type FromWorker, type ModelRef, type ToWorker, type WorkerSettings } from './protocol';
 import { FRAMES_PER_STEP, N_MELS } from './registry';
 import { sessionOptionsFor } from './session-options';
 
@@ -13,6 +13,8 @@ if (!port) throw new Error('inference worker must run in a worker thread');
 
 /** Inputs at least this large go back to the main thread with the answer (see the run handler). */
 const HAND_BACK_BYTES = 64 * 1024;
+
+const settings = (workerData ?? { encoderThreads: 1 }) as WorkerSettings;
 
 const sessions = new Map<string, Promise<ort.InferenceSession>>();
 
@@ -26,7 +28,7 @@ function session(model: ModelRef): Promise<ort.InferenceSession> {
   const key = `${model.name}\0${model.modelPath}`;
   let s = sessions.get(key);
   if (!s) {
-    s = ort.InferenceSession.create(model.modelPath, sessionOptionsFor(model)).catch((e: Error) => {
+    s = ort.InferenceSession.create(model.modelPath, sessionOptionsFor(model, settings.encoderThreads)).catch((e: Error) => {
       sessions.delete(key);
       throw new LoadError(`${model.modelPath}: cannot load model ${model.name} (${e.message})`, model.modelPath);
     });

@@ -182,6 +182,30 @@ describe('inference pool', () => {
     for (const m of [encoder, reg.get('speech')]) assert.equal(sessionOptionsFor(m).intraOpNumThreads, 1, 'one thread per session: the pool is the parallelism');
   });
 
+  it('gives encoders the threads asked for (sleeping, not spinning, between operators), networks one, with the same embeddings', async () => {
+    const encoder = loadEncoder(path.join(packageRoot(), 'models'), 'campplus', 'pool.test.ts');
+    const two = sessionOptionsFor(encoder, 2);
+    assert.equal(two.intraOpNumThreads, 2);
+    assert.deepEqual(two.extra, { session: { intra_op: { allow_spinning: '0' } } });
+    assert.equal(two.enableMemPattern, false);
+    assert.equal(sessionOptionsFor(reg.get('speech'), 2).intraOpNumThreads, 1, 'networks keep one thread');
+    assert.throws(() => new InferencePool({ size: 1, encoderThreads: 0 }), { code: 'INVALID_ARGUMENT' });
+    const rnd = seededRandom(11);
+    const window = Float32Array.from({ length: encoder.pcmFloats }, () => 0.1 * (rnd() - 0.5));
+    const embed = async (encoderThreads: number): Promise<Float32Array> => {
+      const pool = new InferencePool({ size: 1, encoderThreads });
+      try {
+        assert.equal(pool.encoderThreads, encoderThreads);
+        return await pool.runEncoder(encoder, window.slice());
+      } finally {
+        await pool.close();
+      }
+    };
+    const [one, threaded] = [await embed(1), await embed(2)];
+    assert.equal(threaded.length, encoder.dim);
+    for (let i = 0; i < one.length; i++) assert.ok(Math.abs(threaded[i]! - one[i]!) < 1e-4, `dimension ${i}: ${threaded[i]} vs ${one[i]}`);
+  });
+
   it('calls an encoder with at most its manifest\'s max_batch windows, and the batch gives each window its own embedding', async () => {
     const encoder = loadEncoder(path.join(packageRoot(), 'models'), 'campplus', 'pool.test.ts');
     assert.ok(encoder.maxBatch !== undefined && encoder.maxBatch < 8, `campplus max_batch ${encoder.maxBatch}`);
