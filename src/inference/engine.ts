@@ -6,7 +6,7 @@ import * as path from 'node:path';
 import { AurisError } from '../errors';
 import { trimNativeMemory } from '../audio';
 import { defaultModelsDir, defaultWindowSteps } from './env';
-import { InferencePool, InferencePoolOptions, StatefulPoolModel, StatefulResult } from './pool';
+import { InferencePool, InferencePoolOptions, StatefulPoolModel, StatefulResult, type PoolModel } from './pool';
 import { ModelInfo, ModelRegistry } from './registry';
 import { OutputFn, WindowedRunner } from './runner';
 import { EncoderStage, type WindowOutcome } from './encoder-stage';
@@ -75,6 +75,33 @@ export class InferenceEngine {
       await trimNativeMemory().catch(() => false);
     }
     return engine;
+  }
+
+  /** File jobs embedding with pretrained encoders now (encoding()). */
+  private embeddingJobs = 0;
+
+  /**
+   * Counts a file job that embeds with the pretrained encoders of `models` (the speaker map's, encoder views') until
+   * the returned `finish` is called (once: later calls do nothing and resolve false). `finish(true)` once the job's
+   * audio is embedded and no other file job is embedding: the encoders' sessions are disposed of in every worker
+   * (InferencePool.releaseSessions; reopened by their next use, ~0.3 s). CAM++'s weights and activations, one
+   * copy per worker, are what a long speaker-map job no longer needs while it clusters: the 1-hour file of ten
+   * voices peaked 301-319 MiB with two workers, now at its decoding's plateau (docs/benchmarks.md, session 37). A
+   * live stream's encoder call on the same engine (not the server's: its streams have their own engine) would
+   * reopen its session. Housekeeping: a failed release is not the job's failure (resolves false).
+   */
+  encoding(models: readonly ModelInfo[]): (release: boolean) => Promise<boolean> {
+    const encoders = encodersOf(models);
+    if (encoders.length === 0) return () => Promise.resolve(false);
+    this.embeddingJobs++;
+    let finished = false;
+    return async (release) => {
+      if (finished) return false;
+      finished = true;
+      this.embeddingJobs--;
+      if (!release || this.embeddingJobs > 0) return false;
+      return this.pool.releaseSessions(encodersOf(this.registry.list())).catch(() => false);
+    };
   }
 
   /** Valid model names. */
@@ -149,6 +176,12 @@ export class InferenceEngine {
     await Promise.all([this.clustering.files.close(), this.clustering.streams.close()]);
     await this.pool.close();
   }
+}
+
+/** The pretrained encoders the models run (one entry per encoder file). */
+function encodersOf(models: readonly ModelInfo[]): PoolModel[] {
+  const all = models.flatMap((m) => [...(m.speakerMap ? [m.speakerMap.encoder] : []), ...(m.views?.views ?? []).map((v) => v.encoder)]);
+  return [...new Map(all.map((e) => [e.modelPath, e])).values()];
 }
 
 const shared = new Map<string, Promise<InferenceEngine>>();

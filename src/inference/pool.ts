@@ -114,6 +114,8 @@ interface Pending {
 class PoolWorker {
   readonly worker: Worker;
   busy = false;
+  /** The model file of the batch it is running. */
+  runningPath: string | undefined;
   dead = false;
   private nextId = 1;
   private readonly pending = new Map<number, Pending>();
@@ -283,6 +285,20 @@ export class InferencePool {
   }
 
   /**
+   * Disposes of the models' sessions in every worker (they are opened again, lazily, by their next use: ~0.3 s for
+   * CAM++), giving back their weights and activations. Releases nothing, and resolves false, while a job of one of
+   * them waits or runs: an idle moment is the caller's to choose (InferenceEngine.encoding).
+   */
+  async releaseSessions(models: readonly PoolModel[]): Promise<boolean> {
+    const paths = new Set(models.map((m) => m.modelPath));
+    if (this.closed || paths.size === 0) return false;
+    const busy = this.queue.some((j) => paths.has(j.model.modelPath)) || this.workers.some((w) => w.runningPath !== undefined && paths.has(w.runningPath));
+    if (busy) return false;
+    const replies = await Promise.all(this.workers.filter((w) => !w.dead).map((w) => w.call({ type: 'release', models: models.map(ref) })));
+    return replies.every((r) => r.type === 'released');
+  }
+
+  /**
    * Runs `model` over one window of `steps` 64 ms steps; `features` is [steps*4][64]
    * (time-major). Resolves with [steps][C] probabilities. The pool takes ownership of
    * `features` (its buffer may be transferred to a worker, detaching it here).
@@ -377,6 +393,7 @@ export class InferencePool {
   private async runBatch(worker: PoolWorker, batch: Job[]): Promise<void> {
     worker.busy = true;
     const { model, steps } = batch[0]!;
+    worker.runningPath = model.modelPath;
     const features = stack(batch.map((j) => j.features), inputFloats(model, steps));
     const stateful = batch[0]!.state !== undefined;
     const stateSize = stateful ? (model as StatefulPoolModel).stateSize : 0;
@@ -422,6 +439,7 @@ export class InferencePool {
       for (const j of batch) j.reject(e as Error);
     } finally {
       worker.busy = false;
+      worker.runningPath = undefined;
       this.schedule();
     }
   }

@@ -20,6 +20,8 @@ export interface WorkerSettings {
 
 export type ToWorker =
   | { type: 'load'; id: number; models: ModelRef[] }
+  /** Dispose of these models' sessions (opened again on their next use). */
+  | { type: 'release'; id: number; models: ModelRef[] }
   /** Dispose of every session and end the thread (its last message). */
   | { type: 'close'; id: number }
   | {
@@ -44,6 +46,7 @@ export type ToWorker =
 
 export type FromWorker =
   | { type: 'loaded'; id: number }
+  | { type: 'released'; id: number }
   | { type: 'result'; id: number; probs: Float32Array; dims: number[]; ms: number; state?: Float32Array }
   | { type: 'error'; id: number; message: string; code: string; file?: string };
 

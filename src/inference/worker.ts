@@ -17,6 +17,10 @@ const HAND_BACK_BYTES = 64 * 1024;
 const settings = (workerData ?? { encoderThreads: 1 }) as WorkerSettings;
 
 const sessions = new Map<string, Promise<ort.InferenceSession>>();
+/** The runs under way, per session key (a released session is disposed of once its runs are over). */
+const running = new Map<string, Set<Promise<unknown>>>();
+
+const sessionKey = (model: ModelRef): string => `${model.name}\0${model.modelPath}`;
 
 class LoadError extends Error {
   constructor(message: string, readonly file: string) {
@@ -25,7 +29,7 @@ class LoadError extends Error {
 }
 
 function session(model: ModelRef): Promise<ort.InferenceSession> {
-  const key = `${model.name}\0${model.modelPath}`;
+  const key = sessionKey(model);
   let s = sessions.get(key);
   if (!s) {
     s = ort.InferenceSession.create(model.modelPath, sessionOptionsFor(model, settings.encoderThreads)).catch((e: Error) => {
@@ -35,6 +39,24 @@ function session(model: ModelRef): Promise<ort.InferenceSession> {
     sessions.set(key, s);
   }
   return s;
+}
+
+/**
+ * Forgets the sessions of the models' files, under whatever model name they were opened (the next run opens a new
+ * one), then disposes of each once its runs are over.
+ */
+async function release(models: readonly ModelRef[]): Promise<void> {
+  const files = new Set(models.map((m) => m.modelPath));
+  const keys = [...sessions.keys()].filter((key) => files.has(key.slice(key.indexOf('\0') + 1)));
+  const gone = keys.map((key) => {
+    const s = sessions.get(key)!;
+    sessions.delete(key);
+    return { s, runs: [...(running.get(key) ?? [])] };
+  });
+  for (const { s, runs } of gone) {
+    await Promise.allSettled(runs);
+    await s.then((x) => x.release()).catch(() => undefined);
+  }
 }
 
 function reply(msg: FromWorker, transfer?: ArrayBuffer[]): void {
@@ -66,6 +88,10 @@ port.on('message', (msg: ToWorker) => {
     void shutdown();
     return;
   }
+  if (msg.type === 'release') {
+    void release(msg.models).then(() => reply({ type: 'released', id: msg.id }));
+    return;
+  }
   if (msg.type === 'load') {
     Promise.all(msg.models.map(session)).then(
       () => reply({ type: 'loaded', id: msg.id }),
@@ -74,7 +100,8 @@ port.on('message', (msg: ToWorker) => {
     return;
   }
   const { id, model, batch, steps, features, sharedStates } = msg;
-  session(model)
+  const key = sessionKey(model);
+  const run = session(model)
     .then(async (s) => {
       const t0 = performance.now();
       const state = sharedStates ? gather(sharedStates) : msg.state;
@@ -117,6 +144,12 @@ port.on('message', (msg: ToWorker) => {
       reply({ type: 'result', id, probs, dims, ms: performance.now() - t0, ...(newState ? { state: newState } : {}) }, transfer);
     })
     .catch((e) => errorReply(id, e));
+  const runs = running.get(key) ?? new Set<Promise<unknown>>();
+  running.set(key, runs.add(run));
+  void run.finally(() => {
+    runs.delete(run);
+    if (runs.size === 0 && running.get(key) === runs) running.delete(key);
+  });
 });
 
 /** The streams' states side by side ([batch][stateSize]), the graph's state input. */

@@ -118,9 +118,14 @@ const RELEASE_FROM_STEPS = (10 * 60 * 1000) / STEP_MS;
  * (docs/benchmarks.md, Memory). Short files skip it (their heap is small, and the trim locks allocation meanwhile).
  */
 async function releaseFreedMemory(states: Map<number, ChannelState>): Promise<void> {
+  if (isLong(states)) await trimNativeMemory();
+}
+
+/** At least RELEASE_FROM_STEPS analysed (all channels). */
+function isLong(states: Map<number, ChannelState>): boolean {
   let steps = 0;
   for (const st of states.values()) steps += st.steps;
-  if (steps >= RELEASE_FROM_STEPS) await trimNativeMemory();
+  return steps >= RELEASE_FROM_STEPS;
 }
 
 /** Windows decoded ahead of inference (bounds memory, lets decoding overlap inference). */
@@ -137,12 +142,15 @@ export async function analyzeFile(source: AudioSource, input: AnalysisRequestInp
   if (signal?.aborted) throw aborted(signal);
   const plan = await prepare(input, settings);
   const frontend = await openFrontend(source, plan.request, { ...settings, chunkSeconds: settings.chunkSeconds ?? chunkSecondsFor(plan) });
+  const finishEncoding = plan.engine.encoding(plan.infos);
   try {
     const info = frontend.info;
     settings.onInfo?.(info);
     const states = channelStates(plan, selectChannels(info.channels, plan.request.channel), expectedSteps(info), settings.windowSteps);
     const progress = progressReporter(settings.onProgress);
     await feedRunners(frontend, states, expectedSteps(info) * states.size, progress, signal);
+    // a long file's audio is embedded: the encoders' sessions go (unless another job embeds) before its clustering
+    await finishEncoding(isLong(states));
     await releaseFreedMemory(states);
     // Real duration from the header; unknown (frames -1) -> whole steps.
     const headerMs = info.sampleRate > 0 && info.frames > 0 ? (info.frames / info.sampleRate) * 1000 : 0;
@@ -151,6 +159,7 @@ export async function analyzeFile(source: AudioSource, input: AnalysisRequestInp
     const maxSteps = Math.max(...Object.values(steps));
     return { channels, info, request: plan.request, modelsRun: plan.modelsRun, steps, durationMs: headerMs > 0 ? headerMs : maxSteps * STEP_MS };
   } finally {
+    await finishEncoding(false);
     await frontend.close();
   }
 }

@@ -206,6 +206,29 @@ describe('inference pool', () => {
     for (let i = 0; i < one.length; i++) assert.ok(Math.abs(threaded[i]! - one[i]!) < 1e-4, `dimension ${i}: ${threaded[i]} vs ${one[i]}`);
   });
 
+  it('releases sessions on request: the next run opens the model file again; nothing is released while a job of it waits or runs', async () => {
+    const dir = path.join(tmp, 'release');
+    writePlaceholderModels(dir, [{ name: 'speech' }]);
+    const model = ModelRegistry.loadSync({ modelsDir: dir }).get('speech');
+    const pool = new InferencePool({ size: 1 });
+    try {
+      const input = randomFeatures(4, 3);
+      const first = Float32Array.from(await pool.run(model, input.slice(), 4));
+      const queued = pool.run(model, input.slice(), 4);
+      assert.equal(await pool.releaseSessions([model]), false, 'a job of the model waits');
+      await queued;
+      const bytes = fs.readFileSync(model.modelPath);
+      fs.writeFileSync(model.modelPath, Buffer.from('garbage'));
+      assert.deepEqual(Float32Array.from(await pool.run(model, input.slice(), 4)), first, 'the open session runs without its file');
+      assert.equal(await pool.releaseSessions([model]), true);
+      await assert.rejects(pool.run(model, input.slice(), 4), { code: 'MODEL_LOAD_FAILED' }, 'released: the next run opens the file');
+      fs.writeFileSync(model.modelPath, bytes);
+      assert.deepEqual(Float32Array.from(await pool.run(model, input.slice(), 4)), first, 'opened again, the same answers');
+    } finally {
+      await pool.close();
+    }
+  });
+
   it('calls an encoder with at most its manifest\'s max_batch windows, and the batch gives each window its own embedding', async () => {
     const encoder = loadEncoder(path.join(packageRoot(), 'models'), 'campplus', 'pool.test.ts');
     assert.ok(encoder.maxBatch !== undefined && encoder.maxBatch < 8, `campplus max_batch ${encoder.maxBatch}`);
