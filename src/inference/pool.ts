@@ -113,8 +113,7 @@ interface Pending {
 
 class PoolWorker {
   readonly worker: Worker;
-  busy = false;
-  /** The model file of the batch it is running. */
+  /** The model file of the batch it is running (undefined: idle). */
   runningPath: string | undefined;
   dead = false;
   private nextId = 1;
@@ -155,6 +154,10 @@ class PoolWorker {
     const tooLate = await Promise.race([exited.then(() => false), late]);
     clearTimeout(timer);
     if (tooLate) await this.worker.terminate();
+  }
+
+  get busy(): boolean {
+    return this.runningPath !== undefined;
   }
 
   /** Sends a message; resolves with the worker's reply. The worker keeps the process alive only while busy. */
@@ -292,7 +295,7 @@ export class InferencePool {
   async releaseSessions(models: readonly PoolModel[]): Promise<boolean> {
     const paths = new Set(models.map((m) => m.modelPath));
     if (this.closed || paths.size === 0) return false;
-    const busy = this.queue.some((j) => paths.has(j.model.modelPath)) || this.workers.some((w) => w.runningPath !== undefined && paths.has(w.runningPath));
+    const busy = this.queue.some((j) => paths.has(j.model.modelPath)) || this.workers.some((w) => w.busy && paths.has(w.runningPath!));
     if (busy) return false;
     const replies = await Promise.all(this.workers.filter((w) => !w.dead).map((w) => w.call({ type: 'release', models: models.map(ref) })));
     return replies.every((r) => r.type === 'released');
@@ -391,7 +394,6 @@ export class InferencePool {
   }
 
   private async runBatch(worker: PoolWorker, batch: Job[]): Promise<void> {
-    worker.busy = true;
     const { model, steps } = batch[0]!;
     worker.runningPath = model.modelPath;
     const features = stack(batch.map((j) => j.features), inputFloats(model, steps));
@@ -438,7 +440,6 @@ export class InferencePool {
     } catch (e) {
       for (const j of batch) j.reject(e as Error);
     } finally {
-      worker.busy = false;
       worker.runningPath = undefined;
       this.schedule();
     }

@@ -17,8 +17,8 @@ const HAND_BACK_BYTES = 64 * 1024;
 const settings = (workerData ?? { encoderThreads: 1 }) as WorkerSettings;
 
 const sessions = new Map<string, Promise<ort.InferenceSession>>();
-/** The runs under way, per session key (a released session is disposed of once its runs are over). */
-const running = new Map<string, Set<Promise<unknown>>>();
+/** The runs under way (the pool sends one batch at a time; a released session is disposed of once they are over). */
+const running = new Set<Promise<unknown>>();
 
 const sessionKey = (model: ModelRef): string => `${model.name}\0${model.modelPath}`;
 
@@ -43,7 +43,7 @@ function session(model: ModelRef): Promise<ort.InferenceSession> {
 
 /**
  * Forgets the sessions of the models' files, under whatever model name they were opened (the next run opens a new
- * one), then disposes of each once its runs are over.
+ * one), then disposes of them once the runs under way are over.
  */
 async function release(models: readonly ModelRef[]): Promise<void> {
   const files = new Set(models.map((m) => m.modelPath));
@@ -51,12 +51,10 @@ async function release(models: readonly ModelRef[]): Promise<void> {
   const gone = keys.map((key) => {
     const s = sessions.get(key)!;
     sessions.delete(key);
-    return { s, runs: [...(running.get(key) ?? [])] };
+    return s;
   });
-  for (const { s, runs } of gone) {
-    await Promise.allSettled(runs);
-    await s.then((x) => x.release()).catch(() => undefined);
-  }
+  await Promise.allSettled([...running]);
+  for (const s of gone) await s.then((x) => x.release()).catch(() => undefined);
 }
 
 function reply(msg: FromWorker, transfer?: ArrayBuffer[]): void {
@@ -100,7 +98,6 @@ port.on('message', (msg: ToWorker) => {
     return;
   }
   const { id, model, batch, steps, features, sharedStates } = msg;
-  const key = sessionKey(model);
   const run = session(model)
     .then(async (s) => {
       const t0 = performance.now();
@@ -144,12 +141,8 @@ port.on('message', (msg: ToWorker) => {
       reply({ type: 'result', id, probs, dims, ms: performance.now() - t0, ...(newState ? { state: newState } : {}) }, transfer);
     })
     .catch((e) => errorReply(id, e));
-  const runs = running.get(key) ?? new Set<Promise<unknown>>();
-  running.set(key, runs.add(run));
-  void run.finally(() => {
-    runs.delete(run);
-    if (runs.size === 0 && running.get(key) === runs) running.delete(key);
-  });
+  running.add(run);
+  void run.finally(() => running.delete(run));
 });
 
 /** The streams' states side by side ([batch][stateSize]), the graph's state input. */

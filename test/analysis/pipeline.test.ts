@@ -13,25 +13,12 @@ import { closeSharedEngines, FLOATS_PER_STEP, InferenceEngine, sharedEngine, wri
 import { seededRandom } from '../../src/inference/placeholder';
 import { analyzeFile, FileFrontendLike, OpenFileFrontend, pipelineAnalyzer } from '../../src/pipeline';
 import { parseAnalysisRequest } from '../../src/analysis/options';
+import { wavBytes } from '../audio/helpers';
 
 /** A 16 kHz mono 16-bit WAV of a 440 Hz tone. */
 function toneWav(seconds: number): Buffer {
-  const n = Math.round(seconds * 16000);
-  const b = Buffer.alloc(44 + n * 2);
-  b.write('RIFF', 0);
-  b.writeUInt32LE(36 + n * 2, 4);
-  b.write('WAVEfmt ', 8);
-  b.writeUInt32LE(16, 16);
-  b.writeUInt16LE(1, 20);
-  b.writeUInt16LE(1, 22);
-  b.writeUInt32LE(16000, 24);
-  b.writeUInt32LE(32000, 28);
-  b.writeUInt16LE(2, 32);
-  b.writeUInt16LE(16, 34);
-  b.write('data', 36);
-  b.writeUInt32LE(n * 2, 40);
-  for (let i = 0; i < n; i++) b.writeInt16LE(Math.round(8000 * Math.sin((2 * Math.PI * 440 * i) / 16000)), 44 + i * 2);
-  return b;
+  const samples = Float32Array.from({ length: Math.round(seconds * 16000) }, (_, i) => (8000 / 32768) * Math.sin((2 * Math.PI * 440 * i) / 16000));
+  return wavBytes({ rate: 16000, channels: 1, bits: 16 }, samples);
 }
 
 const F = FLOATS_PER_STEP;
