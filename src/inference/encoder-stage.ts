@@ -22,7 +22,13 @@ export type WindowOutcome =
   /** Voiced, but the schedule skipped it: the run's last embedding holds. */
   | { window: number; kind: 'carry'; run: number }
   /** Too few voiced steps (or no samples): no embedding, and the run ends. */
-  | { window: number; kind: 'none' };
+  | { window: number; kind: 'none' }
+  /**
+   * Too few voiced steps for the schedule but at least the stage's `sparseMinVoicedSteps` (a live
+   * stream's speaker map: mostly a turn's first and last windows): embedded all the same, to be
+   * scored, not assigned (live-map.ts); the run ends as for 'none'.
+   */
+  | { window: number; kind: 'sparse'; embeddings: (Float32Array | undefined)[] };
 
 export interface EncoderStageOptions {
   schedule: ViewSchedule;
@@ -30,6 +36,8 @@ export interface EncoderStageOptions {
   embed(pcm: Float32Array, run: number): Promise<(Float32Array | undefined)[]>;
   /** Every window's outcome, in window order; a promise returned holds back the next outcome until it settles. */
   onWindow(outcome: WindowOutcome): void | Promise<void>;
+  /** Windows with at least this many voiced steps, but fewer than the schedule's, are embedded as 'sparse' (default: none are). */
+  sparseMinVoicedSteps?: number;
 }
 
 export class EncoderStage {
@@ -121,23 +129,20 @@ export class EncoderStage {
       if (!this.ringHasSamples[slot]) hasSamples = false;
     }
     const embed = hasSamples && voiced >= this.schedule.minVoicedSteps;
+    const sparse = !embed && hasSamples && voiced >= (this.options.sparseMinVoicedSteps ?? Infinity);
     let outcome: Promise<WindowOutcome>;
     if (!embed) {
       this.run = 0;
-      outcome = Promise.resolve({ window, kind: 'none' });
+      outcome = sparse
+        ? this.embed(first, have, 0).then((embeddings) => ({ window, kind: 'sparse', embeddings }))
+        : Promise.resolve({ window, kind: 'none' });
     } else if (this.run % this.schedule.every !== 0) {
       outcome = Promise.resolve({ window, kind: 'carry', run: this.run++ });
     } else {
       const run = this.run++;
-      this._calls++;
-      const pcm = new Float32Array(this.W * STEP_SAMPLES);
-      for (let i = 0; i < have; i++) {
-        const slot = (first + i) % this.W;
-        pcm.set(this.ring.subarray(slot * STEP_SAMPLES, (slot + 1) * STEP_SAMPLES), i * STEP_SAMPLES);
-      }
-      outcome = this.options.embed(pcm, run).then((embeddings) => ({ window, kind: 'embedded', embeddings, run }));
-      outcome.catch(() => undefined); // surfaced through the tail below
+      outcome = this.embed(first, have, run).then((embeddings) => ({ window, kind: 'embedded', embeddings, run }));
     }
+    outcome.catch(() => undefined); // surfaced through the tail below
     this.pending++;
     this.tail = this.tail.then(async () => {
       try {
@@ -150,5 +155,16 @@ export class EncoderStage {
       }
     });
     this.tail.catch(() => undefined);
+  }
+
+  /** Runs the encoders on the window starting at step `first`, its first `have` steps received (zeros after them). */
+  private embed(first: number, have: number, run: number): Promise<(Float32Array | undefined)[]> {
+    this._calls++;
+    const pcm = new Float32Array(this.W * STEP_SAMPLES);
+    for (let i = 0; i < have; i++) {
+      const slot = (first + i) % this.W;
+      pcm.set(this.ring.subarray(slot * STEP_SAMPLES, (slot + 1) * STEP_SAMPLES), i * STEP_SAMPLES);
+    }
+    return this.options.embed(pcm, run);
   }
 }

@@ -163,13 +163,15 @@ export class InferenceEngine {
 
   /**
    * The encoder stage of a speaker-map model's channel (src/speakers): every voiced window of its
-   * schedule is embedded on the pool and reported, in order, to `onWindow`.
+   * schedule is embedded on the pool and reported, in order, to `onWindow`; for a live stream
+   * (`live`) also the sparse windows its manifest names (manifest.ts sparseMinVoicedSteps).
    */
-  speakerStage(model: ModelInfo, onWindow: (o: WindowOutcome) => void | Promise<void>): EncoderStage {
+  speakerStage(model: ModelInfo, onWindow: (o: WindowOutcome) => void | Promise<void>, { live = false } = {}): EncoderStage {
     const map = model.speakerMap;
     if (!map) throw new AurisError('INVALID_ARGUMENT', `model ${model.name} is not a speaker map`);
     const embed = (pcm: Float32Array): Promise<Float32Array[]> => this.pool.runEncoder(map.encoder, pcm).then((e) => [e]);
-    return new EncoderStage({ schedule: map.schedule, embed, onWindow });
+    const sparse = live && map.sparseMinVoicedSteps !== undefined ? { sparseMinVoicedSteps: map.sparseMinVoicedSteps } : {};
+    return new EncoderStage({ schedule: map.schedule, embed, onWindow, ...sparse });
   }
 
   async close(): Promise<void> {

@@ -73,7 +73,7 @@ export class ViewFusion {
    */
   pushWindow(o: WindowOutcome): void {
     if (o.kind === 'embedded' && o.run % this.views.schedule.every === 0) this.current = this.viewLogits(o.embeddings as Float32Array[]);
-    else if (o.kind === 'none') this.current = undefined;
+    else if (o.kind === 'none' || o.kind === 'sparse') this.current = undefined;
     this.windowLogits.push(this.current);
     this.flush();
   }

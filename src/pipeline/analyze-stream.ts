@@ -205,7 +205,7 @@ export class StreamSession {
     // each speaker's gender in the summary when `gender` is requested too (speaker-gender.ts)
     const gender = options.includeSummary && engine.registry.has('gender') ? requestedSpeakerGender([m, engine.registry.get('gender')], options.models) : undefined;
     this.speakers = { info: m, map: live, gender };
-    this.stages.push(engine.speakerStage(m, (o) => live.pushWindow(o)));
+    this.stages.push(engine.speakerStage(m, (o) => live.pushWindow(o), { live: true }));
   }
 
   /** The runner of a network's final results (today's, equal to file jobs). */

@@ -443,6 +443,11 @@ export class OnlineSpeakers {
     }
     return { speaker: k, probs: windowProbabilities(embedding, this.centroids, this.params.temperature) };
   }
+
+  /** The window's probabilities over the speakers as they stand, changing none (undefined before the first). */
+  score(embedding: Float64Array): number[] | undefined {
+    return this.centroids.length > 0 ? windowProbabilities(embedding, this.centroids, this.params.temperature) : undefined;
+  }
 }
 
 /**

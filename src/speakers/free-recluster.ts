@@ -105,6 +105,11 @@ export class FreeReclusteringSpeakers {
     return this.recent.decideWith(found, (c) => this.nearestAfter(c, plain));
   }
 
+  /** A window's probabilities from the current clustering (before the first: the one-at-a-time speakers), deciding nothing. */
+  score(compared: Float64Array, plain: Float64Array): number[] | undefined {
+    return this.current ? this.nearest(plain).probs : this.warm.score(compared);
+  }
+
   /** Takes a new clustering, its clusters mapped onto the ids given; then the window's nearest centroid. */
   private nearestAfter(c: FreeClusters, plain: Float64Array): Decision {
     const mapping = greedyMapping(c.past, this.recent.ids, c.centroids.length, this.recent.used, this.cap);

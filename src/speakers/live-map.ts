@@ -15,7 +15,14 @@
  * window covering the step, follows as above (before the first embedded window: zeros, speaker_1 at
  * confidence 0). The ids are the same assigner's, so a provisional id is one the finals use.
  *
- * The assigner compares whitened embeddings where the model has a whitening (whitening.ts);
+ * Sparse windows (speakers 1.9.0: fewer voiced steps than the schedule embeds, at least the
+ * manifest's sparse_min_voiced_steps; mostly a turn's first and last windows) are scored against
+ * the speakers as they stand, join or open none, and count in the steps they cover like the others:
+ * without them a turn's first steps waited for a window mostly of the turn before, and a step's
+ * provisional answer (taken from the latest window) named the previous speaker for the first ~0.5 s
+ * of a turn after a pause.
+ *
+ * The assigner compares whitened embeddings where the model whitens (whitening.ts);
  * each speaker's gender reads the plain ones, as a file's does.
  */
 import type { WindowOutcome } from '../inference/encoder-stage';
@@ -36,6 +43,11 @@ export interface Assigner {
    * next window is added only once it resolves.
    */
   add(compared: Float64Array, window: number, plain: Float64Array): Decision | Promise<Decision>;
+  /**
+   * A window's probabilities over the ids from the speakers as they stand, joining or opening none
+   * (a sparse window); undefined while there is no speaker. Called only once every add() has settled.
+   */
+  score(compared: Float64Array, plain: Float64Array): number[] | undefined;
 }
 
 /**
@@ -107,23 +119,38 @@ export class LiveSpeakerMap {
    */
   pushWindow(o: WindowOutcome): void | Promise<void> {
     this.provisionalBefore(o.window); // their windows are the ones before this one
+    if (o.kind === 'sparse') return this.emitWindow(o.window, this.scored(o.embeddings[0]));
     if (o.kind !== 'embedded') return this.emitWindow(o.window);
     const embedding = normalise(o.embeddings[0]!);
-    const compared = this.map.whitening ? whiten(this.map.whitening, embedding) : embedding;
-    const decision = this.assigner.add(compared, o.window, embedding);
-    if (!(decision instanceof Promise)) return this.emitWindow(o.window, decision, embedding);
+    const decision = this.assigner.add(this.compared(embedding), o.window, embedding);
+    const take = (d: Decision): void => {
+      this.embeddings.add(d.speaker, embedding);
+      this.emitWindow(o.window, d.probs);
+    };
+    if (!(decision instanceof Promise)) return take(decision);
     return decision.then((d) => {
-      if (!this.closed) this.emitWindow(o.window, d, embedding);
+      if (!this.closed) take(d);
     });
   }
 
-  /** Window `window`'s outcome is known (`decision`: its speaker, when embedded): the steps it decides are emitted. */
-  private emitWindow(window: number, decision?: Decision, embedding?: Float64Array): void {
+  /** The unit embedding as the assigner compares it (whitened where the model whitens). */
+  private compared(plain: Float64Array): Float64Array {
+    return this.map.whitening ? whiten(this.map.whitening, plain) : plain;
+  }
+
+  /** A sparse window's vector: scored against the speakers as they stand (none before the first speaker). */
+  private scored(embedding: Float32Array | undefined): number[] | undefined {
+    if (!embedding) return undefined;
+    const plain = normalise(embedding);
+    return this.assigner.score(this.compared(plain), plain);
+  }
+
+  /** Window `window`'s outcome is known (`probs`: its vector, when embedded and decided or scored): the steps it decides are emitted. */
+  private emitWindow(window: number, probs?: readonly number[]): void {
     const { hopSteps: H, windowSteps: W } = this.map.params;
-    if (decision && embedding) {
-      this.embeddings.add(decision.speaker, embedding);
+    if (probs) {
       const v = new Float32Array(this.width);
-      v.set(decision.probs);
+      v.set(probs);
       this.recent.push({ window, probs: v });
       this.newest = v;
     }

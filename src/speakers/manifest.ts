@@ -49,6 +49,13 @@ export interface SpeakerMapInfo {
    * (speakers 1.7.0; needs `whitening`; file-map.ts).
    */
   whitenedScores?: boolean;
+  /**
+   * Live streams also embed the windows with at least this many voiced steps but fewer than the
+   * schedule's ('sparse': mostly a turn's first and last windows); each is scored against the
+   * speakers as they stand, joins or opens none, and counts in the steps it covers, provisional and
+   * final (live-map.ts; speakers 1.9.0). Absent: streams embed the schedule's windows only.
+   */
+  sparseMinVoicedSteps?: number;
 }
 
 function fail(file: string, problem: string): AurisError {
@@ -93,6 +100,8 @@ export function parseSpeakerMap(m: Record<string, unknown>, modelsDir: string, f
   // absent in a manifest before speakers 1.7.0: files score windows in the clustered view
   const whitenedScores = b['whitened_scores'] === undefined ? false : bool('whitened_scores');
   if (whitenedScores && !whitening) throw fail(file, '"speaker_map.whitened_scores" needs "speaker_map.whitening"');
+  // absent in a manifest before speakers 1.9.0: no sparse windows
+  const sparseMinVoicedSteps = b['sparse_min_voiced_steps'] === undefined ? undefined : int('sparse_min_voiced_steps', minVoicedSteps - 1);
   return {
     encoder,
     schedule: { windowSteps: W, hopSteps, every: 1, minVoicedSteps, gateDb },
@@ -125,6 +134,7 @@ export function parseSpeakerMap(m: Record<string, unknown>, modelsDir: string, f
     ...(whitening ? { whitening } : {}),
     ...(alikeMerge ? { alikeMerge } : {}),
     ...(whitenedScores ? { whitenedScores } : {}),
+    ...(sparseMinVoicedSteps !== undefined ? { sparseMinVoicedSteps } : {}),
   };
 }
 

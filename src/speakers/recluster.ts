@@ -124,6 +124,11 @@ export class ReclusteringSpeakers {
     return this.recent.decideWith(this.clusterer(this.recent.windows), (c) => this.nearestAfter(c, embedding));
   }
 
+  /** A window's probabilities from the current clustering (before the first: the one-at-a-time speakers), deciding nothing. */
+  score(embedding: Float64Array): number[] | undefined {
+    return this.current ? this.nearest(embedding).probs : this.warm.score(embedding);
+  }
+
   /** Takes a new clustering, its clusters mapped one-to-one onto the ids given; then the window's nearest centroid. */
   private nearestAfter(c: CountedClusters, embedding: Float64Array): Decision {
     this.current = { mapping: overlapMapping(c.past, this.recent.ids, c.centroids.length, this.speakers), centroids: c.centroids, mean: c.mean };

@@ -23,7 +23,7 @@ function signal(steps: number, voiced: (s: number) => boolean): { levels: Float3
 }
 
 /** Runs a stage over the signal in chunks of `chunk` steps; the stand-in embedding is [mean sample, samples seen]. */
-async function stageRun(sig: { levels: Float32Array; pcm: Float32Array }, chunk: number): Promise<{ outcomes: WindowOutcome[]; embedded: number[][] }> {
+async function stageRun(sig: { levels: Float32Array; pcm: Float32Array }, chunk: number, sparseMinVoicedSteps?: number): Promise<{ outcomes: WindowOutcome[]; embedded: number[][] }> {
   const outcomes: WindowOutcome[] = [];
   const embedded: number[][] = [];
   const stage = new EncoderStage({
@@ -37,6 +37,7 @@ async function stageRun(sig: { levels: Float32Array; pcm: Float32Array }, chunk:
       return [Float32Array.of(sum / pcm.length, pcm[pcm.length - 1]!)];
     },
     onWindow: (o) => void outcomes.push(o),
+    ...(sparseMinVoicedSteps !== undefined ? { sparseMinVoicedSteps } : {}),
   });
   const steps = sig.levels.length;
   for (let s = 0; s < steps; s += chunk) {
@@ -55,7 +56,7 @@ describe('encoder stage', () => {
   it('embeds the first window of each voiced run and every `every`-th after it; silence ends a run', async () => {
     const { outcomes } = await stageRun(sig, 7);
     assert.deepEqual(
-      outcomes.map((o) => `${o.window}:${o.kind}${o.kind === 'none' ? '' : `@${o.run}`}`),
+      outcomes.map((o) => `${o.window}:${o.kind}${'run' in o ? `@${o.run}` : ''}`),
       ['0:embedded@0', '1:carry@1', '2:embedded@2', '3:none', '4:embedded@0', '5:carry@1'],
     );
   });
@@ -74,6 +75,24 @@ describe('encoder stage', () => {
     const a = await stageRun(sig, 1);
     const b = await stageRun(sig, 1000);
     assert.deepEqual(a.outcomes, b.outcomes);
+  });
+
+  it("embeds sparse windows when asked (a live stream's speaker map): too few voiced steps for the schedule, enough for the sparse bar", async () => {
+    // windows: 0 voiced, 1 with 5 voiced steps, 2 silent, 3 with 2 voiced steps, 4 voiced
+    const voiced = (s: number): boolean => s < W || (s >= W && s < W + 5) || (s >= 3 * W && s < 3 * W + 2) || s >= 4 * W;
+    const sparse = signal(5 * W, voiced);
+    const label = (o: WindowOutcome): string => `${o.window}:${o.kind}${'run' in o ? `@${o.run}` : ''}`;
+    const plain = await stageRun(sparse, 7);
+    assert.deepEqual(plain.outcomes.map(label), ['0:embedded@0', '1:none', '2:none', '3:none', '4:embedded@0']);
+    const a = await stageRun(sparse, 1, 4);
+    // the sparse window is embedded (its samples, as any window's) and ends the run like 'none'
+    assert.deepEqual(a.outcomes.map(label), ['0:embedded@0', '1:sparse', '2:none', '3:none', '4:embedded@0']);
+    const one = a.outcomes[1]!;
+    assert.ok(one.kind === 'sparse');
+    assert.equal(one.embeddings[0]![0], (W + 1 + 2 * W) / 2); // mean of step numbers 26..50
+    assert.equal(a.embedded.length, 3);
+    assert.deepEqual((await stageRun(sparse, 1000, 4)).outcomes, a.outcomes, 'the same windows whatever the chunking');
+    assert.deepEqual((await stageRun(sparse, 1000, 2)).outcomes.map(label), ['0:embedded@0', '1:sparse', '2:none', '3:sparse', '4:embedded@0']);
   });
 
   it('abstains on chunks without samples (synthetic features)', async () => {

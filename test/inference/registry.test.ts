@@ -231,6 +231,15 @@ describe('model registry', () => {
       const wrong = withMap(`map-bad-free-every-${String(v)}`, (b) => (b['free_recluster_every'] = v));
       expectLoadError(() => ModelRegistry.loadSync({ modelsDir: wrong }), path.join(wrong, 'speakers', 'manifest.json'), /free_recluster_every" must be an integer in 1\.\.1000/);
     }
+    // streams' sparse windows (speakers 1.9.0; absent: none): fewer voiced steps than the schedule's, at least one
+    assert.equal(shipped.sparseMinVoicedSteps, written['sparse_min_voiced_steps']);
+    assert.ok(shipped.sparseMinVoicedSteps! >= 1 && shipped.sparseMinVoicedSteps! < shipped.schedule.minVoicedSteps);
+    const noSparse = ModelRegistry.loadSync({ modelsDir: withMap('map-no-sparse', (b) => delete b['sparse_min_voiced_steps']) }).get('speakers').speakerMap!;
+    assert.equal(noSparse.sparseMinVoicedSteps, undefined, 'a manifest before 1.9.0: no sparse windows');
+    for (const v of [0, 2.5, written['min_voiced_steps'], '4']) {
+      const wrong = withMap(`map-bad-sparse-${String(v)}`, (b) => (b['sparse_min_voiced_steps'] = v));
+      expectLoadError(() => ModelRegistry.loadSync({ modelsDir: wrong }), path.join(wrong, 'speakers', 'manifest.json'), /sparse_min_voiced_steps" must be an integer in 1\.\.11/);
+    }
     // the whitening (speakers 1.4.0; absent or "": none): a square matrix of the encoder's dim beside the manifest
     const dim = shipped.encoder.dim;
     assert.equal(shipped.whitening?.length, dim);

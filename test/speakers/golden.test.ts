@@ -21,6 +21,7 @@ import { parseAlikeMerge, type SpeakerMapInfo } from '../../src/speakers/manifes
 import type { ReclusterParams } from '../../src/speakers/recluster';
 import { loadWhitening, whiten, type Whitening } from '../../src/speakers/whitening';
 import type { EncoderInfo } from '../../src/inference/views';
+import type { WindowOutcome } from '../../src/inference/encoder-stage';
 
 const GOLDEN = path.resolve(__dirname, '..', '..', '..', 'test', 'fixtures', 'speakers_golden.json');
 const SPEAKERS_DIR = path.resolve(__dirname, '..', '..', '..', 'models', 'speakers');
@@ -57,12 +58,17 @@ interface Case {
     alike_merge?: Record<string, number> | null;
     /** files score windows against the speakers' whitened centroids (speakers 1.7.0); absent: the clustered ones */
     whitened_scores?: boolean;
+    /** streams embed windows with this many voiced steps or more (fewer than min_voiced_steps) to score only (speakers 1.9.0); absent or 0: none */
+    sparse_min_voiced_steps?: number;
   };
   steps: number;
   num_speakers?: number;
   windows: number[];
   embedding_scale: number;
   embeddings: number[][];
+  /** the stream's sparse windows and their embeddings (as `embeddings`), where it has any */
+  sparse_windows?: number[];
+  sparse_embeddings?: number[][];
   speech: string;
   stream_num_speakers?: number;
   expected: { file: { K: number; labels: number[] }; stream: { K: number; labels: number[]; provisional: number[] } };
@@ -100,6 +106,18 @@ function paramsOf(c: Case): SpeakerMapParams {
 /** The embeddings as the encoder gives them (float32). */
 function embeddingsOf(c: Case): Float32Array[] {
   return c.embeddings.map((e) => Float32Array.from(e, (x) => x / c.embedding_scale));
+}
+
+/** A stream's encoder-stage outcomes in window order, from 0 to the last window starting before the end: embedded, sparse or none. */
+function outcomesOf(c: Case): WindowOutcome[] {
+  const embedded = new Map(embeddingsOf(c).map((e, i) => [c.windows[i]!, e]));
+  const sparse = new Map((c.sparse_embeddings ?? []).map((e, i) => [c.sparse_windows![i]!, Float32Array.from(e, (x) => x / c.embedding_scale)]));
+  return Array.from({ length: Math.ceil(c.steps / c.params.hop_steps) }, (_, window): WindowOutcome => {
+    const e = embedded.get(window);
+    if (e) return { window, kind: 'embedded', embeddings: [e], run: 0 };
+    const x = sparse.get(window);
+    return x ? { window, kind: 'sparse', embeddings: [x] } : { window, kind: 'none' };
+  });
 }
 
 /** Per step: the index of the largest probability (ties: the first). */
@@ -163,11 +181,18 @@ async function streamLabels(c: Case, thread?: ClusteringThread): Promise<{ K: nu
   const online = streamAssigner(infoOf(c), width, c.stream_num_speakers, thread);
   const w = whiteningOf(c);
   const vectors: { window: number; probs: number[] }[] = [];
-  for (const [i, e] of embeddingsOf(c).entries()) {
-    const plain = normalise(e);
-    const decision = online.add(w ? whiten(w, plain) : plain, c.windows[i]!, plain);
+  for (const o of outcomesOf(c)) {
+    if (o.kind !== 'embedded' && o.kind !== 'sparse') continue;
+    const plain = normalise(o.embeddings[0]!);
+    const compared = w ? whiten(w, plain) : plain;
+    if (o.kind === 'sparse') {
+      const probs = online.score(compared, plain); // scored, not assigned
+      if (probs) vectors.push({ window: o.window, probs });
+      continue;
+    }
+    const decision = online.add(compared, o.window, plain);
     if (!thread) assert.ok(!(decision instanceof Promise), 'decided on the calling thread');
-    vectors.push({ window: c.windows[i]!, probs: (await decision).probs });
+    vectors.push({ window: o.window, probs: (await decision).probs });
   }
   const probs = stepProbabilities(vectors, c.steps, width, params, false);
   return { K: Math.max(1, online.count), labels: labels(probs, c.steps) };
@@ -184,13 +209,9 @@ function provisionalLabels(c: Case): number[] {
   let received = 0;
   const live = new LiveSpeakerMap(infoOf(c), width, width, () => undefined, () => received, c.stream_num_speakers);
   live.onProvisional = (start, probs, steps) => labels(probs, steps).forEach((l, i) => (got[start + i] = l));
-  const embedded = new Map(embeddingsOf(c).map((e, i) => [c.windows[i]!, e]));
+  const outcomes = outcomesOf(c);
   let next = 0;
-  const push = (): void => {
-    const e = embedded.get(next);
-    live.pushWindow(e ? { window: next, kind: 'embedded', embeddings: [e], run: 0 } : { window: next, kind: 'none' });
-    next++;
-  };
+  const push = (): void => void live.pushWindow(outcomes[next++]!);
   for (let s = 0; s < c.steps; s++) {
     received = s + 1;
     live.provisionalReady();

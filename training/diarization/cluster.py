@@ -73,6 +73,10 @@ class Params:
     # files: each window scored against the speakers' centroids of the whitened, uncentred windows instead of the
     # compared ones (speakers 1.7.0; needs `whitening`; file_map)
     whitened_scores: bool = False
+    # streams also embed the windows with at least this many voiced steps but fewer than min_voiced_steps ("sparse":
+    # mostly a turn's first and last windows); each is scored against the speakers as they stand, joins or opens none,
+    # and counts in the steps it covers, provisional and final (speakers 1.9.0; sparse_windows); 0 = none
+    sparse_min_voiced_steps: int = 0
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -89,7 +93,8 @@ class Params:
         block = json.load(open(path))["speaker_map"]
         optional = {"whitening": "", "alike_merge": None, "whitened_scores": False,  # absent before 1.4.0 / 1.6.0 / 1.7.0
                     "free_recluster_min_windows": 0,  # absent before 1.8.0
-                    "free_recluster_every": 0}  # absent before 1.8.1
+                    "free_recluster_every": 0,  # absent before 1.8.1
+                    "sparse_min_voiced_steps": 0}  # absent before 1.9.0
         missing = [f.name for f in fields(cls) if f.name not in block and f.name not in optional]
         if missing:
             raise KeyError(f"{path}: speaker_map lacks {missing}")
@@ -150,6 +155,14 @@ def voiced_counts(levels: np.ndarray, hop: int, gate_db: float) -> np.ndarray:
 def embedded_windows(levels: np.ndarray, p: Params) -> np.ndarray:
     """Indexes j of the windows that are embedded (>= min_voiced_steps voiced steps)."""
     return np.nonzero(voiced_counts(levels, p.hop_steps, p.gate_db) >= p.min_voiced_steps)[0]
+
+
+def sparse_windows(levels: np.ndarray, p: Params) -> np.ndarray:
+    """Indexes j of the windows a stream embeds to score only (sparse_min_voiced_steps <= voiced < min_voiced_steps)."""
+    if p.sparse_min_voiced_steps <= 0:
+        return np.zeros(0, dtype=int)
+    c = voiced_counts(levels, p.hop_steps, p.gate_db)
+    return np.nonzero((c >= p.sparse_min_voiced_steps) & (c < p.min_voiced_steps))[0]
 
 
 # ------------------------------------------------------------------ 2. file clustering (clusterWindows)
@@ -506,20 +519,43 @@ def file_map(num_steps: int, win, E: np.ndarray, p: Params, num_speakers: int | 
 
 
 # ------------------------------------------------------------------ 4. streams (OnlineSpeakers)
+class Sparse:
+    """A stream's sparse windows (sparse_windows; LiveSpeakerMap's 'sparse' outcomes), each scored against the speakers
+    as they stand when it arrives, without joining or opening one: rows (at, plain unit row, compared unit row) in
+    window order, `at` = the main windows before it; `probs` gets each one's vector [width] by its row index (none
+    while there is no speaker)."""
+
+    def __init__(self, rows=(), width: int = 0):
+        self.rows, self.next, self.width, self.probs = list(rows), 0, width, {}
+
+    def before(self, i: int, score) -> None:
+        """Scores the rows due before main window i: score(plain, compared) -> (vector, the ids its entries go to) or None."""
+        while self.next < len(self.rows) and self.rows[self.next][0] <= i:
+            _, plain, compared = self.rows[self.next]
+            got = score(plain, compared)
+            if got is not None:
+                v = np.zeros(self.width)
+                for q, b in zip(*got):
+                    v[b] += q
+                self.probs[self.next] = v
+            self.next += 1
+
+
 def online_bar(p: Params, K: int) -> float:
     """OnlineSpeakers.bar: a window joins its closest of the K speakers at this cosine or above, else opens one."""
     return p.online_threshold - p.online_threshold_step * max(0, K - 1)
 
 
 def online_assign(E: np.ndarray, p: Params, max_speakers: int | None = None,
-                  confirm: int = 1) -> tuple[np.ndarray, np.ndarray]:
+                  confirm: int = 1, sparse: Sparse | None = None) -> tuple[np.ndarray, np.ndarray]:
     """One pass over the embedded windows (unit rows): a window joins its closest speaker when their cosine reaches
     online_bar (the threshold, lowered by online_threshold_step per speaker beyond the first), else opens a new one.
     Returns (speaker of each window, P [n, max_speakers]).
 
     confirm > 1 is NOT the service (a variant tried, worse): a window below online_threshold opens a new speaker
     only when it is the `confirm`-th such window in a row (the new centroid is their sum); until then it joins the
-    closest speaker without moving its centroid."""
+    closest speaker without moving its centroid.
+    `sparse`: its rows due before each window (and those due after the last) scored by the centroids as they stand."""
     maxk = p.max_speakers if max_speakers is None else max_speakers
     E = np.asarray(E, dtype=np.float64)
     sums: list[np.ndarray] = []
@@ -527,7 +563,10 @@ def online_assign(E: np.ndarray, p: Params, max_speakers: int | None = None,
     P = np.zeros((len(E), maxk))
     assigned = np.zeros(len(E), dtype=int)
     pending: list[np.ndarray] = []
+    sparse = sparse or Sparse()
+    now = lambda _plain, compared: (softmax([p.temperature * dot(compared, c) for c in C]), range(len(C))) if C else None
     for i, e in enumerate(E):
+        sparse.before(i, now)
         K = len(C)
         v = dots(np.stack(C), e) if K else np.zeros(0)
         if K > 0 and (v.max() >= online_bar(p, K) or K >= maxk):
@@ -549,6 +588,7 @@ def online_assign(E: np.ndarray, p: Params, max_speakers: int | None = None,
             C.append(normalise(e))
         assigned[i] = k
         P[i, :len(C)] = softmax([p.temperature * dot(e, c) for c in C])
+    sparse.before(len(E), now)
     return assigned, P
 
 
@@ -576,7 +616,7 @@ def overlap_mapping(assign_past: np.ndarray, ids_past: np.ndarray, clusters: int
     return best_map
 
 
-def recluster_assign(win, E: np.ndarray, p: Params, K: int) -> tuple[np.ndarray, np.ndarray]:
+def recluster_assign(win, E: np.ndarray, p: Params, K: int, sparse: Sparse | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Reclustering (recluster.ts), a stream told its count K: the first recluster_min_windows - 1 windows as
     OnlineSpeakers (cap K); from then on, every recluster_every windows, the last recluster_history windows (unit
     rows, window order) are centred on their mean and clustered for exactly K speakers (cluster_windows), the
@@ -588,10 +628,17 @@ def recluster_assign(win, E: np.ndarray, p: Params, K: int) -> tuple[np.ndarray,
     P = np.zeros((n, K))
     ids = np.zeros(n, dtype=int)
     warm = min(n, p.recluster_min_windows - 1)  # too few windows to cluster: OnlineSpeakers capped at K
-    ids[:warm], P[:warm] = online_assign(E[:warm], p, K)
+    sparse = sparse or Sparse()
+    ids[:warm], P[:warm] = online_assign(E[:warm], p, K, sparse=sparse)
     cur = None
+
+    def now(_plain, compared):
+        mapping, cents, mean = cur
+        return softmax([p.temperature * float(x) for x in dots(cents, normalise(compared - mean))]), mapping
     for i in range(warm, n):
         e = E[i]
+        if cur is not None:
+            sparse.before(i, now)
         if cur is None or (i + 1 - p.recluster_min_windows) % p.recluster_every == 0:
             lo = max(0, i + 1 - p.recluster_history)
             mean = mean_rows(E[lo:i + 1])
@@ -604,6 +651,8 @@ def recluster_assign(win, E: np.ndarray, p: Params, K: int) -> tuple[np.ndarray,
         probs = softmax([p.temperature * float(x) for x in sims])
         for a, b in enumerate(mapping):
             P[i, b] = probs[a]
+    if cur is not None:
+        sparse.before(n, now)
     return ids, P
 
 
@@ -643,7 +692,8 @@ def greedy_mapping(assign_past: np.ndarray, ids_past: np.ndarray, clusters: int,
     return out
 
 
-def free_recluster_assign(win, E: np.ndarray, Ew: np.ndarray, p: Params, cap: int) -> tuple[np.ndarray, np.ndarray]:
+def free_recluster_assign(win, E: np.ndarray, Ew: np.ndarray, p: Params, cap: int,
+                          sparse: Sparse | None = None) -> tuple[np.ndarray, np.ndarray]:
     """FreeReclustering (free-recluster.ts), a stream without a count: the first free_recluster_min_windows - 1
     windows as OnlineSpeakers over the whitened rows Ew (cap); from then on, every free_recluster_every windows
     (recluster_every where 0), the last recluster_history windows (plain unit rows E) are clustered as a file's
@@ -654,11 +704,19 @@ def free_recluster_assign(win, E: np.ndarray, Ew: np.ndarray, p: Params, cap: in
     P = np.zeros((n, cap))
     ids = np.zeros(n, dtype=int)
     warm = min(n, p.free_recluster_min_windows - 1)
-    ids[:warm], P[:warm] = online_assign(Ew[:warm], p, cap)
+    sparse = sparse or Sparse()
+    ids[:warm], P[:warm] = online_assign(Ew[:warm], p, cap, sparse=sparse)
     known = int(ids[:warm].max()) + 1 if warm else 0
     cur = None
     every = p.free_recluster_every or p.recluster_every
+
+    def now(plain, _compared):
+        mapping, cents, mean = cur
+        sims = dots(cents, normalise(plain - mean) if p.center else plain)
+        return softmax([p.temperature * float(x) for x in sims]), mapping
     for i in range(warm, n):
+        if cur is not None:
+            sparse.before(i, now)
         if cur is None or (i + 1 - p.free_recluster_min_windows) % every == 0:
             lo = max(0, i + 1 - p.recluster_history)
             cents, Ea, mean = free_clusters(win[lo:i + 1], E[lo:i + 1], p, cap)
@@ -671,6 +729,8 @@ def free_recluster_assign(win, E: np.ndarray, Ew: np.ndarray, p: Params, cap: in
         known = max(known, int(ids[i]) + 1)
         for a, q in enumerate(softmax([p.temperature * float(x) for x in sims])):
             P[i, mapping[a]] += q
+    if cur is not None:
+        sparse.before(n, now)
     return ids, P
 
 
@@ -717,27 +777,39 @@ def whitened(E: np.ndarray, M: np.ndarray | None) -> np.ndarray:
 
 
 def stream_map(num_steps: int, win, E: np.ndarray, p: Params, max_speakers: int | None = None,
-               confirm: int = 1, num_speakers: int | None = None) -> dict:
+               confirm: int = 1, num_speakers: int | None = None, sparse_win=(), sparse_E: np.ndarray | None = None) -> dict:
     """Streams: {labels [S], probs [S, width] float32, K, assigned [n] (each window's speaker), provisional [S]}.
     Step s uses only windows starting at or before s; its provisional label only windows ending at or before
     s + provisional_lookahead_steps (provisional_probs). Each window is whitened first when `p.whitening` names
     a matrix (`whitened`; live-map.ts).
     With 2 <= num_speakers <= recluster_max_speakers: Reclustering (width num_speakers); without a count and with
-    free_recluster_min_windows: FreeReclustering (free_recluster_assign); else OnlineSpeakers."""
+    free_recluster_min_windows: FreeReclustering (free_recluster_assign); else OnlineSpeakers.
+    `sparse_win`, `sparse_E` (sparse_windows and their embeddings): scored as they arrive without being assigned, they
+    count in the steps they cover like the others (Sparse)."""
     maxk = p.max_speakers if max_speakers is None else max_speakers
     if num_speakers is not None:
         maxk = min(maxk, num_speakers)
     if len(win) == 0:
         probs = np.zeros((num_steps, maxk), dtype=np.float32)
         return {"labels": labels_of(probs), "probs": probs, "K": 1, "assigned": np.zeros(0, dtype=int), "provisional": labels_of(probs)}
+    M = whitening_matrix(p.whitening)
     plain = normalise(np.asarray(E, dtype=np.float64))
-    E = whitened(plain, whitening_matrix(p.whitening))
+    E = whitened(plain, M)
+    win = np.asarray(win, dtype=int)
+    xw = np.asarray(sparse_win, dtype=int)
+    xplain = normalise(np.asarray(sparse_E, dtype=np.float64)) if len(xw) else np.zeros((0, plain.shape[1]))
+    xcmp = whitened(xplain, M)
+    sparse = Sparse([(int(np.searchsorted(win, j)), xplain[k], xcmp[k]) for k, j in enumerate(xw)], maxk)
     if num_speakers is not None and 2 <= num_speakers <= p.recluster_max_speakers:
-        assigned, P = recluster_assign(win, E, p, num_speakers)
+        assigned, P = recluster_assign(win, E, p, num_speakers, sparse)
     elif num_speakers is None and p.free_recluster_min_windows > 0 and confirm == 1:
-        assigned, P = free_recluster_assign(win, plain, E, p, maxk)
+        assigned, P = free_recluster_assign(win, plain, E, p, maxk, sparse)
     else:
-        assigned, P = online_assign(E, p, maxk, confirm)
+        assigned, P = online_assign(E, p, maxk, confirm, sparse)
+    if sparse.probs:  # the scored sparse windows among the others, in window order
+        order = sorted([(int(j), i, False) for i, j in enumerate(win)] + [(int(xw[k]), k, True) for k in sparse.probs])
+        win = np.array([j for j, _, _ in order], dtype=int)
+        P = np.stack([sparse.probs[i] if is_sparse else P[i] for _, i, is_sparse in order])
     probs = step_probs(num_steps, win, P, p.hop_steps, maxk, False)
     return {"labels": labels_of(probs), "probs": probs, "K": int(assigned.max()) + 1, "assigned": assigned,
             "provisional": labels_of(provisional_probs(num_steps, win, P, p.hop_steps, maxk, p.provisional_lookahead_steps))}
@@ -749,4 +821,6 @@ def run(levels: np.ndarray, embed, p: Params, num_speakers: int | None = None, s
     get = embed.__getitem__ if isinstance(embed, dict) else embed
     E = np.stack([np.asarray(get(int(j)), dtype=np.float64) for j in win]) if len(win) else np.zeros((0, 256))
     S = len(levels)
-    return file_map(S, win, E, p, num_speakers, speech=speech), stream_map(S, win, E, p)
+    xw = sparse_windows(levels, p)
+    X = np.stack([np.asarray(get(int(j)), dtype=np.float64) for j in xw]) if len(xw) else None
+    return file_map(S, win, E, p, num_speakers, speech=speech), stream_map(S, win, E, p, sparse_win=xw, sparse_E=X)

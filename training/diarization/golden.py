@@ -13,7 +13,9 @@ Expected, per step, the label (argmax of the step probabilities, ties lowest):
           `stream_num_speakers` (<= recluster_max_speakers) runs Reclustering instead, width that count; without
           one, from free_recluster_min_windows windows on, FreeReclustering (speakers 1.8.0);
           `provisional`: the stream's provisional answer per step (the latest embedded window ending at or before it
-          plus provisional_lookahead_steps, LiveSpeakerMap; before the first one, the zeros' label 0).
+          plus provisional_lookahead_steps, LiveSpeakerMap; before the first one, the zeros' label 0);
+          a case's `sparse_windows` / `sparse_embeddings` (sparse_min_voiced_steps, speakers 1.9.0): the stream's
+          sparse windows, scored as they arrive without being assigned, counting in the steps they cover.
 The slices are searched so that the cases between them exercise merges, short clusters joining a speaker, the
 long/short rule of a given count, alike speakers merged after clustering, refine moving windows, a stream opening new speakers,
 a stream re-clustering freely, unembedded windows.
@@ -47,11 +49,25 @@ def case_inputs(case: dict) -> tuple[C.Params, np.ndarray, np.ndarray, np.ndarra
     return p, win, E, speech
 
 
+def sparse_inputs(case: dict) -> dict:
+    """stream_map's sparse_win / sparse_E of a case (as the encoder gives them, like its embeddings)."""
+    xw = np.asarray(case.get("sparse_windows", []), dtype=int)
+    if len(xw) == 0:
+        return {}
+    X = np.asarray(case["sparse_embeddings"], dtype=np.float64) / case["embedding_scale"]
+    return {"sparse_win": xw, "sparse_E": X.astype(np.float32).astype(np.float64)}
+
+
+def stream_of(case: dict, p: C.Params, **kw) -> dict:
+    """The case's stream (its sparse windows included) at parameters `p`."""
+    _, win, E, _ = case_inputs(case)
+    return C.stream_map(case["steps"], win, E, p, **kw, **sparse_inputs(case))
+
+
 def expected(case: dict) -> tuple[dict, dict]:
     p, win, E, speech = case_inputs(case)
     f = C.file_map(case["steps"], win, E, p, case.get("num_speakers"), speech=speech)
-    o = C.stream_map(case["steps"], win, E, p, num_speakers=case.get("stream_num_speakers"))
-    return f, o
+    return f, stream_of(case, p, num_speakers=case.get("stream_num_speakers"))
 
 
 def trace(case: dict) -> dict:
@@ -110,6 +126,10 @@ def make_case(rec: dict, offset: int, steps: int, p: C.Params, num_speakers: int
             "steps": steps, "windows": [int(j) for j in win], "embedding_scale": SCALE,
             "embeddings": [[int(round(float(x) * SCALE)) for x in e] for e in E],
             "speech": "".join("1" if s else "0" for s in speech)}
+    xw = C.sparse_windows(levels, p)
+    if len(xw):
+        case["sparse_windows"] = [int(j) for j in xw]
+        case["sparse_embeddings"] = [[int(round(float(x) * SCALE)) for x in rec["emb"][row[offset + int(j) * p.hop_steps]]] for j in xw]
     if num_speakers is not None:
         case["num_speakers"] = num_speakers
     if stream_num_speakers is not None:
@@ -156,8 +176,7 @@ def main() -> None:
     many = [r for r in recs if r["meta"]["speakers"] >= 3]
     cases = []
     def stepped(c):  # the stream's labels depend on online_threshold_step (the bar lowered per known speaker)
-        p_, win, E, _ = case_inputs(c)
-        flat = C.stream_map(c["steps"], win, E, replace(p_, online_threshold_step=0.0))["labels"]
+        flat = stream_of(c, replace(C.Params(**c["params"]), online_threshold_step=0.0))["labels"]
         return list(flat) != c["expected"]["stream"]["labels"]
     c = _search(many, p, 600, lambda x, c: x["file_K"] >= 3 and x["short_joined"] >= 1 and x["refine_moved"] > 0
                 and x["clustered"] < x["windows"] and x["online_speakers"] >= 3 and stepped(c))
@@ -198,16 +217,14 @@ def main() -> None:
     two = [r for r in recs if r["meta"]["speakers"] == 2]
 
     def reclustered(x, c):  # the re-clustered stream gives other labels than OnlineSpeakers would, over 2 speakers
-        p_, win, E, _ = case_inputs(c)
-        plain = C.stream_map(c["steps"], win, E, p_, max_speakers=2)["labels"]
+        plain = stream_of(c, C.Params(**c["params"]), max_speakers=2)["labels"]
         return x["windows"] >= p.recluster_min_windows + 3 * p.recluster_every and c["expected"]["stream"]["K"] == 2 \
             and list(plain) != c["expected"]["stream"]["labels"]
     c = _search(two, p, 720, reclustered, stream_num_speakers=2)
     c["note"] = f"hop {p.hop_steps}, the manifest's parameters, a stream given num_speakers 2: Reclustering (OnlineSpeakers for the first windows, then the recent windows clustered for 2 every recluster_every windows and mapped onto the ids already given)"
     cases.append(c)
     def freely_reclustered(x, c):  # a stream without a count re-clusters (free_recluster_min_windows), changing its labels
-        p_, win, E, _ = case_inputs(c)
-        online = C.stream_map(c["steps"], win, E, replace(p_, free_recluster_min_windows=0))["labels"]
+        online = stream_of(c, replace(C.Params(**c["params"]), free_recluster_min_windows=0))["labels"]
         return x["windows"] >= p.free_recluster_min_windows + 3 * (p.free_recluster_every or p.recluster_every) and x["online_speakers"] >= 2 \
             and list(online) != c["expected"]["stream"]["labels"]
     if p.free_recluster_min_windows > 0:
@@ -237,6 +254,13 @@ def main() -> None:
            # the matrices the cases are whitened by (models/speakers/<name>): a changed one needs a new fixture
            "whitening_sha256": {n: hashlib.sha256((C.MANIFEST.parent / n).read_bytes()).hexdigest()
                                 for n in sorted({c["params"].get("whitening", "") for c in cases} - {""})}}
+    # sparse windows (speakers 1.9.0) change some case's streams, provisional answers and finals, and reach the
+    # free re-clustering and the count's re-clustering
+    def sparse_changes(c, key):
+        return list(stream_of(c, C.Params(**c["params"]), num_speakers=c.get("stream_num_speakers"))[key]) != \
+            list(C.stream_map(c["steps"], *case_inputs(c)[1:3], C.Params(**c["params"]), num_speakers=c.get("stream_num_speakers"))[key])
+    for key in ("provisional", "labels"):
+        assert any(sparse_changes(c, key) for c in cases), f"no case whose sparse windows change the stream's {key}"
     OUT.write_text(json.dumps(doc, separators=(",", ":")))
     for c in cases:
         check(c)

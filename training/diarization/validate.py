@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import multiprocessing
 import os
 import pickle
 import time
@@ -60,8 +61,8 @@ def load(corpora, conditions=S.CONDITIONS) -> list[dict]:
     return recs
 
 
-def windows(rec: dict, p: C.Params) -> tuple[np.ndarray, np.ndarray]:
-    win = C.embedded_windows(rec["levels"], p)
+def windows(rec: dict, p: C.Params, which=C.embedded_windows) -> tuple[np.ndarray, np.ndarray]:
+    win = which(rec["levels"], p)
     rows = [rec["row"][int(j) * p.hop_steps] for j in win]  # every window with a voiced step is cached
     return win, rec["emb"][rows].astype(np.float64)
 
@@ -78,7 +79,8 @@ def score(rec: dict, p: C.Params, oracle_count: bool = False, online: bool = Tru
     steps = len(rec["levels"])
     modes = [("file", C.file_map(steps, win, E, p, n if oracle_count else None, speech=rec["speech"]))] if files else []
     if online:  # with the count given, a stream of 2 speakers re-clusters (cluster.recluster_assign)
-        o = C.stream_map(steps, win, E, p, confirm=CONFIRM, num_speakers=n if oracle_count else None)
+        xw, X = windows(rec, p, C.sparse_windows)  # streams also score their sparse windows (speakers 1.9.0)
+        o = C.stream_map(steps, win, E, p, confirm=CONFIRM, num_speakers=n if oracle_count else None, sparse_win=xw, sparse_E=X)
         modes.append(("online", o))
         if provisional:  # the stream's provisional labels (who spoke last): the report's table, not the tuning
             modes.append(("provisional", {"labels": o["provisional"], "K": o["K"]}))
@@ -217,11 +219,20 @@ def corpus_table(rows, title) -> str:
     return "\n".join(lines)
 
 
-def full_rows(recs, p) -> list[dict]:
-    rows = evaluate(recs, p, provisional=True)
-    for r, k in zip(rows, evaluate(recs, p, oracle_count=True)):
-        r["file_k"], r["online_k"] = k["file"], k["online"]
-    return rows
+def _full_row(job: tuple[dict, C.Params]) -> dict:
+    rec, p = job
+    row = score(rec, p, provisional=True)
+    k = score(rec, p, oracle_count=True)
+    row["file_k"], row["online_k"] = k["file"], k["online"]
+    return row
+
+
+def full_rows(recs, p, workers: int = 1) -> list[dict]:
+    """Every mode of every conversation (the report's rows, in `recs`' order), on `workers` processes."""
+    if workers <= 1:
+        return [_full_row((r, p)) for r in recs]
+    with multiprocessing.get_context("fork").Pool(workers) as pool:
+        return pool.map(_full_row, [(r, p) for r in recs], chunksize=1)
 
 
 def main() -> None:
@@ -238,6 +249,7 @@ def main() -> None:
                     help="tune-free-recluster: the pairs tried, START:EVERY,... (default FREE_RECLUSTER_GRID)")
     ap.add_argument("--confirm", type=int, default=1, help="> 1: a variant for streams (not the service)")
     ap.add_argument("--runs", default=None, help="the folder with cache/ (default training/runs/diarization)")
+    ap.add_argument("--workers", type=int, default=1, help="report: processes scoring the conversations (the same rows)")
     a = ap.parse_args()
     global CONFIRM, RUNS
     CONFIRM = a.confirm
@@ -268,7 +280,7 @@ def main() -> None:
         out = {"params": p.as_dict(), "confirm": CONFIRM}
         md = []
         for name, corp in (("DEV (tuned on)", S.DEV), ("TEST (held out)", S.TEST)):
-            rows = full_rows(load(corp), p)
+            rows = full_rows(load(corp), p, a.workers)
             out[name] = rows
             md += [table(rows, f"{name}: hop_steps {p.hop_steps}"), "", corpus_table(rows, f"{name}: per corpus"), "",
                    provisional_table(rows, f"{name}: streams' provisional labels"), ""]

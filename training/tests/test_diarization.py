@@ -174,6 +174,33 @@ def test_online_new_speaker_and_cap():
     assert list(k) == [0] * 10
 
 
+def test_sparse_windows_are_scored_not_assigned():
+    """Streams' sparse windows (speakers 1.9.0): fewer voiced steps than min_voiced_steps, at least
+    sparse_min_voiced_steps; each scored by the speakers as they stand, counting in the steps it covers."""
+    levels = np.array([-30.0] * 40 + [-60.0] * 10 + [-30.0] * 40 + [-60.0] * 20)  # voice a, a pause, voice b, silence
+    p = C.Params(hop_steps=6, min_voiced_steps=12, sparse_min_voiced_steps=4, online_threshold=0.6, temperature=30.0,
+                 provisional_lookahead_steps=5)
+    counts = C.voiced_counts(levels, 6, -50)
+    win, sparse = C.embedded_windows(levels, p), C.sparse_windows(levels, p)
+    assert list(win) == [j for j, c in enumerate(counts) if c >= 12]
+    assert list(sparse) == [j for j, c in enumerate(counts) if 4 <= c < 12] == [14]  # b's last steps
+    assert len(C.sparse_windows(levels, C.Params(hop_steps=6, min_voiced_steps=12))) == 0  # 0: none
+    rng = np.random.default_rng(3)
+    a, b = C.normalise(rng.standard_normal(256)), C.normalise(rng.standard_normal(256))
+    E = np.stack([a if j * 6 + 12 < 45 else b for j in win])  # each window the voice of its middle
+    X = np.stack([a for _ in sparse])  # voice a again after b's turn: scored, never opening or moving a speaker
+    steps = len(levels)
+    plain = C.stream_map(steps, win, E, p)
+    with_sparse = C.stream_map(steps, win, E, p, sparse_win=sparse, sparse_E=X)
+    assert with_sparse["K"] == plain["K"] == 2 and list(with_sparse["assigned"]) == list(plain["assigned"])
+    # the last steps are covered by the last sparse window alone: its vector (voice a: speaker 0); without it, the
+    # latest window's (voice b: speaker 1); the provisional answers follow the same windows
+    s = int(sparse[-1]) * 6 + 24
+    assert s < steps and not any(j * 6 <= s < j * 6 + 25 for j in win)
+    assert plain["labels"][s] == 1 and with_sparse["labels"][s] == 0
+    assert plain["provisional"][s] == 1 and with_sparse["provisional"][s] == 0
+
+
 # ------------------------------------------------------------------ golden fixture
 GOLDEN = os.path.join(ROOT, "test", "fixtures", "speakers_golden.json")
 
