@@ -1,7 +1,9 @@
 """Speaker map v1.1 (/work/speakers-spec.md section 2; the TypeScript service is the truth where they differ): the
 same arithmetic as src/speakers/clustering.ts and src/speakers/file-map.ts, in numpy.
 
-Files (`file_map`, FileSpeakerMap.finish): the windows mostly speech are clustered, optionally centred (the mean
+Files (`file_map`, FileSpeakerMap.finish) embed the windows with at least min_voiced_steps voiced steps; streams also
+their sparse windows (sparse_windows, speakers 1.9.0), scored without being assigned (Sparse).
+Files: the windows mostly speech are clustered, optionally centred (the mean
 embedding of the clustered windows taken away from all windows, `center`), by `cluster_windows` (clusterWindows):
 segments -> centroid-linkage agglomeration (down to merge_threshold, or the caller's count with the long/short rule)
 -> choose speakers (the long clusters; merged while over the cap; the short ones' windows join the nearest speaker)
