@@ -226,7 +226,11 @@ async function labelsOf(file: string, models: string[]): Promise<Record<string, 
         const k = step.timestamp / 64;
         if (final) seen.add(k);
         else seen.add(-1 - k);
-        for (const m of models) (final ? out[m]!.final : out[m]!.prov).set(k, step.results[m]!.result);
+        // a provisional message carries the models of its tier only (speech's comes first, on its own)
+        for (const m of models) {
+          const r = step.results[m];
+          if (r) (final ? out[m]!.final : out[m]!.prov).set(k, r.result);
+        }
       },
       onError: (e) => {
         throw e;
