@@ -21,6 +21,8 @@ const sessions = new Map<string, Promise<ort.InferenceSession>>();
 const running = new Set<Promise<unknown>>();
 
 const sessionKey = (model: ModelRef): string => `${model.name}\0${model.modelPath}`;
+/** The model file of a sessionKey. */
+const fileOfKey = (key: string): string => key.slice(key.indexOf('\0') + 1);
 
 class LoadError extends Error {
   constructor(message: string, readonly file: string) {
@@ -47,7 +49,7 @@ function session(model: ModelRef): Promise<ort.InferenceSession> {
  */
 async function release(models: readonly ModelRef[]): Promise<void> {
   const files = new Set(models.map((m) => m.modelPath));
-  const keys = [...sessions.keys()].filter((key) => files.has(key.slice(key.indexOf('\0') + 1)));
+  const keys = [...sessions.keys()].filter((key) => files.has(fileOfKey(key)));
   const gone = keys.map((key) => {
     const s = sessions.get(key)!;
     sessions.delete(key);
