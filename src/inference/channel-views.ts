@@ -34,12 +34,14 @@ const gcd = (a: number, b: number): number => (b === 0 ? a : gcd(b, a % b));
 
 /** What makes two schedules decide the same windows (all but `every`). */
 function windowKey(s: ViewSchedule): string {
-  return JSON.stringify([s.windowSteps, s.hopSteps ?? s.windowSteps, s.minVoicedSteps, s.gateDb]);
+  return JSON.stringify([s.windowSteps, s.hopSteps ?? s.windowSteps, s.minVoicedSteps, s.gateDb, s.speechGate ?? null]);
 }
 
 export class ChannelViews {
   private readonly groups = new Map<string, Group>();
   private built: EncoderStage[] | undefined;
+  /** Whether the speech model's output feeds the stages (attachSpeech): a speech-gated schedule needs it. */
+  private speechAttached = false;
 
   constructor(private readonly embed: EmbedFn) {}
 
@@ -61,8 +63,35 @@ export class ChannelViews {
     return (_start, probs, steps) => fusion.pushNet(probs, steps);
   }
 
+  /**
+   * Where the speech model's output goes: `output`, and each step's decision (class `speechIndex`
+   * the argmax) to the stages whose schedules are speech-gated.
+   */
+  attachSpeech(model: ModelInfo, output: OutputFn, speechIndex: number): OutputFn {
+    if (this.built) throw new AurisError('INTERNAL', 'ChannelViews.attachSpeech() after its stages were built');
+    const C = model.rawKeys.length;
+    if (speechIndex < 0 || speechIndex >= C) throw new AurisError('INTERNAL', `${model.name} has no speech class`);
+    this.speechAttached = true;
+    const next = this.attach(model, output);
+    return (start, probs, steps) => {
+      next(start, probs, steps);
+      const gated = this.stages.filter((s) => s.speechGated);
+      if (gated.length === 0) return;
+      const flags = new Uint8Array(steps);
+      for (let s = 0; s < steps; s++) {
+        let best = 0;
+        for (let c = 1; c < C; c++) if (probs[s * C + c]! > probs[s * C + best]!) best = c;
+        flags[s] = best === speechIndex ? 1 : 0;
+      }
+      for (const stage of gated) stage.pushSpeech(flags, steps);
+    };
+  }
+
   /** One stage per group, built once every model is attached: the caller pushes the channel's levels and samples to each and ends it. */
   get stages(): EncoderStage[] {
+    if (!this.built && !this.speechAttached && [...this.groups.values()].some((g) => g.schedule.speechGate)) {
+      throw new AurisError('INTERNAL', 'an encoder view gated by speech needs the speech model attached (attachSpeech)');
+    }
     this.built ??= [...this.groups.values()].map((g) => {
       const every = g.members.map((m) => m.every).reduce(gcd);
       return new EncoderStage({

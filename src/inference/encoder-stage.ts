@@ -1,9 +1,10 @@
 /**
  * The encoder stage of one channel: cuts the 16 kHz samples into fixed windows on the step grid
- * (window k = steps [kH, kH + W); hop H = W unless the schedule overlaps them), decides from the step levels alone which windows the
+ * (window k = steps [kH, kH + W); hop H = W unless the schedule overlaps them), decides which windows the
  * pretrained encoder runs on, runs those on the inference pool and reports every window's
- * outcome in order. The decision uses only the window's own steps, so a live stream (pushed
- * step by step) and a file job (pushed in large chunks) embed exactly the same windows.
+ * outcome in order. The decision uses only the window's own steps (their levels and, with a
+ * speech gate, the speech model's decisions on its first steps), so a live stream (pushed step by
+ * step) and a file job (pushed in large chunks) embed exactly the same windows.
  *
  * Why windows and not every step: a speaker encoder costs ~100x the per-step networks per
  * second of audio; a speaker's voice does not change inside a run of voiced windows, so the
@@ -44,12 +45,20 @@ export class EncoderStage {
   private readonly schedule: ViewSchedule;
   private readonly W: number;
   private readonly H: number;
-  /** The last W steps' samples and levels, circular by step (slot = step % W). */
-  private readonly ring: Float32Array;
-  private readonly ringLevels: Float32Array;
-  private readonly ringHasSamples: Uint8Array;
+  /**
+   * The steps from the next window to decide on, circular by step (slot = step % capacity): its
+   * samples, levels and speech flags. W steps unless a speech gate holds windows back until the
+   * speech model's outputs for their first steps arrive; then it grows as needed.
+   */
+  private capacity: number;
+  private samples: Float32Array;
+  private levels: Float32Array;
+  private hasSamples: Uint8Array;
+  private speech: Uint8Array;
   /** Steps received. */
   private steps = 0;
+  /** Steps whose speech flag is known (pushSpeech). */
+  private speechSteps = 0;
   /** Next window to close (window k covers steps [kH, kH + W)). */
   private window = 0;
   /** Position in the current run of voiced windows. */
@@ -60,14 +69,18 @@ export class EncoderStage {
   private failure: Error | undefined;
   private _calls = 0;
   private pending = 0;
+  /** end()'s callers waiting for the windows a speech gate still holds back. */
+  private waiters: (() => void)[] = [];
 
   constructor(private readonly options: EncoderStageOptions) {
     this.schedule = options.schedule;
     this.W = options.schedule.windowSteps;
     this.H = options.schedule.hopSteps ?? this.W;
-    this.ring = new Float32Array(this.W * STEP_SAMPLES);
-    this.ringLevels = new Float32Array(this.W);
-    this.ringHasSamples = new Uint8Array(this.W);
+    this.capacity = this.W;
+    this.samples = new Float32Array(this.W * STEP_SAMPLES);
+    this.levels = new Float32Array(this.W);
+    this.hasSamples = new Uint8Array(this.W);
+    this.speech = new Uint8Array(this.W);
   }
 
   /** Encoder calls made so far. */
@@ -75,9 +88,14 @@ export class EncoderStage {
     return this._calls;
   }
 
+  /** True when the schedule decides windows on the speech model's outputs too (pushSpeech). */
+  get speechGated(): boolean {
+    return this.schedule.speechGate !== undefined;
+  }
+
   /** True once end() was called and every window's outcome was reported. */
   get done(): boolean {
-    return this.ended && this.pending === 0;
+    return this.ended && this.allClosed() && this.pending === 0;
   }
 
   /**
@@ -91,45 +109,116 @@ export class EncoderStage {
       return Promise.reject(new AurisError('INVALID_ARGUMENT', `expected ${steps * STEP_SAMPLES} samples for ${steps} steps, got ${pcm.length}`));
     }
     for (let i = 0; i < steps; i++) {
-      const slot = this.steps % this.W;
-      if (pcm) this.ring.set(pcm.subarray(i * STEP_SAMPLES, (i + 1) * STEP_SAMPLES), slot * STEP_SAMPLES);
-      this.ringHasSamples[slot] = pcm ? 1 : 0;
-      this.ringLevels[slot] = levels[i]!;
+      this.reserve(this.steps + 1);
+      const slot = this.steps % this.capacity;
+      if (pcm) this.samples.set(pcm.subarray(i * STEP_SAMPLES, (i + 1) * STEP_SAMPLES), slot * STEP_SAMPLES);
+      this.hasSamples[slot] = pcm ? 1 : 0;
+      this.levels[slot] = levels[i]!;
       this.steps++;
-      // the window starting W steps back is now complete
-      if (this.steps >= this.W && this.window * this.H === this.steps - this.W) this.closeWindow(this.W);
+      this.closeReady(); // the window starting W steps back may be complete now
     }
     return this.tail;
   }
 
-  /** No more steps: the windows that started but reach past the end (zeros after the signal) are decided like the others. */
-  end(): Promise<void> {
-    if (!this.ended) {
-      while (!this.failure && this.window * this.H < this.steps) this.closeWindow(this.steps - this.window * this.H);
-      this.ended = true;
+  /**
+   * Appends the next `steps` steps' speech flags (1: the speech model hears speech; step order,
+   * from step 0). Only a speech-gated schedule reads them; they may arrive before or after the steps.
+   */
+  pushSpeech(flags: Uint8Array, steps: number): void {
+    if (this.closed || this.failure) return;
+    for (let i = 0; i < steps; i++) {
+      this.reserve(this.speechSteps + 1);
+      this.speech[this.speechSteps % this.capacity] = flags[i]!;
+      this.speechSteps++;
     }
-    return this.failure ? Promise.reject(this.failure) : this.tail;
+    this.closeReady();
+  }
+
+  /**
+   * No more steps: the windows that started but reach past the end (zeros after the signal) are
+   * decided like the others (a speech gate still waits for their speech flags).
+   */
+  end(): Promise<void> {
+    this.ended = true;
+    this.closeReady();
+    if (this.failure) return Promise.reject(this.failure);
+    if (this.allClosed()) return this.tail;
+    return new Promise<void>((resolve) => this.waiters.push(resolve)).then(() => (this.failure ? Promise.reject(this.failure) : this.tail));
   }
 
   /** Drops whatever is in flight (a closed stream). */
   close(): void {
     this.closed = true;
     this.ended = true;
+    this.wake();
   }
 
-  /** Decides the next window, whose first `have` steps (<= W) are the last ones received up to its end. */
-  private closeWindow(have: number): void {
+  private allClosed(): boolean {
+    return this.window * this.H >= this.steps;
+  }
+
+  private wake(): void {
+    const w = this.waiters;
+    this.waiters = [];
+    w.forEach((resolve) => resolve());
+  }
+
+  /** Decides every window whose steps (all W, or up to the end) and, with a speech gate, whose gated steps' flags are in. */
+  private closeReady(): void {
+    const gate = this.schedule.speechGate;
+    while (!this.failure && !this.closed && !this.allClosed()) {
+      const first = this.window * this.H;
+      const have = Math.min(this.W, this.steps - first);
+      if (have < this.W && !this.ended) break;
+      if (gate && this.speechSteps < first + Math.min(gate.steps, have)) break;
+      this.closeWindow(first, have);
+    }
+    if (this.ended && (this.allClosed() || this.failure || this.closed)) this.wake();
+  }
+
+  /** Room for the steps from the next window's first up to `upTo` (exclusive): the buffers grow, keeping those steps. */
+  private reserve(upTo: number): void {
+    const from = this.window * this.H;
+    if (upTo - from <= this.capacity) return;
+    let cap = this.capacity * 2;
+    while (upTo - from > cap) cap *= 2;
+    const samples = new Float32Array(cap * STEP_SAMPLES);
+    const levels = new Float32Array(cap);
+    const hasSamples = new Uint8Array(cap);
+    const speech = new Uint8Array(cap);
+    for (let s = from; s < Math.max(this.steps, this.speechSteps); s++) {
+      const a = s % this.capacity;
+      const b = s % cap;
+      samples.set(this.samples.subarray(a * STEP_SAMPLES, (a + 1) * STEP_SAMPLES), b * STEP_SAMPLES);
+      levels[b] = this.levels[a]!;
+      hasSamples[b] = this.hasSamples[a]!;
+      speech[b] = this.speech[a]!;
+    }
+    this.capacity = cap;
+    this.samples = samples;
+    this.levels = levels;
+    this.hasSamples = hasSamples;
+    this.speech = speech;
+  }
+
+  /** Decides the window starting at step `first`, whose first `have` steps (<= W) are received. */
+  private closeWindow(first: number, have: number): void {
     const window = this.window++;
-    const first = window * this.H;
+    const gate = this.schedule.speechGate;
     let voiced = 0;
+    let speech = 0;
     let hasSamples = true;
     for (let s = first; s < first + have; s++) {
-      const slot = s % this.W;
-      if (this.ringLevels[slot]! >= this.schedule.gateDb) voiced++;
-      if (!this.ringHasSamples[slot]) hasSamples = false;
+      const slot = s % this.capacity;
+      if (this.levels[slot]! >= this.schedule.gateDb) voiced++;
+      if (!this.hasSamples[slot]) hasSamples = false;
+      if (gate && s < first + gate.steps) speech += this.speech[slot]!;
     }
-    const embed = hasSamples && voiced >= this.schedule.minVoicedSteps;
-    const sparse = !embed && hasSamples && voiced >= (this.options.sparseMinVoicedSteps ?? Infinity);
+    // a speech gate: a window whose first steps the speech model mostly calls music or noise is
+    // not embedded, and ends the run (a voice after music then gets its own window, not the music's)
+    const heard = !gate || speech >= gate.minSpeechSteps;
+    const embed = heard && hasSamples && voiced >= this.schedule.minVoicedSteps;
+    const sparse = !embed && heard && hasSamples && voiced >= (this.options.sparseMinVoicedSteps ?? Infinity);
     let outcome: Promise<WindowOutcome>;
     if (!embed) {
       this.run = 0;
@@ -151,6 +240,7 @@ export class EncoderStage {
         this.pending--; // done: reported and taken in (a speaker map may cluster first)
       } catch (e) {
         this.failure ??= e as Error;
+        this.wake();
         throw e;
       }
     });
@@ -162,8 +252,8 @@ export class EncoderStage {
     this._calls++;
     const pcm = new Float32Array(this.W * STEP_SAMPLES);
     for (let i = 0; i < have; i++) {
-      const slot = (first + i) % this.W;
-      pcm.set(this.ring.subarray(slot * STEP_SAMPLES, (slot + 1) * STEP_SAMPLES), i * STEP_SAMPLES);
+      const slot = (first + i) % this.capacity;
+      pcm.set(this.samples.subarray(slot * STEP_SAMPLES, (slot + 1) * STEP_SAMPLES), i * STEP_SAMPLES);
     }
     return this.options.embed(pcm, run);
   }

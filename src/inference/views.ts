@@ -6,7 +6,7 @@
  * tried, not shipped: their cards). docs/features.md describes the window schedule and the fusion.
  *
  *   manifest.views = {
- *     schedule: { window_steps, every, min_voiced_steps, gate_db },
+ *     schedule: { window_steps, every, min_voiced_steps, gate_db, speech_gate?: { steps, min_speech_steps } },
  *     encoders: [ { encoder: "speaker", head: { weights, bias } }, ... ],
  *     fusion: { net, views: number[], bias }
  *   }
@@ -46,6 +46,13 @@ export interface ViewSchedule {
   minVoicedSteps: number;
   /** A step is voiced when its level is at least this, dBFS. */
   gateDb: number;
+  /**
+   * Also needs the speech model: a window is embedded only when at least `minSpeechSteps` of its
+   * first `steps` steps are speech (the speech model's argmax); else it ends the run. The first
+   * steps only, so that their speech outputs (776 ms lookahead) are in by the window's end and a
+   * live stream's fused steps wait no longer than before (gender 2.1.1).
+   */
+  speechGate?: { steps: number; minSpeechSteps: number };
 }
 
 /** One encoder and our head on its embeddings: one logit per class (two classes: class 0's row is zero). */
@@ -128,6 +135,15 @@ function classRows(v: unknown, classes: number, width: number): Float32Array | u
   return Float32Array.from((rows as number[][]).flat());
 }
 
+/** "views.schedule.speech_gate": {steps, min_speech_steps} (absent before gender 2.1.1: no gate). */
+function parseSpeechGate(g: unknown, windowSteps: number, file: string): ViewSchedule['speechGate'] {
+  if (g === undefined) return undefined;
+  if (!isObj(g) || !isPosInt(g['steps']) || !isPosInt(g['min_speech_steps']) || g['steps'] > windowSteps || g['min_speech_steps'] > g['steps']) {
+    throw fail(file, `"views.schedule.speech_gate" must be {steps: 1..${windowSteps}, min_speech_steps: 1..steps}`);
+  }
+  return { steps: g['steps'], minSpeechSteps: g['min_speech_steps'] };
+}
+
 /** Parses and checks a model manifest's "views" (undefined: the model has none). */
 export function parseViews(raw: unknown, modelsDir: string, file: string, classes: number): ModelViews | undefined {
   if (raw === undefined) return undefined;
@@ -153,13 +169,14 @@ export function parseViews(raw: unknown, modelsDir: string, file: string, classe
   }
   if (s['window_steps'] !== windowSteps) throw fail(file, `"views.schedule.window_steps" must be the encoders' ${windowSteps}`);
   if ((s['min_voiced_steps'] as number) > windowSteps) throw fail(file, '"views.schedule.min_voiced_steps" exceeds the window');
+  const speechGate = parseSpeechGate(s['speech_gate'], windowSteps, file);
   const f = raw['fusion'];
   const fusionBias = isObj(f) ? classRows(f['bias'], classes, 1) : undefined;
   if (!isObj(f) || !isNum(f['net']) || !fusionBias || !Array.isArray(f['views']) || f['views'].length !== views.length || !f['views'].every(isNum)) {
     throw fail(file, `"views.fusion" must be {net, views: ${views.length} numbers, bias${classes === 2 ? '' : `: ${classes} numbers`}}`);
   }
   return {
-    schedule: { windowSteps, every: s['every'], minVoicedSteps: s['min_voiced_steps'], gateDb: s['gate_db'] },
+    schedule: { windowSteps, every: s['every'], minVoicedSteps: s['min_voiced_steps'], gateDb: s['gate_db'], ...(speechGate ? { speechGate } : {}) },
     views,
     fusion: { net: f['net'], views: f['views'] as number[], bias: fusionBias },
     classes,

@@ -12,7 +12,7 @@ import { argmax, buildChannelResult, type ChannelResult, type PostProcessOptions
 import { InferenceEngine, sharedEngine } from '../inference/engine';
 import { StepBuffer } from '../inference/step-buffer';
 import type { ModelInfo } from '../inference/registry';
-import type { WindowedRunner } from '../inference/runner';
+import type { OutputFn, WindowedRunner } from '../inference/runner';
 import type { EncoderStage } from '../inference/encoder-stage';
 import { trimNativeMemory } from '../audio';
 import { defaultOpen, type FileFrontendLike, type OpenFileFrontend } from './audio';
@@ -229,7 +229,9 @@ function channelStates(plan: AnalysisPlan, channels: number[], expected: number,
       }
       const store = new StepBuffer(m.rawKeys.length, expected + 1);
       st.probs.set(m.name, store);
-      const output = views.attach(m, (_start, probs) => store.append(probs));
+      const sink: OutputFn = (_start, probs) => store.append(probs);
+      // the speech model's decisions also gate the encoder views' windows (views.ts speechGate)
+      const output = m.name === SPEECH_MODEL ? views.attachSpeech(m, sink, m.rawKeys.indexOf(SPEECH_LABEL)) : views.attach(m, sink);
       st.runners.push(plan.engine.runner(m, output, runnerOptions));
     }
     st.stages.push(...views.stages);

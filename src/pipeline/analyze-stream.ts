@@ -18,11 +18,12 @@ import { g711ToS16, type G711Law } from '../audio/g711';
 import type { FeatureChunk, SampleEncoding } from '../audio/types';
 import { AurisError } from '../errors';
 import { type AnalysisRequest, STEP_MS, volumeThresholdOf } from '../analysis/options';
-import { modelsToRun } from '../analysis/policies';
+import { modelsToRun, SPEECH_LABEL, SPEECH_MODEL } from '../analysis/policies';
 import { effectiveDurationMs, endTimestampMs, roundFractions, SegmentBuilder, StepDecider, type PostProcessOptions, type Segment, type TimeStepResult } from '../analysis/postprocess';
 import type { InferenceEngine } from '../inference/engine';
 import type { ModelInfo } from '../inference/registry';
 import { StepBuffer } from '../inference/step-buffer';
+import type { OutputFn } from '../inference/runner';
 import { StreamRunner } from '../inference/stream-runner';
 import type { ProvisionalPlan } from '../inference/provisional-runner';
 import type { EncoderStage } from '../inference/encoder-stage';
@@ -214,11 +215,13 @@ export class StreamSession {
     const store = new StepBuffer(m.rawKeys.length);
     this.probs.set(m.name, store);
     // encoder views are fused step by step exactly as in file jobs (src/inference/view-fusion.ts)
-    const output = views.attach(m, (_start, probs) => {
+    const sink: OutputFn = (_start, probs) => {
       store.append(probs);
       this.emitReady();
       this.events.onProgress?.();
-    });
+    };
+    // the speech model's decisions also gate the encoder views' windows, as in file jobs
+    const output = m.name === SPEECH_MODEL ? views.attachSpeech(m, sink, m.rawKeys.indexOf(SPEECH_LABEL)) : views.attach(m, sink);
     return new StreamRunner({
       model: m,
       infer: (features, steps) => engine.infer(m, features, steps),

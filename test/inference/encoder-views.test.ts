@@ -110,6 +110,67 @@ describe('encoder stage', () => {
   });
 });
 
+describe('encoder stage with a speech gate (gender 2.1.1)', () => {
+  const gated = { ...schedule, every: 4, speechGate: { steps: 13, minSpeechSteps: 4 } };
+  const label = (o: WindowOutcome): string => `${o.window}:${o.kind}${'run' in o ? `@${o.run}` : ''}`;
+  // every window voiced; the speech model hears speech except in steps [2W, 2W + 10) (window 2's
+  // first 13 steps hold 3 speech steps: music before a voice) and in window 4 from step 4W + 13 on
+  const sig = signal(6 * W, () => true);
+  const speech = Uint8Array.from({ length: 6 * W }, (_, s) => (s >= 2 * W && s < 2 * W + 10) || s >= 4 * W + 13 ? 0 : 1);
+
+  /** Pushes the steps in chunks of `chunk` and the speech flags `lag` steps behind them (a stream's speech lookahead). */
+  async function gatedRun(chunk: number, lag: number): Promise<{ outcomes: string[]; calls: number }> {
+    const outcomes: WindowOutcome[] = [];
+    const stage = new EncoderStage({ schedule: gated, embed: async () => [Float32Array.of(0)], onWindow: (o) => void outcomes.push(o) });
+    assert.ok(stage.speechGated);
+    const steps = sig.levels.length;
+    let flagged = 0;
+    for (let s = 0; s < steps; s += chunk) {
+      const n = Math.min(chunk, steps - s);
+      void stage.push(sig.levels.subarray(s, s + n), sig.pcm.subarray(s * STEP_SAMPLES, (s + n) * STEP_SAMPLES), n);
+      const upTo = Math.max(0, s + n - lag);
+      if (upTo > flagged) stage.pushSpeech(speech.subarray(flagged, upTo), upTo - flagged);
+      flagged = Math.max(flagged, upTo);
+    }
+    const ended = stage.end(); // the last windows wait for their speech flags
+    await new Promise((r) => setTimeout(r, 5));
+    // the last window (5) is decided once the flags of its first 13 steps are in
+    assert.equal(stage.done, flagged >= 5 * W + 13, 'end() waits for the speech flags of the last windows');
+    if (flagged < steps) stage.pushSpeech(speech.subarray(flagged), steps - flagged);
+    await ended;
+    assert.ok(stage.done);
+    return { outcomes: outcomes.map(label), calls: stage.calls };
+  }
+
+  it("ends the run at a window whose first steps are not speech, so the voice after it gets its own window", async () => {
+    const { outcomes, calls } = await gatedRun(1000, 0);
+    // window 4: speech in its first 13 steps only: still embedded (the gate reads the first 13)
+    assert.deepEqual(outcomes, ['0:embedded@0', '1:carry@1', '2:none', '3:embedded@0', '4:carry@1', '5:none']);
+    assert.equal(calls, 2);
+    const ungated = await stageRun(sig, 1000);
+    assert.deepEqual(ungated.outcomes.map(label), ['0:embedded@0', '1:carry@1', '2:embedded@2', '3:carry@3', '4:embedded@4', '5:carry@5']);
+  });
+
+  it('decides the same windows whether the speech flags come with the steps, 12 steps behind (a stream) or after them all (a file)', async () => {
+    const file = await gatedRun(1000, 0);
+    assert.deepEqual(await gatedRun(1, 12), file);
+    assert.deepEqual(await gatedRun(7, 12), file);
+    assert.deepEqual(await gatedRun(1000, 6 * W), file);
+  });
+
+  it('needs the speech model attached to the channel views', () => {
+    const model = { name: 'g', rawKeys: ['f', 'm'], views: { schedule: gated, views: [], fusion: { net: 1, views: [], bias: Float32Array.of(0, 0) }, classes: 2 } } as unknown as ModelInfo;
+    const views = new ChannelViews(async () => Float32Array.of(0));
+    views.attach(model, () => undefined);
+    assert.throws(() => views.stages, /speech model/);
+    const withSpeech = new ChannelViews(async () => Float32Array.of(0));
+    withSpeech.attach(model, () => undefined);
+    withSpeech.attachSpeech({ name: 'speech', rawKeys: ['music', 'other', 'speech'] } as unknown as ModelInfo, () => undefined, 2);
+    assert.equal(withSpeech.stages.length, 1);
+    assert.ok(withSpeech.stages[0]!.speechGated);
+  });
+});
+
 describe('view fusion', () => {
   // two views: the second head is 0.5 * e[1], weighted -1 (so it cancels a part of the first)
   // two classes: class 0's row of every head and bias is zero (views.ts)

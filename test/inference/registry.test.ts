@@ -104,6 +104,25 @@ describe('model registry', () => {
     return dir;
   };
 
+  it('reads the encoder view\'s speech gate (gender 2.1.1; absent: none), and rejects a bad one naming the file', () => {
+    const gateOf = (name: string, f: (schedule: Record<string, unknown>) => void): string => {
+      const dir = copy(name);
+      const file = path.join(dir, 'gender', 'manifest.json');
+      const m = JSON.parse(fs.readFileSync(file, 'utf8')) as { views: { schedule: Record<string, unknown> } };
+      f(m.views.schedule);
+      fs.writeFileSync(file, JSON.stringify(m));
+      return dir;
+    };
+    const shipped = ModelRegistry.loadSync({ modelsDir: copy('gate-ok') }).get('gender').views!.schedule;
+    assert.deepEqual(shipped.speechGate, { steps: 13, minSpeechSteps: 4 });
+    const none = ModelRegistry.loadSync({ modelsDir: gateOf('gate-none', (s) => delete s['speech_gate']) }).get('gender').views!.schedule;
+    assert.equal(none.speechGate, undefined, 'a manifest before 2.1.1: the level gate alone');
+    for (const [i, g] of [{ steps: 26, min_speech_steps: 4 }, { steps: 13, min_speech_steps: 14 }, { steps: 13 }, { steps: 0, min_speech_steps: 0 }, [13, 4]].entries()) {
+      const dir = gateOf(`gate-bad-${i}`, (s) => (s['speech_gate'] = g));
+      expectLoadError(() => ModelRegistry.loadSync({ modelsDir: dir }), path.join(dir, 'gender', 'manifest.json'), /speech_gate" must be \{steps: 1\.\.25, min_speech_steps: 1\.\.steps\}/);
+    }
+  });
+
   it('reads a model\'s encoder view, and rejects a missing encoder or a malformed head naming the file', () => {
     const ok = copy('views-ok');
     const v = ModelRegistry.loadSync({ modelsDir: ok }).get('gender').views;

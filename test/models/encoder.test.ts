@@ -10,6 +10,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { after, describe, it } from 'node:test';
 import * as os from 'node:os';
+import { execFileSync } from 'node:child_process';
 import { closeSharedEngines, InferenceEngine, sharedEngine } from '../../src/inference';
 import { loadEncoder, type EncoderInfo } from '../../src/inference/views';
 import { analyzeFile } from '../../src/pipeline';
@@ -99,6 +100,32 @@ describe('pretrained encoders', () => {
 });
 
 describe('gender with its encoder view', () => {
+  it('embeds no window the speech model hears no speech in, and gives a voice right after a noise its own window', async () => {
+    const engine = await sharedEngine();
+    const fixtures = path.join(ROOT, 'test', 'fixtures', 'models');
+    const request = { models: ['speech', 'gender'], outputPeriodMs: 256 };
+    const count = async (file: string): Promise<{ windows: number; result: Awaited<ReturnType<typeof analyzeFile>> }> => {
+      const before = engine.pool.stats.encoderWindows;
+      const result = await analyzeFile({ path: file }, request, { engine });
+      return { windows: engine.pool.stats.encoderWindows - before, result };
+    };
+    // the noise is loud enough for the level gate alone (which embedded its first window before gender 2.1.1)
+    assert.equal((await count(path.join(fixtures, 'noise.flac'))).windows, 0, 'no encoder window over a noise');
+    // the noise, then at once (no pause) the male phone voice: the voice's first windows are its own
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'auris-gate-'));
+    try {
+      const joined = path.join(dir, 'noise-then-voice.wav');
+      execFileSync('sox', [path.join(fixtures, 'noise.flac'), path.join(fixtures, 'male-g711.flac'), '-r', '16000', '-c', '1', joined]);
+      const { windows, result } = await count(joined);
+      assert.ok(windows >= 1, `encoder windows over the voice: ${windows}`);
+      const speech = result.channels['0']!.time_series.filter((s) => s.results['speech']?.result === 'speech');
+      const male = speech.filter((s) => s.results['gender']?.result === 'male').length / speech.length;
+      assert.ok(speech.length > 10 && male > 0.7, `male on ${male.toFixed(2)} of ${speech.length} speech steps`);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('embeds the voiced windows of a file and moves the speech steps\' probabilities away from the network alone', async () => {
     const engine = await sharedEngine();
     const demo = path.join(ROOT, 'test', 'fixtures', 'demo.flac');

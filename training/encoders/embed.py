@@ -1,13 +1,16 @@
 """Embeds labelled voices for the encoder heads, as the service would see them: each sampled clip
 clean and through a telephone channel (training/channels.py codecs), cut into the service's
 windows (windows.py), each voiced window through the shipped encoder graph
-(models/encoders/<name>/encoder.onnx), beside the per-step log-odds of the shipped gender network.
+(models/encoders/<name>/encoder.onnx), beside the per-step log-odds of the shipped gender network and the
+shipped speech network's per-step decision ("speech": its argmax is speech; for the service's speech gate).
 
   python -m training.encoders.embed --out training/runs/encoders/gender.pkl     # ~25 min on 2 cores (both encoders)
 """
 from __future__ import annotations
 
 import argparse
+import functools
+import json
 import os
 import pickle
 from multiprocessing import Pool
@@ -22,6 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 # clips per speaker: a few corpora have few speakers and many clips each
 PER_SPEAKER = {"nemo": 24, "hyke": 12, "urdu": 10, "speechocean": 6, "audiomnist_az": 8, "fsdd": 4}
 DEFAULT_PER_SPEAKER = 7
+SPEECH_NET = ROOT / "models/speech/model.onnx"
 
 
 def session(path: str):
@@ -40,14 +44,39 @@ def _net_logit(sess, x: np.ndarray) -> np.ndarray:
     return np.log(p1 / (1 - p1)).astype(np.float32)
 
 
-def record(v: Voice, channel: str, sig: np.ndarray, encs: dict, gnet, min_voiced: int = windows.MIN_VOICED_STEPS) -> dict:
+@functools.lru_cache(maxsize=None)
+def speech_session(path: str = str(SPEECH_NET)):
+    """The speech network, once per process; its manifest must read the same features _net_logit feeds
+    (logmel_fast: the gender network's front end), else the "speech" steps would be computed on the wrong input."""
+    m = json.loads((Path(path).parent / "manifest.json").read_text())
+    g = json.loads((ROOT / "models/gender/manifest.json").read_text())
+    if m["features"] != g["features"]:
+        raise SystemExit(f"{path}: features {m['features']} differ from the gender network's {g['features']}")
+    keys = m["raw_keys"]
+    return session(path), keys.index("speech")
+
+
+def _speech_steps(snet, x: np.ndarray) -> np.ndarray:
+    """Per step: whether the speech network's argmax is speech. As _net_logit: the whole clip in one call; the
+    graph sees no context beyond the clip's edges (its 12 steps either side), as in the service's runner."""
+    from training.features import logmel_fast
+    sess, speech = snet
+    p = sess.run(None, {"features": logmel_fast(x)[None].astype(np.float32)})[0][0]
+    return p.argmax(1) == speech
+
+
+def record(v: Voice, channel: str, sig: np.ndarray, encs: dict, gnet, min_voiced: int = windows.MIN_VOICED_STEPS,
+           snet=None) -> dict:
     """One clip version as the service sees it: step levels, voiced windows, each encoder's embeddings
-    ("emb" is the speaker encoder's, gender 2.0's view; others "emb_<name>") and the network's log-odds."""
+    ("emb" is the speaker encoder's, gender 2.0's view; others "emb_<name>"), the network's log-odds and the
+    speech network's speech steps (`snet`: speech_session(), opened here when not given)."""
     levels = windows.step_levels(sig)
     idx, pcm = windows.voiced_windows(sig, levels, min_voiced)
     rec = {"source": v.source, "speaker": v.speaker, "gender": v.gender, "ref": v.ref, "emotion": v.emotion,
            "channel": channel, "levels": levels.astype(np.float32), "windows": np.array(idx, np.int32),
-           "net": _net_logit(gnet, sig)}
+           "net": _net_logit(gnet, sig), "speech": _speech_steps(snet or speech_session(), sig)}
+    # windows are embedded by level alone: the speech gate only ever drops some, so gender.py applies it
+    assert rec["speech"].size == levels.size
     for name, enc in encs.items():
         dim = enc.get_outputs()[0].shape[-1]
         emb = enc.run(None, {"pcm": pcm})[0] if len(idx) else np.zeros((0, dim), np.float32)
@@ -60,13 +89,14 @@ def _work(args) -> list[dict]:
     from training.data.channels import phone_all
     encs = {name: session(path) for name, path in encoders.items()}
     gnet = session(net)
+    snet = speech_session()
     clean = [corpora.load(v) for v in voices]
     phone, codecs = phone_all(clean, seed=seed)
     out = []
     for v, versions in zip(voices, zip(clean, phone, codecs)):
         x, y, codec = versions
         for channel, sig in (("clean", x), (codec, y)):
-            out.append(record(v, channel, sig, encs, gnet, min_voiced))
+            out.append(record(v, channel, sig, encs, gnet, min_voiced, snet))
     return out
 
 
