@@ -46,15 +46,19 @@ export class EncoderStage {
   private readonly W: number;
   private readonly H: number;
   /**
-   * The steps from the next window to decide on, circular by step (slot = step % capacity): its
-   * samples, levels and speech flags. W steps unless a speech gate holds windows back until the
-   * speech model's outputs for their first steps arrive; then it grows as needed.
+   * The levels and speech flags of the steps from the next window to decide on, circular by step
+   * (slot = step % capacity): W steps unless a speech gate holds windows back until the speech
+   * model's outputs for their first steps arrive; then it grows as needed.
    */
   private capacity: number;
-  private samples: Float32Array;
   private levels: Float32Array;
   private hasSamples: Uint8Array;
   private speech: Uint8Array;
+  /**
+   * The samples pushed (the caller's arrays, not copies: a window held back by a speech gate keeps
+   * its chunks alive, nothing more), from the one holding the next window's first step on.
+   */
+  private segments: { start: number; steps: number; pcm: Float32Array }[] = [];
   /** Steps received. */
   private steps = 0;
   /** Steps whose speech flag is known (pushSpeech). */
@@ -77,7 +81,6 @@ export class EncoderStage {
     this.W = options.schedule.windowSteps;
     this.H = options.schedule.hopSteps ?? this.W;
     this.capacity = this.W;
-    this.samples = new Float32Array(this.W * STEP_SAMPLES);
     this.levels = new Float32Array(this.W);
     this.hasSamples = new Uint8Array(this.W);
     this.speech = new Uint8Array(this.W);
@@ -108,10 +111,10 @@ export class EncoderStage {
     if (pcm && pcm.length < steps * STEP_SAMPLES) {
       return Promise.reject(new AurisError('INVALID_ARGUMENT', `expected ${steps * STEP_SAMPLES} samples for ${steps} steps, got ${pcm.length}`));
     }
+    if (pcm && steps > 0) this.segments.push({ start: this.steps, steps, pcm });
     for (let i = 0; i < steps; i++) {
       this.reserve(this.steps + 1);
       const slot = this.steps % this.capacity;
-      if (pcm) this.samples.set(pcm.subarray(i * STEP_SAMPLES, (i + 1) * STEP_SAMPLES), slot * STEP_SAMPLES);
       this.hasSamples[slot] = pcm ? 1 : 0;
       this.levels[slot] = levels[i]!;
       this.steps++;
@@ -182,20 +185,17 @@ export class EncoderStage {
     if (upTo - from <= this.capacity) return;
     let cap = this.capacity * 2;
     while (upTo - from > cap) cap *= 2;
-    const samples = new Float32Array(cap * STEP_SAMPLES);
     const levels = new Float32Array(cap);
     const hasSamples = new Uint8Array(cap);
     const speech = new Uint8Array(cap);
     for (let s = from; s < Math.max(this.steps, this.speechSteps); s++) {
       const a = s % this.capacity;
       const b = s % cap;
-      samples.set(this.samples.subarray(a * STEP_SAMPLES, (a + 1) * STEP_SAMPLES), b * STEP_SAMPLES);
       levels[b] = this.levels[a]!;
       hasSamples[b] = this.hasSamples[a]!;
       speech[b] = this.speech[a]!;
     }
     this.capacity = cap;
-    this.samples = samples;
     this.levels = levels;
     this.hasSamples = hasSamples;
     this.speech = speech;
@@ -232,6 +232,7 @@ export class EncoderStage {
       outcome = this.embed(first, have, run).then((embeddings) => ({ window, kind: 'embedded', embeddings, run }));
     }
     outcome.catch(() => undefined); // surfaced through the tail below
+    this.dropSegments();
     this.pending++;
     this.tail = this.tail.then(async () => {
       try {
@@ -251,10 +252,17 @@ export class EncoderStage {
   private embed(first: number, have: number, run: number): Promise<(Float32Array | undefined)[]> {
     this._calls++;
     const pcm = new Float32Array(this.W * STEP_SAMPLES);
-    for (let i = 0; i < have; i++) {
-      const slot = (first + i) % this.capacity;
-      pcm.set(this.samples.subarray(slot * STEP_SAMPLES, (slot + 1) * STEP_SAMPLES), i * STEP_SAMPLES);
+    for (const seg of this.segments) {
+      const a = Math.max(first, seg.start);
+      const b = Math.min(first + have, seg.start + seg.steps);
+      if (a < b) pcm.set(seg.pcm.subarray((a - seg.start) * STEP_SAMPLES, (b - seg.start) * STEP_SAMPLES), (a - first) * STEP_SAMPLES);
     }
     return this.options.embed(pcm, run);
+  }
+
+  /** Lets go of the samples before the next window's first step. */
+  private dropSegments(): void {
+    const keepFrom = this.window * this.H;
+    while (this.segments.length > 0 && this.segments[0]!.start + this.segments[0]!.steps <= keepFrom) this.segments.shift();
   }
 }

@@ -148,7 +148,8 @@ export class StreamSession {
       return false;
     });
     const views = engine.channelViews();
-    this.runners = networks.map((m) => this.finalRunner(engine, m, views));
+    const speechAlign = speechCallAlign(infos, this.per);
+    this.runners = networks.map((m) => this.finalRunner(engine, m, views, m.name === SPEECH_MODEL ? speechAlign : this.per));
     this.stages.push(...views.stages);
     if (options.provisional) {
       const speakerMap = this.speakers?.info;
@@ -210,7 +211,7 @@ export class StreamSession {
   }
 
   /** The runner of a network's final results (today's, equal to file jobs). */
-  private finalRunner(engine: InferenceEngine, m: ModelInfo, views: ChannelViews): StreamRunner {
+  private finalRunner(engine: InferenceEngine, m: ModelInfo, views: ChannelViews, align: number): StreamRunner {
     const options = this.options;
     const store = new StepBuffer(m.rawKeys.length);
     this.probs.set(m.name, store);
@@ -227,7 +228,7 @@ export class StreamSession {
       infer: (features, steps) => engine.infer(m, features, steps),
       onOutput: output,
       onError: (e) => this.fail(e),
-      align: this.per,
+      align,
       maxWindowSteps: Math.max(options.maxWindowSteps ?? 256, 1),
       ...(m.streaming && options.statefulModels !== false
         ? { stateful: { ...m.streaming, infer: (first: number, features: Float32Array, steps: number, state: Float32Array) => engine.inferStateful(m, first, features, steps, state) } }
@@ -428,4 +429,22 @@ function lastNonZero(v: ArrayLike<number>): number {
 /** StreamFrontends alive in this process (native state not yet freed). */
 export function liveNativeStreams(): number {
   return openStreamCount();
+}
+
+const gcd = (a: number, b: number): number => (b === 0 ? a : gcd(b, a % b));
+
+/**
+ * Steps the speech model's final calls end on. Normally whole output steps (p): each output step
+ * needs all its steps anyway. But a speech-gated encoder view (views.ts speechGate: a window's
+ * first 13 steps, gender 2.1.1) waits for the speech outputs of a window's 13th step, and with
+ * calls of p steps those can come up to p - 12 steps after the gated model's own outputs of the
+ * output step the window starts in (4 steps at p = 16). Calls ending on multiples of
+ * gcd(p, R_gated - R_speech) (the two models' lookaheads: 24 - 12) never make it wait, given a
+ * gate of at most R_gated - R_speech + 1 steps (checked by simulation of the call boundaries).
+ */
+export function speechCallAlign(infos: readonly ModelInfo[], per: number): number {
+  const speech = infos.find((m) => m.name === SPEECH_MODEL);
+  const gated = infos.filter((m) => m.views?.schedule.speechGate);
+  if (!speech || gated.length === 0) return per;
+  return gated.reduce((a, m) => gcd(a, Math.max(1, m.context.rightSteps - speech.context.rightSteps)), per);
 }
