@@ -26,8 +26,9 @@ def main(argv=None):
     a = ap.parse_args(argv)
     if a.cmd == "diarization":
         import importlib
-        validated = a.step in ("tune", "tune-merge", "tune-free-recluster", "report")
-        mod = importlib.import_module(f"training.diarization.{'validate' if validated else a.step}")
+        validated = a.step in ("tune", "tune-free-recluster", "report")
+        module = "validate" if validated else {"tune-merge": "merge_rule"}.get(a.step, a.step)
+        mod = importlib.import_module(f"training.diarization.{module}")
         sys.argv = [f"python -m training diarization {a.step}", *([a.step] if validated else []), *a.rest]
         mod.main()
     elif a.cmd == "recipes":

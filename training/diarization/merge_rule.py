@@ -34,6 +34,7 @@ from dataclasses import replace
 import numpy as np
 
 from training.diarization import cluster as C
+from training.diarization import simulate as S
 from training.diarization import validate as V
 
 PENALTY_C = 10.0
@@ -158,3 +159,28 @@ def tune(recs, p: C.Params, log=print, with_clustering: bool = False, workers: i
             + ", ".join(f"{k} {w[k]:.4f}" for k in ("bias", *C.PAIR_FEATURES)))
     best = min(results, key=lambda r: r["objective"])
     return {**best, "grid": results}
+
+
+def main() -> None:
+    """`python -m training diarization tune-merge [--subsample K] [--with-clustering] [--runs DIR]` (its own command:
+    validate.py's would import this module, which imports validate.py)."""
+    import argparse
+    import json
+    from pathlib import Path
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--subsample", type=int, default=1, help="tune on every k-th DEV conversation")
+    ap.add_argument("--with-clustering", action="store_true",
+                    help="re-choose merge_threshold and min_speaker_s with the rule (not kept: the module doc)")
+    ap.add_argument("--runs", default=None, help="the folder with cache/ (default training/runs/diarization)")
+    a = ap.parse_args()
+    if a.runs:
+        V.RUNS = Path(a.runs)
+    res = tune(V.load(S.DEV)[:: a.subsample], C.Params.from_manifest(), with_clustering=a.with_clustering)
+    (V.RUNS / "merge_tuning.json").write_text(json.dumps(res, indent=1))
+    print(f"merge_threshold {res['merge_threshold']}, min_speaker_s {res['min_speaker_s']}, "
+          f"alike_merge {json.dumps(res['alike_merge'])}, whitened_scores {json.dumps(res['whitened_scores'])}: "
+          f"objective {res['objective']:.4f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -6,7 +6,7 @@ decides speech with its own model (end-to-end figures: run the exported conversa
 uses the DEV corpora only; TEST corpora are scored once.
 
   python -m training diarization tune      # coordinate search on DEV -> training/runs/diarization/tuning.json
-  python -m training diarization tune-merge  # files' alike-merge rule on DEV (merge_rule.py, speakers 1.6.0) -> merge_tuning.json
+  python -m training diarization tune-merge  # files' alike-merge rule on DEV (merge_rule.py's own command, speakers 1.6.0)
   python -m training diarization tune-free-recluster  # streams without a count: when they start re-clustering, how often
   python -m training diarization report    # tables of the manifest's parameters (or --params FILE) on DEV and TEST
   (--runs DIR or $AURIS_DIARIZATION_RUNS: another training/runs/diarization, e.g. a worktree's with the cache)
@@ -237,14 +237,12 @@ def full_rows(recs, p, workers: int = 1) -> list[dict]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("cmd", choices=["tune", "tune-merge", "tune-free-recluster", "report"])
+    ap.add_argument("cmd", choices=["tune", "tune-free-recluster", "report"])
     ap.add_argument("--hops", default="6,12,25")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--subsample", type=int, default=1, help="tune on every k-th DEV conversation")
     ap.add_argument("--params", default=None,
                     help="report: a JSON file {\"params\": {...}} (missing names: the manifest's); default the manifest's")
-    ap.add_argument("--with-clustering", action="store_true",
-                    help="tune-merge: re-choose merge_threshold and min_speaker_s with the rule (not kept: merge_rule.py)")
     ap.add_argument("--grid", default=None,
                     help="tune-free-recluster: the pairs tried, START:EVERY,... (default FREE_RECLUSTER_GRID)")
     ap.add_argument("--confirm", type=int, default=1, help="> 1: a variant for streams (not the service)")
@@ -262,13 +260,6 @@ def main() -> None:
         res = tune(recs, tuple(int(h) for h in a.hops.split(",")), a.rounds)
         (RUNS / f"tuning{sfx}.json").write_text(json.dumps(res, indent=1))
         print(f"tuned in {time.time() - t0:.0f} s")
-    elif a.cmd == "tune-merge":
-        from training.diarization import merge_rule  # it imports this module
-        res = merge_rule.tune(load(S.DEV)[:: a.subsample], C.Params.from_manifest(), with_clustering=a.with_clustering)
-        (RUNS / "merge_tuning.json").write_text(json.dumps(res, indent=1))
-        print(f"merge_threshold {res['merge_threshold']}, min_speaker_s {res['min_speaker_s']}, "
-              f"alike_merge {json.dumps(res['alike_merge'])}, whitened_scores {json.dumps(res['whitened_scores'])}: "
-              f"objective {res['objective']:.4f}")
     elif a.cmd == "tune-free-recluster":
         grid = [tuple(int(x) for x in v.split(":")) for v in a.grid.split(",")] if a.grid else FREE_RECLUSTER_GRID
         res = tune_free_recluster(load(S.DEV)[:: a.subsample], C.Params.from_manifest(), grid)
