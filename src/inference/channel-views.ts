@@ -11,7 +11,8 @@ import { EncoderStage } from './encoder-stage';
 import type { ModelInfo } from './registry';
 import type { OutputFn } from './runner';
 import { ViewFusion } from './view-fusion';
-import type { EncoderInfo, ViewSchedule } from './views';
+import { argmax } from '../analysis/postprocess';
+import { gcd, type EncoderInfo, type ViewSchedule } from './views';
 
 /** Runs one encoder on one window's samples (ownership passes) -> its embedding. */
 export type EmbedFn = (encoder: EncoderInfo, pcm: Float32Array) => Promise<Float32Array>;
@@ -29,8 +30,6 @@ interface Group {
   encoders: EncoderInfo[];
   members: Member[];
 }
-
-const gcd = (a: number, b: number): number => (b === 0 ? a : gcd(b, a % b));
 
 /** What makes two schedules decide the same windows (all but `every`). */
 function windowKey(s: ViewSchedule): string {
@@ -73,16 +72,13 @@ export class ChannelViews {
     if (speechIndex < 0 || speechIndex >= C) throw new AurisError('INTERNAL', `${model.name} has no speech class`);
     this.speechAttached = true;
     const next = this.attach(model, output);
+    let gated: EncoderStage[] | undefined; // the stages are built once every model is attached
     return (start, probs, steps) => {
       next(start, probs, steps);
-      const gated = this.stages.filter((s) => s.speechGated);
+      gated ??= this.stages.filter((s) => s.speechGated);
       if (gated.length === 0) return;
       const flags = new Uint8Array(steps);
-      for (let s = 0; s < steps; s++) {
-        let best = 0;
-        for (let c = 1; c < C; c++) if (probs[s * C + c]! > probs[s * C + best]!) best = c;
-        flags[s] = best === speechIndex ? 1 : 0;
-      }
+      for (let s = 0; s < steps; s++) flags[s] = argmax(probs.subarray(s * C, (s + 1) * C)) === speechIndex ? 1 : 0;
       for (const stage of gated) stage.pushSpeech(flags, steps);
     };
   }

@@ -55,6 +55,14 @@ export interface ViewSchedule {
   speechGate?: { steps: number; minSpeechSteps: number };
 }
 
+/** Greatest common divisor (window schedules and call boundaries). */
+export const gcd = (a: number, b: number): number => (b === 0 ? a : gcd(b, a % b));
+
+/** The models whose encoder views are speech-gated: they need the speech model's per-step decisions (ChannelViews.attachSpeech). */
+export function speechGatedModels<M extends { views?: ModelViews | undefined }>(models: readonly M[]): M[] {
+  return models.filter((m) => m.views?.schedule.speechGate !== undefined);
+}
+
 /** One encoder and our head on its embeddings: one logit per class (two classes: class 0's row is zero). */
 export interface EncoderView {
   encoder: EncoderInfo;

@@ -14,6 +14,7 @@ import { StepBuffer } from '../inference/step-buffer';
 import type { ModelInfo } from '../inference/registry';
 import type { OutputFn, WindowedRunner } from '../inference/runner';
 import type { EncoderStage } from '../inference/encoder-stage';
+import { speechGatedModels } from '../inference/views';
 import { trimNativeMemory } from '../audio';
 import { defaultOpen, type FileFrontendLike, type OpenFileFrontend } from './audio';
 import { FileSpeakerMap } from '../speakers/file-map';
@@ -221,7 +222,7 @@ function channelStates(plan: AnalysisPlan, channels: number[], expected: number,
   // a speech-gated encoder view holds each window's samples until the speech model has heard its
   // first steps: the speech model then runs in shorter windows, so that it holds less (an hour
   // with every model: 330 MiB peak against 368 with 1024-step windows; the speech model is cheap)
-  const speechGated = plan.infos.some((m) => m.views?.schedule.speechGate);
+  const speechGated = speechGatedModels(plan.infos).length > 0;
   const gatingSpeechOptions = { ...runnerOptions, windowSteps: Math.min(runnerOptions.windowSteps ?? GATING_SPEECH_WINDOW_STEPS, GATING_SPEECH_WINDOW_STEPS) };
   const states = new Map<number, ChannelState>();
   for (const ch of channels) {

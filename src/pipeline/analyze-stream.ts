@@ -28,6 +28,7 @@ import { StreamRunner } from '../inference/stream-runner';
 import type { ProvisionalPlan } from '../inference/provisional-runner';
 import type { EncoderStage } from '../inference/encoder-stage';
 import type { ChannelViews } from '../inference/channel-views';
+import { gcd, speechGatedModels } from '../inference/views';
 import { LiveSpeakerMap } from '../speakers/live-map';
 import { requestedSpeakerGender, speakerGenderSummary, type SpeakerGenderHead } from '../speakers/speaker-gender';
 import { ProvisionalResults } from './provisional-results';
@@ -431,8 +432,6 @@ export function liveNativeStreams(): number {
   return openStreamCount();
 }
 
-const gcd = (a: number, b: number): number => (b === 0 ? a : gcd(b, a % b));
-
 /**
  * Steps the speech model's final calls end on. Normally whole output steps (p): each output step
  * needs all its steps anyway. But a speech-gated encoder view (views.ts speechGate: a window's
@@ -444,7 +443,7 @@ const gcd = (a: number, b: number): number => (b === 0 ? a : gcd(b, a % b));
  */
 export function speechCallAlign(infos: readonly ModelInfo[], per: number): number {
   const speech = infos.find((m) => m.name === SPEECH_MODEL);
-  const gated = infos.filter((m) => m.views?.schedule.speechGate);
+  const gated = speechGatedModels(infos);
   if (!speech || gated.length === 0) return per;
   return gated.reduce((a, m) => gcd(a, Math.max(1, m.context.rightSteps - speech.context.rightSteps)), per);
 }
