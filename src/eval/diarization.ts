@@ -139,8 +139,12 @@ export function diarizationError(ref: readonly Turn[], hyp: readonly Turn[], dur
   };
 }
 
-/** The speaker turns of a model's time series (labels other than speaker_<n> are not speech). */
-export function turnsOfSteps(labels: readonly string[], periodMs: number, durationS: number): Turn[] {
+/**
+ * The speaker turns of a model's time series (labels other than speaker_<n> are not speech).
+ * `bridgeS` > 0: a speaker's turn also goes on across a gap of silence or no_speech shorter than
+ * this (the rule the simulated conversations' references follow: pauses under 0.3 s bridged).
+ */
+export function turnsOfSteps(labels: readonly string[], periodMs: number, durationS: number, bridgeS = 0): Turn[] {
   const out: Turn[] = [];
   for (let k = 0; k < labels.length; k++) {
     const l = labels[k]!;
@@ -148,7 +152,7 @@ export function turnsOfSteps(labels: readonly string[], periodMs: number, durati
     const start = (k * periodMs) / 1000;
     const end = Math.min(durationS, ((k + 1) * periodMs) / 1000);
     const last = out[out.length - 1];
-    if (last && last.speaker === l && Math.abs(last.end - start) < 1e-9) last.end = end;
+    if (last && last.speaker === l && start - last.end < Math.max(bridgeS, 0) + 1e-9) last.end = end;
     else out.push({ speaker: l, start, end });
   }
   return out;

@@ -14,6 +14,13 @@ import { diarizationError, turnsOfSteps, type DerResult, type Turn } from './dia
 
 const MODEL = 'speakers';
 const PERIOD_MS = 64;
+/**
+ * The references' rule (training/diarization/simulate.py PAUSE_S): a voice's pauses under 0.3 s
+ * are part of its turn. The service labels each 64 ms step under the volume threshold `silence`,
+ * pauses between words included, so the raw DER counts those as missed speech; the bridged DER
+ * applies the references' rule to the service's turns too.
+ */
+const BRIDGE_S = 0.3;
 
 export interface Conversation {
   name: string;
@@ -32,6 +39,9 @@ export interface ConversationScore {
   durationS: number;
   file: DerResult;
   stream: DerResult;
+  /** The same with the service's turns bridged across pauses under BRIDGE_S, as the references are. */
+  fileBridged: DerResult;
+  streamBridged: DerResult;
 }
 
 /** The conversations of a folder: every <name>.json with a `turns` list and a <name>.wav beside it. */
@@ -114,14 +124,18 @@ export async function scoreConversation(c: Conversation, counts: { numSpeakers?:
     session.close();
   }
   const d = audio.seconds;
+  const streamLabels = labelsOf(steps);
+  const der = (labels: string[], bridgeS = 0): DerResult => diarizationError(c.turns, turnsOfSteps(labels, PERIOD_MS, d, bridgeS), d);
   return {
     name: c.name,
     condition: c.condition,
     corpus: c.corpus,
     speakers: c.speakers,
     durationS: d,
-    file: diarizationError(c.turns, turnsOfSteps(fileLabels, PERIOD_MS, d), d),
-    stream: diarizationError(c.turns, turnsOfSteps(labelsOf(steps), PERIOD_MS, d), d),
+    file: der(fileLabels),
+    stream: der(streamLabels),
+    fileBridged: der(fileLabels, BRIDGE_S),
+    streamBridged: der(streamLabels, BRIDGE_S),
   };
 }
 
@@ -131,6 +145,11 @@ export interface GroupScore {
   /** Pooled DER (errors over the group's scored time). */
   fileDer: number;
   streamDer: number;
+  /** Pooled DER with the service's turns bridged across pauses under 0.3 s, like the references. */
+  fileBridgedDer: number;
+  streamBridgedDer: number;
+  /** The file jobs' missed speech, false alarm and confusion, shares of the scored time (raw). */
+  fileParts: { missed: number; falseAlarm: number; confusion: number };
   /** Share of conversations whose number of speakers found is right. */
   fileCountRight: number;
   streamCountRight: number;
@@ -139,11 +158,12 @@ export interface GroupScore {
 export function groupScores(scores: readonly ConversationScore[], keyOf: (s: ConversationScore) => string): GroupScore[] {
   const groups = new Map<string, ConversationScore[]>();
   for (const s of scores) groups.set(keyOf(s), [...(groups.get(keyOf(s)) ?? []), s]);
-  const pooled = (list: ConversationScore[], k: 'file' | 'stream'): number => {
-    const err = list.reduce((a, s) => a + s[k].missed + s[k].falseAlarm + s[k].confusion, 0);
+  type Mode = 'file' | 'stream' | 'fileBridged' | 'streamBridged';
+  const share = (list: ConversationScore[], k: Mode, part: (r: DerResult) => number): number => {
     const tot = list.reduce((a, s) => a + s[k].scored, 0);
-    return tot > 0 ? err / tot : 0;
+    return tot > 0 ? list.reduce((a, s) => a + part(s[k]), 0) / tot : 0;
   };
+  const pooled = (list: ConversationScore[], k: Mode): number => share(list, k, (r) => r.missed + r.falseAlarm + r.confusion);
   const right = (list: ConversationScore[], k: 'file' | 'stream'): number => list.filter((s) => s[k].hypSpeakers === s.speakers).length / list.length;
   return [...groups.entries()]
     .sort((a, b) => (a[0] < b[0] ? -1 : 1))
@@ -152,6 +172,9 @@ export function groupScores(scores: readonly ConversationScore[], keyOf: (s: Con
       conversations: list.length,
       fileDer: pooled(list, 'file'),
       streamDer: pooled(list, 'stream'),
+      fileBridgedDer: pooled(list, 'fileBridged'),
+      streamBridgedDer: pooled(list, 'streamBridged'),
+      fileParts: { missed: share(list, 'file', (r) => r.missed), falseAlarm: share(list, 'file', (r) => r.falseAlarm), confusion: share(list, 'file', (r) => r.confusion) },
       fileCountRight: right(list, 'file'),
       streamCountRight: right(list, 'stream'),
     }));
@@ -159,9 +182,13 @@ export function groupScores(scores: readonly ConversationScore[], keyOf: (s: Con
 
 export function formatGroups(title: string, groups: readonly GroupScore[]): string {
   const pc = (x: number): string => `${(100 * x).toFixed(1)}`.padStart(6);
-  const lines = [title, `${'group'.padEnd(28)}   n  file DER  stream DER  file count ok  stream count ok`];
+  const lines = [title, `${'group'.padEnd(28)}   n  file DER  stream DER  file count ok  stream count ok  bridged: file  stream  file: missed  false alarm  confusion`];
   for (const g of groups) {
-    lines.push(`${g.group.padEnd(28)} ${String(g.conversations).padStart(3)}  ${pc(g.fileDer)} %  ${pc(g.streamDer)} %    ${pc(g.fileCountRight)} %     ${pc(g.streamCountRight)} %`);
+    const p = g.fileParts;
+    lines.push(
+      `${g.group.padEnd(28)} ${String(g.conversations).padStart(3)}  ${pc(g.fileDer)} %  ${pc(g.streamDer)} %    ${pc(g.fileCountRight)} %     ${pc(g.streamCountRight)} %` +
+        `       ${pc(g.fileBridgedDer)} % ${pc(g.streamBridgedDer)} %  ${pc(p.missed)} %     ${pc(p.falseAlarm)} %   ${pc(p.confusion)} %`,
+    );
   }
   return lines.join('\n');
 }

@@ -54,3 +54,16 @@ test('turnsOfSteps joins equal speaker labels and skips the rest', () => {
     ['speaker_2', 320, 380],
   ]);
 });
+
+test('turnsOfSteps bridges a speaker\'s pauses shorter than bridgeS (the references\' rule), never another speaker\'s turn', () => {
+  const labels = ['speaker_1', 'silence', 'silence', 'speaker_1', 'silence', 'silence', 'silence', 'silence', 'silence', 'speaker_1', 'speaker_2', 'no_speech', 'speaker_1'];
+  const ms = (t: { speaker: string; start: number; end: number }[]): [string, number, number][] => t.map((x) => [x.speaker, Math.round(x.start * 1000), Math.round(x.end * 1000)]);
+  // gaps: 128 ms (bridged), 320 ms (kept: not under 0.3 s), then speaker_2 between two speaker_1 turns (kept apart)
+  assert.deepEqual(ms(turnsOfSteps(labels, 64, 0.832, 0.3)), [
+    ['speaker_1', 0, 256],
+    ['speaker_1', 576, 640],
+    ['speaker_2', 640, 704],
+    ['speaker_1', 768, 832],
+  ]);
+  assert.equal(turnsOfSteps(labels, 64, 0.832).length, 5, 'without bridging each run of steps is a turn');
+});
