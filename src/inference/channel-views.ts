@@ -38,6 +38,8 @@ function windowKey(s: ViewSchedule): string {
 
 export class ChannelViews {
   private readonly groups = new Map<string, Group>();
+  /** Stages made elsewhere (a speaker map's) that take the speech model's decisions too. */
+  private readonly adopted: EncoderStage[] = [];
   private built: EncoderStage[] | undefined;
   /** Whether the speech model's output feeds the stages (attachSpeech): a speech-gated schedule needs it. */
   private speechAttached = false;
@@ -83,10 +85,23 @@ export class ChannelViews {
     };
   }
 
-  /** One stage per group, built once every model is attached: the caller pushes the channel's levels and samples to each and ends it. */
+  /**
+   * A stage made elsewhere (a speaker map's, engine.speakerStage) joins this channel's: it is among
+   * `stages`, and gets the speech model's decisions when its schedule is speech-gated.
+   */
+  adopt(stage: EncoderStage): EncoderStage {
+    if (this.built) throw new AurisError('INTERNAL', 'ChannelViews.adopt() after its stages were built');
+    this.adopted.push(stage);
+    return stage;
+  }
+
+  /**
+   * One stage per group, built once every model is attached, then the adopted ones: the caller
+   * pushes the channel's levels and samples to each and ends it.
+   */
   get stages(): EncoderStage[] {
-    if (!this.built && !this.speechAttached && [...this.groups.values()].some((g) => g.schedule.speechGate)) {
-      throw new AurisError('INTERNAL', 'an encoder view gated by speech needs the speech model attached (attachSpeech)');
+    if (!this.built && !this.speechAttached && ([...this.groups.values()].some((g) => g.schedule.speechGate) || this.adopted.some((s) => s.speechGated))) {
+      throw new AurisError('INTERNAL', 'an encoder stage gated by speech needs the speech model attached (attachSpeech)');
     }
     this.built ??= [...this.groups.values()].map((g) => {
       const every = g.members.map((m) => m.every).reduce(gcd);
@@ -95,7 +110,7 @@ export class ChannelViews {
         embed: (pcm, run) => this.embedAt(g, pcm, run),
         onWindow: (o) => g.members.forEach((m) => m.fusion.pushWindow(o)),
       });
-    });
+    }).concat(this.adopted);
     return this.built;
   }
 

@@ -207,16 +207,21 @@ export class EncoderStage {
     const gate = this.schedule.speechGate;
     let voiced = 0;
     let speech = 0;
+    let nonSpeech = 0;
     let hasSamples = true;
     for (let s = first; s < first + have; s++) {
       const slot = s % this.capacity;
-      if (this.levels[slot]! >= this.schedule.gateDb) voiced++;
+      const loud = this.levels[slot]! >= this.schedule.gateDb;
+      if (loud) voiced++;
       if (!this.hasSamples[slot]) hasSamples = false;
-      if (gate && s < first + gate.steps) speech += this.speech[slot]!;
+      if (gate && s < first + gate.steps) {
+        speech += this.speech[slot]!;
+        if (loud && !this.speech[slot]) nonSpeech++;
+      }
     }
     // a speech gate: a window whose first steps the speech model mostly calls music or noise is
     // not embedded, and ends the run (a voice after music then gets its own window, not the music's)
-    const heard = !gate || speech >= gate.minSpeechSteps;
+    const heard = !gate || (speech >= gate.minSpeechSteps && nonSpeech <= (gate.maxNonSpeechSteps ?? Infinity));
     const embed = heard && hasSamples && voiced >= this.schedule.minVoicedSteps;
     const sparse = !embed && heard && hasSamples && voiced >= (this.options.sparseMinVoicedSteps ?? Infinity);
     let outcome: Promise<WindowOutcome>;

@@ -6,7 +6,7 @@
  * tried, not shipped: their cards). docs/features.md describes the window schedule and the fusion.
  *
  *   manifest.views = {
- *     schedule: { window_steps, every, min_voiced_steps, gate_db, speech_gate?: { steps, min_speech_steps } },
+ *     schedule: { window_steps, every, min_voiced_steps, gate_db, speech_gate?: { steps, min_speech_steps, max_non_speech_steps? } },
  *     encoders: [ { encoder: "speaker", head: { weights, bias } }, ... ],
  *     fusion: { net, views: number[], bias }
  *   }
@@ -48,19 +48,30 @@ export interface ViewSchedule {
   gateDb: number;
   /**
    * Also needs the speech model: a window is embedded only when at least `minSpeechSteps` of its
-   * first `steps` steps are speech (the speech model's argmax); else it ends the run. The first
-   * steps only, so that their speech outputs (776 ms lookahead) are in by the window's end and a
-   * live stream's fused steps wait no longer than before (gender 2.1.1).
+   * first `steps` steps are speech (the speech model's argmax) and, where `maxNonSpeechSteps` is
+   * given, at most that many of them are voiced yet not speech (music, noise); else it ends the
+   * run. The first steps only, so that their speech outputs (776 ms lookahead) are in by the
+   * window's end and a live stream's steps wait no longer than before (gender 2.1.1; the speaker
+   * map's gate, speakers 1.10.0, asks only the second: a turn's first window, silent at its start, passes).
    */
-  speechGate?: { steps: number; minSpeechSteps: number };
+  speechGate?: SpeechGate;
+}
+
+export interface SpeechGate {
+  steps: number;
+  minSpeechSteps: number;
+  maxNonSpeechSteps?: number;
 }
 
 /** Greatest common divisor (window schedules and call boundaries). */
 export const gcd = (a: number, b: number): number => (b === 0 ? a : gcd(b, a % b));
 
-/** The models whose encoder views are speech-gated: they need the speech model's per-step decisions (ChannelViews.attachSpeech). */
-export function speechGatedModels<M extends { views?: ModelViews | undefined }>(models: readonly M[]): M[] {
-  return models.filter((m) => m.views?.schedule.speechGate !== undefined);
+/**
+ * The models whose encoder windows are speech-gated (their views', or a speaker map's): they need
+ * the speech model's per-step decisions (ChannelViews.attachSpeech).
+ */
+export function speechGatedModels<M extends { views?: ModelViews | undefined; speakerMap?: { schedule: ViewSchedule } | undefined }>(models: readonly M[]): M[] {
+  return models.filter((m) => (m.views?.schedule.speechGate ?? m.speakerMap?.schedule.speechGate) !== undefined);
 }
 
 /** One encoder and our head on its embeddings: one logit per class (two classes: class 0's row is zero). */
@@ -143,13 +154,20 @@ function classRows(v: unknown, classes: number, width: number): Float32Array | u
   return Float32Array.from((rows as number[][]).flat());
 }
 
-/** "views.schedule.speech_gate": {steps, min_speech_steps} (absent before gender 2.1.1: no gate). */
-function parseSpeechGate(g: unknown, windowSteps: number, file: string): ViewSchedule['speechGate'] {
+/**
+ * A schedule's "speech_gate": {steps, min_speech_steps, max_non_speech_steps?} (absent: no gate;
+ * gender 2.1.1 in "views.schedule", the speaker map since 1.10.0 in "speaker_map"). `where` names
+ * the key in errors; `fail` makes the model's load error.
+ */
+export function parseSpeechGate(g: unknown, windowSteps: number, where: string, fail: (problem: string) => Error): SpeechGate | undefined {
   if (g === undefined) return undefined;
-  if (!isObj(g) || !isPosInt(g['steps']) || !isPosInt(g['min_speech_steps']) || g['steps'] > windowSteps || g['min_speech_steps'] > g['steps']) {
-    throw fail(file, `"views.schedule.speech_gate" must be {steps: 1..${windowSteps}, min_speech_steps: 1..steps}`);
+  const count = (v: unknown, max: number): v is number => typeof v === 'number' && Number.isInteger(v) && v >= 0 && v <= max;
+  if (!isObj(g) || !isPosInt(g['steps']) || g['steps'] > windowSteps || !count(g['min_speech_steps'], g['steps'])
+    || (g['max_non_speech_steps'] !== undefined && !count(g['max_non_speech_steps'], g['steps']))) {
+    throw fail(`"${where}" must be {steps: 1..${windowSteps}, min_speech_steps: 0..steps, max_non_speech_steps?: 0..steps}`);
   }
-  return { steps: g['steps'], minSpeechSteps: g['min_speech_steps'] };
+  const max = g['max_non_speech_steps'];
+  return { steps: g['steps'], minSpeechSteps: g['min_speech_steps'], ...(max !== undefined ? { maxNonSpeechSteps: max as number } : {}) };
 }
 
 /** Parses and checks a model manifest's "views" (undefined: the model has none). */
@@ -177,7 +195,7 @@ export function parseViews(raw: unknown, modelsDir: string, file: string, classe
   }
   if (s['window_steps'] !== windowSteps) throw fail(file, `"views.schedule.window_steps" must be the encoders' ${windowSteps}`);
   if ((s['min_voiced_steps'] as number) > windowSteps) throw fail(file, '"views.schedule.min_voiced_steps" exceeds the window');
-  const speechGate = parseSpeechGate(s['speech_gate'], windowSteps, file);
+  const speechGate = parseSpeechGate(s['speech_gate'], windowSteps, 'views.schedule.speech_gate', (problem) => fail(file, problem));
   const f = raw['fusion'];
   const fusionBias = isObj(f) ? classRows(f['bias'], classes, 1) : undefined;
   if (!isObj(f) || !isNum(f['net']) || !fusionBias || !Array.isArray(f['views']) || f['views'].length !== views.length || !f['views'].every(isNum)) {

@@ -233,7 +233,7 @@ function channelStates(plan: AnalysisPlan, channels: number[], expected: number,
         // no network: the encoder stage's windows are clustered once the channel is read
         const map = new FileSpeakerMap(m.speakerMap);
         st.speakers = { model: m.name, info: m.speakerMap, map };
-        st.stages.push(plan.engine.speakerStage(m, (o) => map.pushWindow(o)));
+        views.adopt(plan.engine.speakerStage(m, (o) => map.pushWindow(o)));
         continue;
       }
       const store = new StepBuffer(m.rawKeys.length, expected + 1);

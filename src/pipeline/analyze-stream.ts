@@ -143,12 +143,12 @@ export class StreamSession {
       encoding: this.g711 ? 's16le' : (options.encoding as SampleEncoding),
       channel: options.channel,
     });
+    const views = engine.channelViews();
     const networks = infos.filter((m) => {
       if (!m.speakerMap) return true;
-      this.startSpeakerMap(engine, m);
+      this.startSpeakerMap(engine, m, views);
       return false;
     });
-    const views = engine.channelViews();
     const speechAlign = speechCallAlign(infos, this.per);
     this.runners = networks.map((m) => this.finalRunner(engine, m, views, m.name === SPEECH_MODEL ? speechAlign : this.per));
     this.stages.push(...views.stages);
@@ -195,7 +195,7 @@ export class StreamSession {
   }
 
   /** The speaker map has no network: its encoder stage feeds an online assignment (src/speakers). */
-  private startSpeakerMap(engine: InferenceEngine, m: ModelInfo): void {
+  private startSpeakerMap(engine: InferenceEngine, m: ModelInfo, views: ChannelViews): void {
     const options = this.options;
     const store = new StepBuffer(m.rawKeys.length);
     this.probs.set(m.name, store);
@@ -208,7 +208,8 @@ export class StreamSession {
     // each speaker's gender in the summary when `gender` is requested too (speaker-gender.ts)
     const gender = options.includeSummary && engine.registry.has('gender') ? requestedSpeakerGender([m, engine.registry.get('gender')], options.models) : undefined;
     this.speakers = { info: m, map: live, gender };
-    this.stages.push(engine.speakerStage(m, (o) => live.pushWindow(o), { live: true }));
+    // its stage takes the speech model's decisions through the channel's views (a speech gate, 1.10.0)
+    views.adopt(engine.speakerStage(m, (o) => live.pushWindow(o), { live: true }));
   }
 
   /** The runner of a network's final results (today's, equal to file jobs). */

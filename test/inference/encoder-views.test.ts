@@ -171,6 +171,79 @@ describe('encoder stage with a speech gate (gender 2.1.1)', () => {
   });
 });
 
+describe("encoder stage with a non-speech gate (the speaker map's, speakers 1.10.0)", () => {
+  // hop 6 (the speaker map's overlapping windows), every window embedded; the speech model hears
+  // music in steps [30, 60) (voiced, not speech) and speech elsewhere; steps [90, 114) silent: a
+  // turn after a pause. The gate: at most 6 of a window's first 13 steps voiced yet not speech.
+  const H = 6;
+  const gate = { ...schedule, hopSteps: H, every: 1, speechGate: { steps: 13, minSpeechSteps: 0, maxNonSpeechSteps: 6 } };
+  const steps = 130;
+  const sig = signal(steps, (s) => s < 90 || s >= 114);
+  const speech = Uint8Array.from({ length: steps }, (_, s) => (s >= 30 && s < 60) || (s >= 90 && s < 114) ? 0 : 1);
+
+  async function run(chunk: number, lag: number, withGate = true): Promise<string[]> {
+    const outcomes: WindowOutcome[] = [];
+    const { speechGate: _unused, ...levelsOnly } = gate;
+    const stage = new EncoderStage({ schedule: withGate ? gate : levelsOnly, embed: async () => [Float32Array.of(0)], onWindow: (o) => void outcomes.push(o), sparseMinVoicedSteps: 4 });
+    let flagged = 0;
+    for (let s = 0; s < steps; s += chunk) {
+      const n = Math.min(chunk, steps - s);
+      void stage.push(sig.levels.subarray(s, s + n), sig.pcm.subarray(s * STEP_SAMPLES, (s + n) * STEP_SAMPLES), n);
+      const upTo = Math.max(0, s + n - lag);
+      if (upTo > flagged) stage.pushSpeech(speech.subarray(flagged, upTo), upTo - flagged);
+      flagged = Math.max(flagged, upTo);
+    }
+    const ended = stage.end();
+    if (flagged < steps) stage.pushSpeech(speech.subarray(flagged), steps - flagged);
+    await ended;
+    return outcomes.map((o) => `${o.window}:${o.kind}`);
+  }
+
+  it('skips the windows whose first steps are mostly music, keeps a turn\'s first window after silence', async () => {
+    const got = await run(1000, 0);
+    const kind = (w: number): string => got[w]!.split(':')[1]!;
+    // window j starts at 6j: its first 13 steps [6j, 6j + 13) hold more than 6 music steps for j = 4..8
+    for (let j = 0; j < got.length; j++) {
+      const first = j * H;
+      let music = 0;
+      for (let s = first; s < Math.min(first + 13, steps); s++) if (s >= 30 && s < 60) music++;
+      if (music > 6) assert.equal(kind(j), 'none', `window ${j} (music in ${music} of its first 13 steps)`);
+    }
+    assert.deepEqual([4, 5, 6, 7, 8].map(kind), ['none', 'none', 'none', 'none', 'none']);
+    assert.equal(kind(3), 'embedded', 'window 3: 12 speech steps, then music');
+    assert.equal(kind(9), 'embedded', 'window 9: 6 music steps, then speech');
+    // windows 15-16 start in the pause: silent steps are no evidence of music, the voice after it passes
+    assert.equal(kind(15), 'none', 'window 15: 1 voiced step');
+    assert.equal(kind(16), 'sparse', 'window 16: 7 voiced steps after 13 silent ones, a turn\'s first window');
+    assert.equal(kind(17), 'embedded');
+    // the Python twin's case (training/tests/test_diarization.py test_speech_gate_matches_the_stage)
+    assert.deepEqual(got.filter((o) => o.endsWith(':sparse')), ['14:sparse', '16:sparse', '21:sparse']);
+    const ungated = await run(1000, 0, false);
+    assert.deepEqual([4, 5, 6, 7, 8].map((w) => ungated[w]), ['4:embedded', '5:embedded', '6:embedded', '7:embedded', '8:embedded'], 'without the gate the music is embedded');
+    assert.deepEqual(ungated.slice(15, 18), got.slice(15, 18));
+  });
+
+  it('decides the same windows whatever the chunking and the speech flags\' lag', async () => {
+    const file = await run(1000, 0);
+    assert.deepEqual(await run(1, 12), file);
+    assert.deepEqual(await run(5, 12), file);
+    assert.deepEqual(await run(1000, steps), file);
+  });
+
+  it('a stage adopted by the channel views gets the speech model\'s decisions, and needs them', () => {
+    const views = new ChannelViews(async () => Float32Array.of(0));
+    views.adopt(new EncoderStage({ schedule: gate, embed: async () => [Float32Array.of(0)], onWindow: () => undefined }));
+    assert.throws(() => views.stages, /speech model/);
+    const withSpeech = new ChannelViews(async () => Float32Array.of(0));
+    const stage = withSpeech.adopt(new EncoderStage({ schedule: gate, embed: async () => [Float32Array.of(0)], onWindow: () => undefined }));
+    const out = withSpeech.attachSpeech({ name: 'speech', rawKeys: ['music', 'other', 'speech'] } as unknown as ModelInfo, () => undefined, 2);
+    assert.deepEqual(withSpeech.stages, [stage]);
+    void stage.push(Float32Array.from({ length: W }, () => -20), new Float32Array(W * STEP_SAMPLES), W);
+    out(0, Float32Array.from({ length: 3 * 13 }, (_, i) => (i % 3 === 2 ? 0.9 : 0.05)), 13);
+    assert.equal(stage.calls, 1, 'the speech flags reached the adopted stage, which embedded its window');
+  });
+});
+
 describe('view fusion', () => {
   // two views: the second head is 0.5 * e[1], weighted -1 (so it cancels a part of the first)
   // two classes: class 0's row of every head and bias is zero (views.ts)

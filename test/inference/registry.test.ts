@@ -117,9 +117,13 @@ describe('model registry', () => {
     assert.deepEqual(shipped.speechGate, { steps: 13, minSpeechSteps: 4 });
     const none = ModelRegistry.loadSync({ modelsDir: gateOf('gate-none', (s) => delete s['speech_gate']) }).get('gender').views!.schedule;
     assert.equal(none.speechGate, undefined, 'a manifest before 2.1.1: the level gate alone');
-    for (const [i, g] of [{ steps: 26, min_speech_steps: 4 }, { steps: 13, min_speech_steps: 14 }, { steps: 13 }, { steps: 0, min_speech_steps: 0 }, [13, 4]].entries()) {
+    const both = ModelRegistry.loadSync({ modelsDir: gateOf('gate-both', (s) => (s['speech_gate'] = { steps: 13, min_speech_steps: 0, max_non_speech_steps: 6 })) }).get('gender').views!.schedule;
+    assert.deepEqual(both.speechGate, { steps: 13, minSpeechSteps: 0, maxNonSpeechSteps: 6 });
+    const bad = [{ steps: 26, min_speech_steps: 4 }, { steps: 13, min_speech_steps: 14 }, { steps: 13 }, { steps: 0, min_speech_steps: 0 }, [13, 4],
+      { steps: 13, min_speech_steps: 4, max_non_speech_steps: 14 }, { steps: 13, min_speech_steps: 4, max_non_speech_steps: -1 }, { steps: 13, min_speech_steps: 4, max_non_speech_steps: '6' }];
+    for (const [i, g] of bad.entries()) {
       const dir = gateOf(`gate-bad-${i}`, (s) => (s['speech_gate'] = g));
-      expectLoadError(() => ModelRegistry.loadSync({ modelsDir: dir }), path.join(dir, 'gender', 'manifest.json'), /speech_gate" must be \{steps: 1\.\.25, min_speech_steps: 1\.\.steps\}/);
+      expectLoadError(() => ModelRegistry.loadSync({ modelsDir: dir }), path.join(dir, 'gender', 'manifest.json'), /speech_gate" must be \{steps: 1\.\.25, min_speech_steps: 0\.\.steps, max_non_speech_steps\?: 0\.\.steps\}/);
     }
   });
 

@@ -79,6 +79,10 @@ class Params:
     # mostly a turn's first and last windows); each is scored against the speakers as they stand, joins or opens none,
     # and counts in the steps it covers, provisional and final (speakers 1.9.0; sparse_windows); 0 = none
     sparse_min_voiced_steps: int = 0
+    # files and streams embed a window only when at most max_non_speech_steps of its first `steps` steps are voiced yet
+    # not speech (and at least min_speech_steps are speech): {"steps", "min_speech_steps", "max_non_speech_steps"}, the
+    # manifest's speech_gate (speakers 1.10.0; gate_passes); None = none
+    speech_gate: dict | None = None
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -96,7 +100,8 @@ class Params:
         optional = {"whitening": "", "alike_merge": None, "whitened_scores": False,  # absent before 1.4.0 / 1.6.0 / 1.7.0
                     "free_recluster_min_windows": 0,  # absent before 1.8.0
                     "free_recluster_every": 0,  # absent before 1.8.1
-                    "sparse_min_voiced_steps": 0}  # absent before 1.9.0
+                    "sparse_min_voiced_steps": 0,  # absent before 1.9.0
+                    "speech_gate": None}  # absent before 1.10.0
         missing = [f.name for f in fields(cls) if f.name not in block and f.name not in optional]
         if missing:
             raise KeyError(f"{path}: speaker_map lacks {missing}")
@@ -154,17 +159,38 @@ def voiced_counts(levels: np.ndarray, hop: int, gate_db: float) -> np.ndarray:
     return (c[ends] - c[starts]).astype(int)
 
 
-def embedded_windows(levels: np.ndarray, p: Params) -> np.ndarray:
-    """Indexes j of the windows that are embedded (>= min_voiced_steps voiced steps)."""
-    return np.nonzero(voiced_counts(levels, p.hop_steps, p.gate_db) >= p.min_voiced_steps)[0]
+def gate_passes(levels: np.ndarray, p: Params, speech=None) -> np.ndarray:
+    """Per window: whether the speech gate lets it be embedded (encoder-stage.ts closeWindow): among its first
+    speech_gate["steps"] steps, at least min_speech_steps speech and at most max_non_speech_steps voiced yet not speech
+    (`speech`: the speech model's per-step decision; steps past the end count as neither). All true without a gate."""
+    n = num_windows(len(levels), p.hop_steps)
+    g = p.speech_gate
+    if not g:
+        return np.ones(n, dtype=bool)
+    if speech is None:
+        raise ValueError("a speech-gated schedule needs the per-step speech decisions")
+    sp = np.asarray(speech, dtype=bool)[:len(levels)]
+    other = (np.asarray(levels) >= p.gate_db) & ~sp
+    cs, co = (np.concatenate([[0], np.cumsum(x)]) for x in (sp, other))
+    starts = np.arange(n) * p.hop_steps
+    ends = np.minimum(starts + g["steps"], len(levels))
+    most = g.get("max_non_speech_steps")
+    ok = (cs[ends] - cs[starts]) >= g["min_speech_steps"]
+    return ok & ((co[ends] - co[starts]) <= most) if most is not None else ok
 
 
-def sparse_windows(levels: np.ndarray, p: Params) -> np.ndarray:
-    """Indexes j of the windows a stream embeds to score only (sparse_min_voiced_steps <= voiced < min_voiced_steps)."""
+def embedded_windows(levels: np.ndarray, p: Params, speech=None) -> np.ndarray:
+    """Indexes j of the windows that are embedded (>= min_voiced_steps voiced steps; the speech gate passed)."""
+    return np.nonzero((voiced_counts(levels, p.hop_steps, p.gate_db) >= p.min_voiced_steps) & gate_passes(levels, p, speech))[0]
+
+
+def sparse_windows(levels: np.ndarray, p: Params, speech=None) -> np.ndarray:
+    """Indexes j of the windows a stream embeds to score only (sparse_min_voiced_steps <= voiced < min_voiced_steps;
+    the speech gate passed)."""
     if p.sparse_min_voiced_steps <= 0:
         return np.zeros(0, dtype=int)
     c = voiced_counts(levels, p.hop_steps, p.gate_db)
-    return np.nonzero((c >= p.sparse_min_voiced_steps) & (c < p.min_voiced_steps))[0]
+    return np.nonzero((c >= p.sparse_min_voiced_steps) & (c < p.min_voiced_steps) & gate_passes(levels, p, speech))[0]
 
 
 # ------------------------------------------------------------------ 2. file clustering (clusterWindows)
@@ -819,10 +845,10 @@ def stream_map(num_steps: int, win, E: np.ndarray, p: Params, max_speakers: int 
 
 def run(levels: np.ndarray, embed, p: Params, num_speakers: int | None = None, speech=None) -> tuple[dict, dict]:
     """Files and streams from step levels and embed(window index) -> 256-d (or a dict window -> vector)."""
-    win = embedded_windows(levels, p)
+    win = embedded_windows(levels, p, speech)
     get = embed.__getitem__ if isinstance(embed, dict) else embed
     E = np.stack([np.asarray(get(int(j)), dtype=np.float64) for j in win]) if len(win) else np.zeros((0, 256))
     S = len(levels)
-    xw = sparse_windows(levels, p)
+    xw = sparse_windows(levels, p, speech)
     X = np.stack([np.asarray(get(int(j)), dtype=np.float64) for j in xw]) if len(xw) else None
     return file_map(S, win, E, p, num_speakers, speech=speech), stream_map(S, win, E, p, sparse_win=xw, sparse_E=X)

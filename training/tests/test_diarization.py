@@ -320,3 +320,24 @@ def test_window_voices_take_the_voice_speaking_most():
     rec = {"levels": np.zeros(200), "turns": [("b", 0.0, 1.0), ("a", 1.0, 6.4)]}  # b: steps 0-15, a: 15-100
     # windows of 25 steps from 0, 6, 12, 90, 180: b 16 vs a 10, then a, a, a alone, nobody
     assert R.window_voices(rec, np.array([0, 1, 2, 15, 30]), 6).tolist() == [1, 0, 0, 0, -1]
+
+
+def test_speech_gate_matches_the_stage():
+    """The speaker map's speech gate (speakers 1.10.0), the case of test/inference/encoder-views.test.ts: hop 6, music
+    in steps 30-59 (voiced, not speech), a silent pause 90-113; at most 6 of a window's first 13 steps voiced yet not
+    speech. Windows 4-8 start in the music and are not embedded; window 16 (silent first steps) is a sparse window, as are
+    14 (the voice before the pause) and 21 (the last, 4 steps)."""
+    steps = 130
+    levels = np.array([-20.0 if s < 90 or s >= 114 else -90.0 for s in range(steps)])
+    speech = np.array([0 if 30 <= s < 60 or 90 <= s < 114 else 1 for s in range(steps)])
+    p = C.Params(hop_steps=6, min_voiced_steps=8, sparse_min_voiced_steps=4, gate_db=-50,
+                 speech_gate={"steps": 13, "min_speech_steps": 0, "max_non_speech_steps": 6})
+    win, sparse = set(C.embedded_windows(levels, p, speech)), set(C.sparse_windows(levels, p, speech))
+    assert not win & {4, 5, 6, 7, 8} and {3, 9, 17} <= win and 15 not in win | sparse and sparse == {14, 16, 21}
+    ungated = set(C.embedded_windows(levels, C.Params(**{**p.as_dict(), "speech_gate": None})))
+    assert ungated - win == {4, 5, 6, 7, 8}
+    try:
+        C.embedded_windows(levels, p)
+        raise AssertionError("a gated schedule without speech decisions must fail")
+    except ValueError:
+        pass
