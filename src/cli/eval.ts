@@ -68,14 +68,14 @@ export function formatReport(r: EvalReport): string {
 }
 
 /** `--conversations DIR`: the speaker map's diarization error rate (src/eval/speakers.ts). */
-async function evalConversations(dir: string, oracleCount: boolean, json: string | undefined): Promise<number> {
+async function evalConversations(dir: string, oracleCount: boolean, json: string | undefined, modelsDir: string | undefined): Promise<number> {
   const { readConversations, scoreConversation, groupScores, formatGroups } = await import('../eval/speakers');
   const list = readConversations(dir);
   if (list.length === 0) throw new Error(`--conversations: no <name>.wav + <name>.json pairs in ${dir}`);
   const scores = [];
   const t0 = Date.now();
   for (const c of list) {
-    const s = await scoreConversation(c, oracleCount ? { numSpeakers: c.speakers } : {});
+    const s = await scoreConversation(c, oracleCount ? { numSpeakers: c.speakers } : {}, modelsDir);
     scores.push(s);
     process.stderr.write(`[eval] ${c.name}: ${c.speakers} speakers, file DER ${(100 * s.file.der).toFixed(1)} % (${s.file.hypSpeakers} found), stream ${(100 * s.stream.der).toFixed(1)} % (${s.stream.hypSpeakers})\n`);
   }
@@ -115,7 +115,7 @@ export async function run(argv: string[]): Promise<number> {
     process.stdout.write(HELP);
     return 0;
   }
-  if (values.conversations !== undefined) return evalConversations(values.conversations, values['oracle-count'] === true, values.json);
+  if (values.conversations !== undefined) return evalConversations(values.conversations, values['oracle-count'] === true, values.json, values['models-dir']);
   if (!values.csv || values.csv.length === 0) {
     process.stderr.write(`auris eval: --csv is required\n\n${HELP}`);
     return 2;

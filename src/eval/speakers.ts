@@ -104,12 +104,12 @@ function labelsOf(steps: readonly TimeStepResult[]): string[] {
 }
 
 /** One conversation as a file job and as a stream. */
-export async function scoreConversation(c: Conversation, counts: { numSpeakers?: number } = {}): Promise<ConversationScore> {
+export async function scoreConversation(c: Conversation, counts: { numSpeakers?: number } = {}, modelsDir?: string): Promise<ConversationScore> {
   const audio = wavAsF32(c.wav);
   const request = { models: [MODEL], outputPeriodMs: PERIOD_MS, includeSummary: false, includeTransitions: false, includeRaw: false, ...counts };
-  const fileRun = await analyzeFile({ path: c.wav }, request);
+  const engine = await sharedEngine(modelsDir !== undefined ? { modelsDir } : {});
+  const fileRun = await analyzeFile({ path: c.wav }, request, { engine });
   const fileLabels = labelsOf(fileRun.channels['0']!.time_series);
-  const engine = await sharedEngine();
   const steps: TimeStepResult[] = [];
   const session = new StreamSession(
     engine,
