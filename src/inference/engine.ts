@@ -164,14 +164,17 @@ export class InferenceEngine {
   /**
    * The encoder stage of a speaker-map model's channel (src/speakers): every voiced window of its
    * schedule is embedded on the pool and reported, in order, to `onWindow`; for a live stream
-   * (`live`) also the sparse windows its manifest names (manifest.ts sparseMinVoicedSteps).
+   * (`live`) also the sparse windows its manifest names (manifest.ts sparseMinVoicedSteps), for a
+   * file job not the windows its file speech gate refuses (the speech model's decisions, pushed by
+   * ChannelViews.attachSpeech once the stage is adopted).
    */
   speakerStage(model: ModelInfo, onWindow: (o: WindowOutcome) => void | Promise<void>, { live = false } = {}): EncoderStage {
     const map = model.speakerMap;
     if (!map) throw new AurisError('INVALID_ARGUMENT', `model ${model.name} is not a speaker map`);
     const embed = (pcm: Float32Array): Promise<Float32Array[]> => this.pool.runEncoder(map.encoder, pcm).then((e) => [e]);
     const sparse = live && map.sparseMinVoicedSteps !== undefined ? { sparseMinVoicedSteps: map.sparseMinVoicedSteps } : {};
-    return new EncoderStage({ schedule: map.schedule, embed, onWindow, ...sparse });
+    const schedule = !live && map.fileSpeechGate ? { ...map.schedule, speechGate: map.fileSpeechGate } : map.schedule;
+    return new EncoderStage({ schedule, embed, onWindow, ...sparse });
   }
 
   async close(): Promise<void> {

@@ -52,7 +52,7 @@ export interface ViewSchedule {
    * given, at most that many of them are voiced yet not speech (music, noise); else it ends the
    * run. The first steps only, so that their speech outputs (776 ms lookahead) are in by the
    * window's end and a live stream's steps wait no longer than before (gender 2.1.1; the speaker
-   * map's gate, speakers 1.10.0, asks only the second: a turn's first window, silent at its start, passes).
+   * map's file gate, speakers 1.10.0, asks only the second: a turn's first window, silent at its start, passes).
    */
   speechGate?: SpeechGate;
 }
@@ -67,11 +67,15 @@ export interface SpeechGate {
 export const gcd = (a: number, b: number): number => (b === 0 ? a : gcd(b, a % b));
 
 /**
- * The models whose encoder windows are speech-gated (their views', or a speaker map's): they need
- * the speech model's per-step decisions (ChannelViews.attachSpeech).
+ * The models whose encoder windows are speech-gated: they need the speech model's per-step
+ * decisions (ChannelViews.attachSpeech). Views are gated in files and streams alike; a speaker
+ * map's `fileSpeechGate` only in file jobs (`files`).
  */
-export function speechGatedModels<M extends { views?: ModelViews | undefined; speakerMap?: { schedule: ViewSchedule } | undefined }>(models: readonly M[]): M[] {
-  return models.filter((m) => (m.views?.schedule.speechGate ?? m.speakerMap?.schedule.speechGate) !== undefined);
+export function speechGatedModels<M extends { views?: ModelViews | undefined; speakerMap?: { fileSpeechGate?: SpeechGate } | undefined }>(
+  models: readonly M[],
+  { files = false } = {},
+): M[] {
+  return models.filter((m) => m.views?.schedule.speechGate !== undefined || (files && m.speakerMap?.fileSpeechGate !== undefined));
 }
 
 /** One encoder and our head on its embeddings: one logit per class (two classes: class 0's row is zero). */
@@ -156,7 +160,7 @@ function classRows(v: unknown, classes: number, width: number): Float32Array | u
 
 /**
  * A schedule's "speech_gate": {steps, min_speech_steps, max_non_speech_steps?} (absent: no gate;
- * gender 2.1.1 in "views.schedule", the speaker map since 1.10.0 in "speaker_map"). `where` names
+ * gender 2.1.1 in "views.schedule", the speaker map's file jobs since 1.10.0 "speaker_map.file_speech_gate"). `where` names
  * the key in errors; `fail` makes the model's load error.
  */
 export function parseSpeechGate(g: unknown, windowSteps: number, where: string, fail: (problem: string) => Error): SpeechGate | undefined {

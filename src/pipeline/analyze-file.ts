@@ -222,7 +222,7 @@ function channelStates(plan: AnalysisPlan, channels: number[], expected: number,
   // a speech-gated encoder view holds each window's samples until the speech model has heard its
   // first steps: the speech model then runs in shorter windows, so that it holds less (an hour
   // with every model: 330 MiB peak against 368 with 1024-step windows; the speech model is cheap)
-  const speechGated = speechGatedModels(plan.infos).length > 0;
+  const speechGated = speechGatedModels(plan.infos, { files: true }).length > 0;
   const gatingSpeechOptions = { ...runnerOptions, windowSteps: Math.min(runnerOptions.windowSteps ?? GATING_SPEECH_WINDOW_STEPS, GATING_SPEECH_WINDOW_STEPS) };
   const states = new Map<number, ChannelState>();
   for (const ch of channels) {

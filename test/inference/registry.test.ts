@@ -263,14 +263,14 @@ describe('model registry', () => {
       const wrong = withMap(`map-bad-sparse-${String(v)}`, (b) => (b['sparse_min_voiced_steps'] = v));
       expectLoadError(() => ModelRegistry.loadSync({ modelsDir: wrong }), path.join(wrong, 'speakers', 'manifest.json'), /sparse_min_voiced_steps" must be an integer in 1\.\.11/);
     }
-    // the speech gate (speakers 1.10.0's option; absent: windows decided on their levels alone)
-    const gated = ModelRegistry.loadSync({ modelsDir: withMap('map-gate', (b) => (b['speech_gate'] = { steps: 13, min_speech_steps: 0, max_non_speech_steps: 6 })) }).get('speakers').speakerMap!;
-    assert.deepEqual(gated.schedule.speechGate, { steps: 13, minSpeechSteps: 0, maxNonSpeechSteps: 6 });
-    const ungated = ModelRegistry.loadSync({ modelsDir: withMap('map-no-gate', (b) => delete b['speech_gate']) }).get('speakers').speakerMap!;
-    assert.equal(ungated.schedule.speechGate, undefined);
+    // file jobs' speech gate (speakers 1.10.0; absent: windows decided on their levels alone); never the streams' schedule
+    assert.deepEqual(shipped.fileSpeechGate, { steps: 13, minSpeechSteps: 0, maxNonSpeechSteps: 10 });
+    assert.equal(shipped.schedule.speechGate, undefined, 'streams are not gated');
+    const ungated = ModelRegistry.loadSync({ modelsDir: withMap('map-no-gate', (b) => delete b['file_speech_gate']) }).get('speakers').speakerMap!;
+    assert.equal(ungated.fileSpeechGate, undefined, 'a manifest before 1.10.0: no gate');
     for (const [i, g] of [{ steps: 26, min_speech_steps: 0 }, { steps: 13, min_speech_steps: 0, max_non_speech_steps: 14 }, 6].entries()) {
-      const wrong = withMap(`map-bad-gate-${i}`, (b) => (b['speech_gate'] = g));
-      expectLoadError(() => ModelRegistry.loadSync({ modelsDir: wrong }), path.join(wrong, 'speakers', 'manifest.json'), /"speaker_map\.speech_gate" must be \{steps: 1\.\.25/);
+      const wrong = withMap(`map-bad-gate-${i}`, (b) => (b['file_speech_gate'] = g));
+      expectLoadError(() => ModelRegistry.loadSync({ modelsDir: wrong }), path.join(wrong, 'speakers', 'manifest.json'), /"speaker_map\.file_speech_gate" must be \{steps: 1\.\.25/);
     }
     // the whitening (speakers 1.4.0; absent or "": none): a square matrix of the encoder's dim beside the manifest
     const dim = shipped.encoder.dim;

@@ -14,6 +14,8 @@ import { execFileSync } from 'node:child_process';
 import { closeSharedEngines, InferenceEngine, sharedEngine } from '../../src/inference';
 import { loadEncoder, type EncoderInfo } from '../../src/inference/views';
 import { analyzeFile } from '../../src/pipeline';
+import { StreamSession } from '../../src/pipeline/analyze-stream';
+import { decodeAll } from '../../src/audio';
 
 const ROOT = path.join(__dirname, '..', '..', '..');
 interface Golden {
@@ -95,6 +97,53 @@ describe('pretrained encoders', () => {
     for (const encoder of shippedEncoders()) {
       const [a, b] = await Promise.all(golden(encoder.name.replace('encoder:', '')).windows.map((w) => engine.pool.runEncoder(encoder, goldenSignal(w.f0))));
       assert.ok(cosine(a!, b!) < 0.99, `${encoder.name}: cosine of the 110 Hz and 220 Hz windows ${cosine(a!, b!)}`);
+    }
+  });
+});
+
+describe("the speaker map's file speech gate (speakers 1.10.0)", () => {
+  const fixtures = path.join(ROOT, 'test', 'fixtures', 'models');
+  const request = { models: ['speakers'], outputPeriodMs: 64 };
+
+  it('a file job embeds no window over a noise the speech model hears no speech in (but one, below); a live stream still does', async () => {
+    const engine = await sharedEngine();
+    const noise = path.join(fixtures, 'noise.flac');
+    let before = engine.pool.stats.encoderWindows;
+    const file = await analyzeFile({ path: noise }, request, { engine });
+    const fileWindows = engine.pool.stats.encoderWindows - before;
+    // 9 windows start in the 4 s (every 6 steps), all loud; the speech model calls the noise `other` or `music` but
+    // for 3 of the last window's first 13 steps, so that one passes (at most 10 of 13 may be voiced non-speech)
+    assert.ok(fileWindows <= 1, `${fileWindows} encoder windows of a file job over the noise`);
+    const speakerSteps = file.channels['0']!.time_series.filter((s) => s.results['speakers']!.result.startsWith('speaker_')).length;
+    assert.ok(speakerSteps <= 4, `only the steps the speech model calls speech have a speaker: ${speakerSteps}`);
+    // the same noise as a live stream: its windows are decided on their levels alone (the gate cost streams DER)
+    const { info, samples } = await decodeAll({ path: noise });
+    before = engine.pool.stats.encoderWindows;
+    const session = new StreamSession(engine, { ...request, channel: 0, sampleRate: info.sampleRate, encoding: 'f32le', channels: info.channels, includeSummary: false, includeTransitions: false, includeRaw: false }, { onStep: () => undefined, onError: () => undefined });
+    try {
+      session.push(Buffer.from(samples.buffer, samples.byteOffset, samples.byteLength));
+      await session.end();
+    } finally {
+      session.close();
+    }
+    const streamWindows = engine.pool.stats.encoderWindows - before;
+    assert.ok(streamWindows >= 8, `a stream embeds the loud noise windows: ${streamWindows}`);
+  });
+
+  it('a voice right after the noise gets its windows and a speaker', async () => {
+    const engine = await sharedEngine();
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'auris-map-gate-'));
+    try {
+      const joined = path.join(dir, 'noise-then-voice.wav');
+      execFileSync('sox', [path.join(fixtures, 'noise.flac'), path.join(fixtures, 'male-g711.flac'), '-r', '16000', '-c', '1', joined]);
+      const before = engine.pool.stats.encoderWindows;
+      const result = await analyzeFile({ path: joined }, request, { engine });
+      assert.ok(engine.pool.stats.encoderWindows - before >= 3, 'windows over the voice');
+      const steps = result.channels['0']!.time_series.map((s) => s.results['speakers']!.result);
+      const voiced = steps.filter((l) => l.startsWith('speaker_'));
+      assert.ok(voiced.length > 10 && voiced.every((l) => l === 'speaker_1'), `speaker steps: ${voiced.length}, ${[...new Set(voiced)].join(', ')}`);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
     }
   });
 });

@@ -79,10 +79,10 @@ class Params:
     # mostly a turn's first and last windows); each is scored against the speakers as they stand, joins or opens none,
     # and counts in the steps it covers, provisional and final (speakers 1.9.0; sparse_windows); 0 = none
     sparse_min_voiced_steps: int = 0
-    # files and streams embed a window only when at most max_non_speech_steps of its first `steps` steps are voiced yet
-    # not speech (and at least min_speech_steps are speech): {"steps", "min_speech_steps", "max_non_speech_steps"}, the
-    # manifest's speech_gate (speakers 1.10.0; gate_passes); None = none
-    speech_gate: dict | None = None
+    # file jobs embed a window only when at most max_non_speech_steps of its first `steps` steps are voiced yet not
+    # speech (and at least min_speech_steps are speech): {"steps", "min_speech_steps", "max_non_speech_steps"}, the
+    # manifest's file_speech_gate (speakers 1.10.0; gate_passes; streams are not gated); None = none
+    file_speech_gate: dict | None = None
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -101,7 +101,7 @@ class Params:
                     "free_recluster_min_windows": 0,  # absent before 1.8.0
                     "free_recluster_every": 0,  # absent before 1.8.1
                     "sparse_min_voiced_steps": 0,  # absent before 1.9.0
-                    "speech_gate": None}  # absent before 1.10.0
+                    "file_speech_gate": None}  # absent before 1.10.0
         missing = [f.name for f in fields(cls) if f.name not in block and f.name not in optional]
         if missing:
             raise KeyError(f"{path}: speaker_map lacks {missing}")
@@ -159,12 +159,13 @@ def voiced_counts(levels: np.ndarray, hop: int, gate_db: float) -> np.ndarray:
     return (c[ends] - c[starts]).astype(int)
 
 
-def gate_passes(levels: np.ndarray, p: Params, speech=None) -> np.ndarray:
-    """Per window: whether the speech gate lets it be embedded (encoder-stage.ts closeWindow): among its first
-    speech_gate["steps"] steps, at least min_speech_steps speech and at most max_non_speech_steps voiced yet not speech
-    (`speech`: the speech model's per-step decision; steps past the end count as neither). All true without a gate."""
+def gate_passes(levels: np.ndarray, p: Params, speech=None, gate: dict | None = None) -> np.ndarray:
+    """Per window: whether a speech gate (`gate`, e.g. p.file_speech_gate) lets it be embedded (encoder-stage.ts
+    closeWindow): among its first gate["steps"] steps, at least min_speech_steps speech and at most
+    max_non_speech_steps voiced yet not speech (`speech`: the speech model's per-step decision; steps past the end
+    count as neither). All true without a gate."""
     n = num_windows(len(levels), p.hop_steps)
-    g = p.speech_gate
+    g = gate
     if not g:
         return np.ones(n, dtype=bool)
     if speech is None:
@@ -179,18 +180,18 @@ def gate_passes(levels: np.ndarray, p: Params, speech=None) -> np.ndarray:
     return ok & ((co[ends] - co[starts]) <= most) if most is not None else ok
 
 
-def embedded_windows(levels: np.ndarray, p: Params, speech=None) -> np.ndarray:
-    """Indexes j of the windows that are embedded (>= min_voiced_steps voiced steps; the speech gate passed)."""
-    return np.nonzero((voiced_counts(levels, p.hop_steps, p.gate_db) >= p.min_voiced_steps) & gate_passes(levels, p, speech))[0]
+def embedded_windows(levels: np.ndarray, p: Params, speech=None, gate: dict | None = None) -> np.ndarray:
+    """Indexes j of the windows that are embedded (>= min_voiced_steps voiced steps; `gate` passed: a file job's are
+    embedded_windows(levels, p, speech, p.file_speech_gate), a stream's have no gate)."""
+    return np.nonzero((voiced_counts(levels, p.hop_steps, p.gate_db) >= p.min_voiced_steps) & gate_passes(levels, p, speech, gate))[0]
 
 
 def sparse_windows(levels: np.ndarray, p: Params, speech=None) -> np.ndarray:
-    """Indexes j of the windows a stream embeds to score only (sparse_min_voiced_steps <= voiced < min_voiced_steps;
-    the speech gate passed)."""
+    """Indexes j of the windows a stream embeds to score only (sparse_min_voiced_steps <= voiced < min_voiced_steps)."""
     if p.sparse_min_voiced_steps <= 0:
         return np.zeros(0, dtype=int)
     c = voiced_counts(levels, p.hop_steps, p.gate_db)
-    return np.nonzero((c >= p.sparse_min_voiced_steps) & (c < p.min_voiced_steps) & gate_passes(levels, p, speech))[0]
+    return np.nonzero((c >= p.sparse_min_voiced_steps) & (c < p.min_voiced_steps))[0]
 
 
 # ------------------------------------------------------------------ 2. file clustering (clusterWindows)
@@ -845,10 +846,14 @@ def stream_map(num_steps: int, win, E: np.ndarray, p: Params, max_speakers: int 
 
 def run(levels: np.ndarray, embed, p: Params, num_speakers: int | None = None, speech=None) -> tuple[dict, dict]:
     """Files and streams from step levels and embed(window index) -> 256-d (or a dict window -> vector)."""
-    win = embedded_windows(levels, p, speech)
     get = embed.__getitem__ if isinstance(embed, dict) else embed
-    E = np.stack([np.asarray(get(int(j)), dtype=np.float64) for j in win]) if len(win) else np.zeros((0, 256))
+
+    def embedded(js) -> np.ndarray:
+        return np.stack([np.asarray(get(int(j)), dtype=np.float64) for j in js]) if len(js) else np.zeros((0, 256))
+
     S = len(levels)
-    xw = sparse_windows(levels, p, speech)
-    X = np.stack([np.asarray(get(int(j)), dtype=np.float64) for j in xw]) if len(xw) else None
-    return file_map(S, win, E, p, num_speakers, speech=speech), stream_map(S, win, E, p, sparse_win=xw, sparse_E=X)
+    fw = embedded_windows(levels, p, speech, p.file_speech_gate)  # a file job's windows (its speech gate, 1.10.0)
+    win = embedded_windows(levels, p)  # a stream's
+    xw = sparse_windows(levels, p)
+    X = embedded(xw) if len(xw) else None
+    return file_map(S, fw, embedded(fw), p, num_speakers, speech=speech), stream_map(S, win, embedded(win), p, sparse_win=xw, sparse_E=X)

@@ -119,14 +119,14 @@ def make_case(rec: dict, offset: int, steps: int, p: C.Params, num_speakers: int
     assert offset % 6 == 0 and (p.hop_steps in (6, 12))
     levels = np.asarray(rec["levels"][offset:offset + steps], dtype=np.float64)
     speech = S.speech_steps(rec["turns"], len(rec["levels"]))[offset:offset + steps]
-    win = C.embedded_windows(levels, p, speech)
+    win = C.embedded_windows(levels, p)  # a case's windows serve files and streams: no file speech gate here
     row = {int(s): i for i, s in enumerate(rec["starts"])}
     E = np.stack([rec["emb"][row[offset + int(j) * p.hop_steps]] for j in win]) if len(win) else np.zeros((0, 256))
     case = {"note": note, "source": f"{rec['meta']['key']} steps {offset}..{offset + steps}", "params": p.as_dict(),
             "steps": steps, "windows": [int(j) for j in win], "embedding_scale": SCALE,
             "embeddings": [[int(round(float(x) * SCALE)) for x in e] for e in E],
             "speech": "".join("1" if s else "0" for s in speech)}
-    xw = C.sparse_windows(levels, p, speech)
+    xw = C.sparse_windows(levels, p)
     if len(xw):
         case["sparse_windows"] = [int(j) for j in xw]
         case["sparse_embeddings"] = [[int(round(float(x) * SCALE)) for x in rec["emb"][row[offset + int(j) * p.hop_steps]]] for j in xw]

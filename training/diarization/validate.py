@@ -61,8 +61,8 @@ def load(corpora, conditions=S.CONDITIONS) -> list[dict]:
     return recs
 
 
-def windows(rec: dict, p: C.Params, which=C.embedded_windows) -> tuple[np.ndarray, np.ndarray]:
-    win = which(rec["levels"], p, rec["speech"])  # the speech gate (1.10.0) reads the oracle speech here
+def windows(rec: dict, p: C.Params, which=C.embedded_windows, **gate) -> tuple[np.ndarray, np.ndarray]:
+    win = which(rec["levels"], p, rec["speech"], **gate)  # a file job's speech gate (1.10.0) reads the oracle speech here
     rows = [rec["row"][int(j) * p.hop_steps] for j in win]  # every window with a voiced step is cached
     return win, rec["emb"][rows].astype(np.float64)
 
@@ -72,12 +72,13 @@ CONFIRM = 1  # the service; > 1 = a variant for streams (--confirm N)
 
 def score(rec: dict, p: C.Params, oracle_count: bool = False, online: bool = True, provisional: bool = False,
           files: bool = True) -> dict:
-    win, E = windows(rec, p)
+    win, E = windows(rec, p)  # a stream's windows (no speech gate)
+    fw, FE = windows(rec, p, gate=p.file_speech_gate)  # a file job's
     n = rec["meta"]["speakers"]
     out = {"key": rec["meta"]["key"], "corpus": rec["meta"]["corpus"], "condition": rec["meta"]["condition"], "n": n,
            "seconds": rec["seconds"], "windows": len(win)}
     steps = len(rec["levels"])
-    modes = [("file", C.file_map(steps, win, E, p, n if oracle_count else None, speech=rec["speech"]))] if files else []
+    modes = [("file", C.file_map(steps, fw, FE, p, n if oracle_count else None, speech=rec["speech"]))] if files else []
     if online:  # with the count given, a stream of 2 speakers re-clusters (cluster.recluster_assign)
         xw, X = windows(rec, p, C.sparse_windows)  # streams also score their sparse windows (speakers 1.9.0)
         o = C.stream_map(steps, win, E, p, confirm=CONFIRM, num_speakers=n if oracle_count else None, sparse_win=xw, sparse_E=X)

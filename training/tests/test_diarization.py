@@ -330,14 +330,16 @@ def test_speech_gate_matches_the_stage():
     steps = 130
     levels = np.array([-20.0 if s < 90 or s >= 114 else -90.0 for s in range(steps)])
     speech = np.array([0 if 30 <= s < 60 or 90 <= s < 114 else 1 for s in range(steps)])
-    p = C.Params(hop_steps=6, min_voiced_steps=8, sparse_min_voiced_steps=4, gate_db=-50,
-                 speech_gate={"steps": 13, "min_speech_steps": 0, "max_non_speech_steps": 6})
-    win, sparse = set(C.embedded_windows(levels, p, speech)), set(C.sparse_windows(levels, p, speech))
+    gate = {"steps": 13, "min_speech_steps": 0, "max_non_speech_steps": 6}
+    p = C.Params(hop_steps=6, min_voiced_steps=8, sparse_min_voiced_steps=4, gate_db=-50, file_speech_gate=gate)
+    win = set(C.embedded_windows(levels, p, speech, p.file_speech_gate))
+    passed = C.gate_passes(levels, p, speech, gate)
+    sparse = {int(j) for j in C.sparse_windows(levels, p) if passed[j]}  # the stage's sparse windows under that gate
     assert not win & {4, 5, 6, 7, 8} and {3, 9, 17} <= win and 15 not in win | sparse and sparse == {14, 16, 21}
-    ungated = set(C.embedded_windows(levels, C.Params(**{**p.as_dict(), "speech_gate": None})))
+    ungated = set(C.embedded_windows(levels, p))  # a stream's: no gate
     assert ungated - win == {4, 5, 6, 7, 8}
     try:
-        C.embedded_windows(levels, p)
+        C.embedded_windows(levels, p, None, gate)
         raise AssertionError("a gated schedule without speech decisions must fail")
     except ValueError:
         pass
