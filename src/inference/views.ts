@@ -52,7 +52,7 @@ export interface ViewSchedule {
    * given, at most that many of them are voiced yet not speech (music, noise); else it ends the
    * run. The first steps only, so that their speech outputs (776 ms lookahead) are in by the
    * window's end and a live stream's steps wait no longer than before (gender 2.1.1; the speaker
-   * map's file gate, speakers 1.10.0, asks only the second: a turn's first window, silent at its start, passes).
+   * map's file gate, an option since session 40, asks only the second: a turn's first window, silent at its start, passes).
    */
   speechGate?: SpeechGate;
 }
@@ -160,7 +160,7 @@ function classRows(v: unknown, classes: number, width: number): Float32Array | u
 
 /**
  * A schedule's "speech_gate": {steps, min_speech_steps, max_non_speech_steps?} (absent: no gate;
- * gender 2.1.1 in "views.schedule", the speaker map's file jobs since 1.10.0 "speaker_map.file_speech_gate"). `where` names
+ * gender 2.1.1 in "views.schedule"; "speaker_map.file_speech_gate", an option since session 40). `where` names
  * the key in errors; `fail` makes the model's load error.
  */
 export function parseSpeechGate(g: unknown, windowSteps: number, where: string, fail: (problem: string) => Error): SpeechGate | undefined {

@@ -208,7 +208,7 @@ export class StreamSession {
     // each speaker's gender in the summary when `gender` is requested too (speaker-gender.ts)
     const gender = options.includeSummary && engine.registry.has('gender') ? requestedSpeakerGender([m, engine.registry.get('gender')], options.models) : undefined;
     this.speakers = { info: m, map: live, gender };
-    // its stage takes the speech model's decisions through the channel's views (a speech gate, 1.10.0)
+    // its stage takes the speech model's decisions through the channel's views (a file speech gate, if set, gates files only)
     views.adopt(engine.speakerStage(m, (o) => live.pushWindow(o), { live: true }));
   }
 

@@ -171,7 +171,7 @@ describe('encoder stage with a speech gate (gender 2.1.1)', () => {
   });
 });
 
-describe("encoder stage with a non-speech gate (the speaker map's, speakers 1.10.0)", () => {
+describe("encoder stage with a non-speech gate (the speaker map's file gate, an option since session 40)", () => {
   // hop 6 (the speaker map's overlapping windows), every window embedded; the speech model hears
   // music in steps [30, 60) (voiced, not speech) and speech elsewhere; steps [90, 114) silent: a
   // turn after a pause. The gate: at most 6 of a window's first 13 steps voiced yet not speech.

@@ -32,7 +32,7 @@ describe('speaker stage: sparse windows in live streams only', () => {
     });
     const got: WindowOutcome[] = [];
     const stage = engine.speakerStage(model, (o) => void got.push(o), { live });
-    // a file job's stage waits for the speech model's decisions (its file speech gate, 1.10.0): all speech here
+    // a file job's stage waits for the speech model's decisions (a file speech gate, when the manifest sets one): all speech here
     assert.equal(stage.speechGated, !live && map.fileSpeechGate !== undefined);
     if (stage.speechGated) stage.pushSpeech(new Uint8Array(steps).fill(1), steps);
     await stage.push(levels, pcm, steps);

@@ -81,7 +81,7 @@ class Params:
     sparse_min_voiced_steps: int = 0
     # file jobs embed a window only when at most max_non_speech_steps of its first `steps` steps are voiced yet not
     # speech (and at least min_speech_steps are speech): {"steps", "min_speech_steps", "max_non_speech_steps"}, the
-    # manifest's file_speech_gate (speakers 1.10.0; gate_passes; streams are not gated); None = none
+    # manifest's file_speech_gate (an option since session 40, not shipped; gate_passes; streams are not gated); None = none
     file_speech_gate: dict | None = None
 
     def as_dict(self) -> dict:
@@ -101,7 +101,7 @@ class Params:
                     "free_recluster_min_windows": 0,  # absent before 1.8.0
                     "free_recluster_every": 0,  # absent before 1.8.1
                     "sparse_min_voiced_steps": 0,  # absent before 1.9.0
-                    "file_speech_gate": None}  # absent before 1.10.0
+                    "file_speech_gate": None}  # an option, absent in the shipped manifest
         missing = [f.name for f in fields(cls) if f.name not in block and f.name not in optional]
         if missing:
             raise KeyError(f"{path}: speaker_map lacks {missing}")
@@ -852,7 +852,7 @@ def run(levels: np.ndarray, embed, p: Params, num_speakers: int | None = None, s
         return np.stack([np.asarray(get(int(j)), dtype=np.float64) for j in js]) if len(js) else np.zeros((0, 256))
 
     S = len(levels)
-    fw = embedded_windows(levels, p, speech, p.file_speech_gate)  # a file job's windows (its speech gate, 1.10.0)
+    fw = embedded_windows(levels, p, speech, p.file_speech_gate)  # a file job's windows (its speech gate, if the manifest sets one)
     win = embedded_windows(levels, p)  # a stream's
     xw = sparse_windows(levels, p)
     X = embedded(xw) if len(xw) else None

@@ -1,7 +1,7 @@
 """Held-out conversations with hold music: each of conversations/ (embed.py's export, 60 held-out) with two pieces of
 music of 4-6 s put into two of its pauses (>= 0.3 s), at the conversation's speech level, 50 ms fades, no gap -
 as a call put on hold and taken back. The reference turns move with the inserted audio; the music is no one's
-speech. Measures what music does to the speaker map through the service (speakers 1.10.0's speech gate):
+speech. Measures what music does to the speaker map through the service (the file speech gate tried in session 40):
 
   python -m training diarization hold_music          # -> training/runs/diarization/conversations_music/
   node dist/src/cli/main.js eval --conversations training/runs/diarization/conversations_music

@@ -323,7 +323,7 @@ def test_window_voices_take_the_voice_speaking_most():
 
 
 def test_speech_gate_matches_the_stage():
-    """The speaker map's speech gate (speakers 1.10.0), the case of test/inference/encoder-views.test.ts: hop 6, music
+    """The speaker map's file speech gate (an option since session 40), the case of test/inference/encoder-views.test.ts: hop 6, music
     in steps 30-59 (voiced, not speech), a silent pause 90-113; at most 6 of a window's first 13 steps voiced yet not
     speech. Windows 4-8 start in the music and are not embedded; window 16 (silent first steps) is a sparse window, as are
     14 (the voice before the pause) and 21 (the last, 4 steps)."""
