@@ -49,6 +49,23 @@ async function stageRun(sig: { levels: Float32Array; pcm: Float32Array }, chunk:
   return { outcomes, embedded };
 }
 
+/**
+ * Pushes the signal's steps in chunks of `chunk` and the speech flags `lag` steps behind them (a
+ * stream's speech lookahead); returns how many steps' flags were pushed.
+ */
+function feedWithLag(stage: EncoderStage, sig: { levels: Float32Array; pcm: Float32Array }, speech: Uint8Array, chunk: number, lag: number): number {
+  const steps = sig.levels.length;
+  let flagged = 0;
+  for (let s = 0; s < steps; s += chunk) {
+    const n = Math.min(chunk, steps - s);
+    void stage.push(sig.levels.subarray(s, s + n), sig.pcm.subarray(s * STEP_SAMPLES, (s + n) * STEP_SAMPLES), n);
+    const upTo = Math.max(0, s + n - lag);
+    if (upTo > flagged) stage.pushSpeech(speech.subarray(flagged, upTo), upTo - flagged);
+    flagged = Math.max(flagged, upTo);
+  }
+  return flagged;
+}
+
 describe('encoder stage', () => {
   // windows: 0 voiced, 1 voiced, 2 voiced, 3 silent, 4 voiced (9 voiced steps), 5 partial (10 steps, voiced)
   const sig = signal(5 * W + 10, (s) => s < 3 * W || (s >= 4 * W && s < 4 * W + 9) || s >= 5 * W);
@@ -124,14 +141,7 @@ describe('encoder stage with a speech gate (gender 2.1.1)', () => {
     const stage = new EncoderStage({ schedule: gated, embed: async () => [Float32Array.of(0)], onWindow: (o) => void outcomes.push(o) });
     assert.ok(stage.speechGated);
     const steps = sig.levels.length;
-    let flagged = 0;
-    for (let s = 0; s < steps; s += chunk) {
-      const n = Math.min(chunk, steps - s);
-      void stage.push(sig.levels.subarray(s, s + n), sig.pcm.subarray(s * STEP_SAMPLES, (s + n) * STEP_SAMPLES), n);
-      const upTo = Math.max(0, s + n - lag);
-      if (upTo > flagged) stage.pushSpeech(speech.subarray(flagged, upTo), upTo - flagged);
-      flagged = Math.max(flagged, upTo);
-    }
+    const flagged = feedWithLag(stage, sig, speech, chunk, lag);
     const ended = stage.end(); // the last windows wait for their speech flags
     await new Promise((r) => setTimeout(r, 5));
     // the last window (5) is decided once the flags of its first 13 steps are in
@@ -185,14 +195,7 @@ describe("encoder stage with a non-speech gate (the speaker map's file gate, an 
     const outcomes: WindowOutcome[] = [];
     const { speechGate: _unused, ...levelsOnly } = gate;
     const stage = new EncoderStage({ schedule: withGate ? gate : levelsOnly, embed: async () => [Float32Array.of(0)], onWindow: (o) => void outcomes.push(o), sparseMinVoicedSteps: 4 });
-    let flagged = 0;
-    for (let s = 0; s < steps; s += chunk) {
-      const n = Math.min(chunk, steps - s);
-      void stage.push(sig.levels.subarray(s, s + n), sig.pcm.subarray(s * STEP_SAMPLES, (s + n) * STEP_SAMPLES), n);
-      const upTo = Math.max(0, s + n - lag);
-      if (upTo > flagged) stage.pushSpeech(speech.subarray(flagged, upTo), upTo - flagged);
-      flagged = Math.max(flagged, upTo);
-    }
+    const flagged = feedWithLag(stage, sig, speech, chunk, lag);
     const ended = stage.end();
     if (flagged < steps) stage.pushSpeech(speech.subarray(flagged), steps - flagged);
     await ended;
