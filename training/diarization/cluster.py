@@ -852,8 +852,10 @@ def run(levels: np.ndarray, embed, p: Params, num_speakers: int | None = None, s
         return np.stack([np.asarray(get(int(j)), dtype=np.float64) for j in js]) if len(js) else np.zeros((0, 256))
 
     S = len(levels)
-    fw = embedded_windows(levels, p, speech, p.file_speech_gate)  # a file job's windows (its speech gate, if the manifest sets one)
     win = embedded_windows(levels, p)  # a stream's
+    fw = win if p.file_speech_gate is None else embedded_windows(levels, p, speech, p.file_speech_gate)  # a file job's
     xw = sparse_windows(levels, p)
     X = embedded(xw) if len(xw) else None
-    return file_map(S, fw, embedded(fw), p, num_speakers, speech=speech), stream_map(S, win, embedded(win), p, sparse_win=xw, sparse_E=X)
+    E = embedded(win)
+    FE = E if fw is win else embedded(fw)
+    return file_map(S, fw, FE, p, num_speakers, speech=speech), stream_map(S, win, E, p, sparse_win=xw, sparse_E=X)

@@ -73,7 +73,7 @@ CONFIRM = 1  # the service; > 1 = a variant for streams (--confirm N)
 def score(rec: dict, p: C.Params, oracle_count: bool = False, online: bool = True, provisional: bool = False,
           files: bool = True) -> dict:
     win, E = windows(rec, p)  # a stream's windows (no speech gate)
-    fw, FE = windows(rec, p, gate=p.file_speech_gate)  # a file job's
+    fw, FE = (win, E) if p.file_speech_gate is None else windows(rec, p, gate=p.file_speech_gate)  # a file job's
     n = rec["meta"]["speakers"]
     out = {"key": rec["meta"]["key"], "corpus": rec["meta"]["corpus"], "condition": rec["meta"]["condition"], "n": n,
            "seconds": rec["seconds"], "windows": len(win)}
