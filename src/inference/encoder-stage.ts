@@ -124,6 +124,15 @@ export class EncoderStage {
   }
 
   /**
+   * Resolves once every window decided so far was reported. With a speech gate, push() resolves
+   * before the windows whose flags are still to come are even decided: a file job waits on this
+   * after the speech model's push, so its reads stay as far ahead of the encoder as without a gate.
+   */
+  settled(): Promise<void> {
+    return this.failure ? Promise.reject(this.failure) : this.tail;
+  }
+
+  /**
    * Appends the next `steps` steps' speech flags (1: the speech model hears speech; step order,
    * from step 0). Only a speech-gated schedule reads them; they may arrive before or after the steps.
    */

@@ -303,8 +303,14 @@ function pushChunk(states: Map<number, ChannelState>, chunk: FeatureChunk, pushe
   }
   if (chunk.steps === 0) return 0;
   st.levels.append(chunk.levels.subarray(0, chunk.steps));
-  for (const r of st.runners) pushes.push(r.push(chunk.features, chunk.steps));
-  for (const e of st.stages) pushes.push(e.push(chunk.levels, chunk.pcm, chunk.steps));
+  const runs = st.runners.map((r) => r.push(chunk.features, chunk.steps));
+  pushes.push(...runs);
+  for (const e of st.stages) {
+    const pushed = e.push(chunk.levels, chunk.pcm, chunk.steps);
+    // a speech-gated stage decides this chunk's windows once the speech model's outputs are in:
+    // the read is done when those windows are embedded too (else reads run ahead of the encoder)
+    pushes.push(e.speechGated ? Promise.all([pushed, ...runs]).then(() => e.settled()) : pushed);
+  }
   st.steps += chunk.steps;
   return chunk.steps;
 }

@@ -168,6 +168,30 @@ describe('encoder stage with a speech gate (gender 2.1.1)', () => {
     assert.deepEqual(await gatedRun(1000, 6 * W), file);
   });
 
+  it("settles once the windows the speech flags decided are embedded, which a push's promise cannot wait for", async () => {
+    // the file runner reads ahead while its pushes are unsettled: a gated stage's push resolves
+    // before its windows are decided, so the reader waits on settled() after the speech model's push
+    const finish: (() => void)[] = [];
+    const stage = new EncoderStage({
+      schedule: gated,
+      embed: () => new Promise((resolve) => finish.push(() => resolve([Float32Array.of(0)]))),
+      onWindow: () => undefined,
+    });
+    let pushed = false;
+    void stage.push(sig.levels, sig.pcm, 6 * W).then(() => (pushed = true));
+    await new Promise((r) => setTimeout(r, 1));
+    assert.ok(pushed, 'no window is decided before its speech flags');
+    stage.pushSpeech(speech, 6 * W);
+    let settled = false;
+    const settling = stage.settled().then(() => (settled = true));
+    await new Promise((r) => setTimeout(r, 1));
+    assert.equal(finish.length, 2, 'windows 0 and 3 are embedding');
+    assert.ok(!settled, 'settled() waits for the windows being embedded');
+    finish.forEach((f) => f());
+    await settling;
+    assert.ok(settled);
+  });
+
   it('needs the speech model attached to the channel views', () => {
     const model = { name: 'g', rawKeys: ['f', 'm'], views: { schedule: gated, views: [], fusion: { net: 1, views: [], bias: Float32Array.of(0, 0) }, classes: 2 } } as unknown as ModelInfo;
     const views = new ChannelViews(async () => Float32Array.of(0));
