@@ -160,7 +160,7 @@ function classRows(v: unknown, classes: number, width: number): Float32Array | u
 
 /**
  * A schedule's "speech_gate": {steps, min_speech_steps, max_non_speech_steps?} (absent: no gate;
- * gender 2.1.1 in "views.schedule"; "speaker_map.file_speech_gate", an option since session 40). `where` names
+ * gender 2.1.1 in "views.schedule"; "speaker_map.file_speech_gate", speakers 1.9.1). `where` names
  * the key in errors; `fail` makes the model's load error.
  */
 export function parseSpeechGate(g: unknown, windowSteps: number, where: string, fail: (problem: string) => Error): SpeechGate | undefined {

@@ -101,30 +101,12 @@ describe('pretrained encoders', () => {
   });
 });
 
-describe("the speaker map's file speech gate (an option of its manifest since session 40, not shipped)", () => {
+describe("the speaker map's file speech gate (speakers 1.9.1)", () => {
   const fixtures = path.join(ROOT, 'test', 'fixtures', 'models');
   const request = { models: ['speakers'], outputPeriodMs: 64 };
-  let dir = '';
-  let gatedEngine: InferenceEngine | undefined;
-  /** An engine on a copy of the models whose speakers manifest sets file_speech_gate. */
-  const engineWithGate = async (): Promise<InferenceEngine> => {
-    if (gatedEngine) return gatedEngine;
-    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'auris-map-gate-models-'));
-    fs.cpSync(path.join(ROOT, 'models'), dir, { recursive: true });
-    const file = path.join(dir, 'speakers', 'manifest.json');
-    const m = JSON.parse(fs.readFileSync(file, 'utf8')) as { speaker_map: Record<string, unknown> };
-    m.speaker_map['file_speech_gate'] = { steps: 13, min_speech_steps: 0, max_non_speech_steps: 10 };
-    fs.writeFileSync(file, JSON.stringify(m));
-    gatedEngine = await InferenceEngine.create({ modelsDir: dir, size: 1, verify: false });
-    return gatedEngine;
-  };
-  after(async () => {
-    await gatedEngine?.close();
-    if (dir) fs.rmSync(dir, { recursive: true, force: true });
-  });
 
   it('a file job embeds no window over a noise the speech model hears no speech in (but one, below); a live stream still does', async () => {
-    const engine = await engineWithGate();
+    const engine = await sharedEngine();
     const noise = path.join(fixtures, 'noise.flac');
     let before = engine.pool.stats.encoderWindows;
     const file = await analyzeFile({ path: noise }, request, { engine });
@@ -149,7 +131,7 @@ describe("the speaker map's file speech gate (an option of its manifest since se
   });
 
   it('a voice right after the noise gets its windows and a speaker', async () => {
-    const engine = await engineWithGate();
+    const engine = await sharedEngine();
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'auris-map-gate-'));
     try {
       const joined = path.join(dir, 'noise-then-voice.wav');

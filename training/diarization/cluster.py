@@ -81,7 +81,7 @@ class Params:
     sparse_min_voiced_steps: int = 0
     # file jobs embed a window only when at most max_non_speech_steps of its first `steps` steps are voiced yet not
     # speech (and at least min_speech_steps are speech): {"steps", "min_speech_steps", "max_non_speech_steps"}, the
-    # manifest's file_speech_gate (an option since session 40, not shipped; gate_passes; streams are not gated); None = none
+    # manifest's file_speech_gate (speakers 1.9.1; gate_passes; streams are not gated); None = none
     file_speech_gate: dict | None = None
 
     def as_dict(self) -> dict:
@@ -101,7 +101,7 @@ class Params:
                     "free_recluster_min_windows": 0,  # absent before 1.8.0
                     "free_recluster_every": 0,  # absent before 1.8.1
                     "sparse_min_voiced_steps": 0,  # absent before 1.9.0
-                    "file_speech_gate": None}  # an option, absent in the shipped manifest
+                    "file_speech_gate": None}  # absent before 1.9.1
         missing = [f.name for f in fields(cls) if f.name not in block and f.name not in optional]
         if missing:
             raise KeyError(f"{path}: speaker_map lacks {missing}")
