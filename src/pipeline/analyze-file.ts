@@ -4,7 +4,7 @@
  * Memory: the features of at most a few windows plus per-step outputs (a few floats per
  * 64 ms step); never the whole audio.
  */
-import type { AudioInfo, AudioSource, FeatureChunk, OpenOptions } from '../audio/types';
+import type { AudioInfo, AudioSource, OpenOptions } from '../audio/types';
 import { AurisError } from '../errors';
 import { type AnalysisRequest, type AnalysisRequestInput, parseAnalysisRequest, selectChannels, STEP_MS, volumeThresholdOf } from '../analysis/options';
 import { modelsToRun, SPEECH_LABEL, SPEECH_MODEL } from '../analysis/policies';
@@ -13,13 +13,13 @@ import { InferenceEngine, sharedEngine } from '../inference/engine';
 import { StepBuffer } from '../inference/step-buffer';
 import type { ModelInfo } from '../inference/registry';
 import type { OutputFn, WindowedRunner } from '../inference/runner';
-import type { EncoderStage } from '../inference/encoder-stage';
 import { speechGatedModels } from '../inference/views';
 import { trimNativeMemory } from '../audio';
 import { defaultOpen, type FileFrontendLike, type OpenFileFrontend } from './audio';
 import { FileSpeakerMap } from '../speakers/file-map';
 import type { SpeakerMapInfo } from '../speakers/manifest';
 import { requestedSpeakerGender, speakerGenderSummary } from '../speakers/speaker-gender';
+import { aborted, abortable, feedRunners, type FedChannel } from './feed';
 
 /** Progress, audio facts and cancellation of one analysis (the job worker's view too). */
 export interface AnalyzeHooks {
@@ -61,45 +61,11 @@ export interface FileAnalysis {
   durationMs: number;
 }
 
-interface ChannelState {
-  channel: number;
-  steps: number;
-  levels: StepBuffer;
+interface ChannelState extends FedChannel {
   probs: Map<string, StepBuffer>;
   runners: WindowedRunner[];
-  /** Encoder stages of the models with encoder views (src/inference/views.ts) and of the speaker map. */
-  stages: EncoderStage[];
   /** The speaker map of this channel, when `speakers` runs (src/speakers). */
   speakers?: { model: string; info: SpeakerMapInfo; map: FileSpeakerMap };
-}
-
-function aborted(signal: AbortSignal | undefined): AurisError {
-  const reason = signal?.reason;
-  const detail = reason instanceof Error ? reason.message : reason !== undefined ? String(reason) : '';
-  return new AurisError('ABORTED', `analysis cancelled${detail ? `: ${detail}` : ''}`);
-}
-
-/** Resolves like `p`, or rejects with ABORTED as soon as `signal` fires. */
-function abortable<T>(p: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
-  if (!signal) return p;
-  if (signal.aborted) {
-    p.catch(() => undefined);
-    return Promise.reject(aborted(signal));
-  }
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = (): void => reject(aborted(signal));
-    signal.addEventListener('abort', onAbort, { once: true });
-    p.then(
-      (v) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(v);
-      },
-      (e) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(e);
-      },
-    );
-  });
 }
 
 /** Expected 64 ms steps of a channel: ceil(frames at 16 kHz / 1024); 0 when the header does not say (frames -1). */
@@ -128,9 +94,6 @@ function isLong(states: Map<number, ChannelState>): boolean {
   for (const st of states.values()) steps += st.steps;
   return steps >= RELEASE_FROM_STEPS;
 }
-
-/** Windows decoded ahead of inference (bounds memory, lets decoding overlap inference). */
-const MAX_IN_FLIGHT_READS = 2;
 
 /**
  * Analyses one audio file. The request is validated first (INVALID_ARGUMENT, UNKNOWN_MODEL
@@ -260,59 +223,6 @@ function progressReporter(onProgress: ((fraction: number) => void) | undefined):
       onProgress(p);
     }
   };
-}
-
-/**
- * Reads the front end to its end and pushes each chunk to the channel's runners, at most
- * MAX_IN_FLIGHT_READS reads ahead of inference; then ends the runners and waits for them.
- * `totalSteps` 0 (unknown length): no intermediate progress, just 0 and 1.
- */
-async function feedRunners(
-  frontend: FileFrontendLike,
-  states: Map<number, ChannelState>,
-  totalSteps: number,
-  progress: (fraction: number) => void,
-  signal: AbortSignal | undefined,
-): Promise<void> {
-  progress(0);
-  let decoded = 0;
-  const inFlight: Promise<unknown>[] = [];
-  for (;;) {
-    if (signal?.aborted) throw aborted(signal);
-    const chunks: FeatureChunk[] | null = await abortable(frontend.read(), signal);
-    if (chunks === null) break;
-    const pushes: Promise<void>[] = [];
-    for (const chunk of chunks) decoded += pushChunk(states, chunk, pushes);
-    const all = Promise.all(pushes);
-    all.catch(() => undefined);
-    inFlight.push(all);
-    if (inFlight.length > MAX_IN_FLIGHT_READS) await abortable(inFlight.shift()!, signal);
-    if (totalSteps > 0) progress(Math.min(0.99, decoded / totalSteps));
-  }
-  const ends: Promise<void>[] = [];
-  for (const st of states.values()) for (const r of [...st.runners, ...st.stages]) ends.push(r.end());
-  await abortable(Promise.all([...inFlight, ...ends]), signal);
-}
-
-/** Appends one chunk to its channel's levels and runners (pushes collected); returns its steps. */
-function pushChunk(states: Map<number, ChannelState>, chunk: FeatureChunk, pushes: Promise<void>[]): number {
-  const st = states.get(chunk.channel);
-  if (!st) throw new Error(`decoder returned channel ${chunk.channel}, which was not requested`);
-  if (chunk.startStep !== st.steps) {
-    throw new Error(`decoder returned steps from ${chunk.startStep} for channel ${chunk.channel}, expected ${st.steps}`);
-  }
-  if (chunk.steps === 0) return 0;
-  st.levels.append(chunk.levels.subarray(0, chunk.steps));
-  const runs = st.runners.map((r) => r.push(chunk.features, chunk.steps));
-  pushes.push(...runs);
-  for (const e of st.stages) {
-    const pushed = e.push(chunk.levels, chunk.pcm, chunk.steps);
-    // a speech-gated stage decides this chunk's windows once the speech model's outputs are in:
-    // the read is done when those windows are embedded too (else reads run ahead of the encoder)
-    pushes.push(e.speechGated ? Promise.all([pushed, ...runs]).then(() => e.settled()) : pushed);
-  }
-  st.steps += chunk.steps;
-  return chunk.steps;
 }
 
 /** 1 where a 64 ms step is speech as post-processing decides it: the speech model's argmax, and loud enough. */
