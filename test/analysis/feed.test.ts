@@ -28,7 +28,7 @@ function frontend(): { read(): Promise<FeatureChunk[] | null>; reads: number } {
   return fe;
 }
 
-/** A channel whose speech runner answers at once (every step speech) and whose gated stage's encoder waits for `release`. */
+/** A channel whose speech runner answers at once (every step speech) and whose gated stage's encoder answers when the test calls what `waiting` holds. */
 function channel(): { st: FedChannel; waiting: (() => void)[] } {
   const waiting: (() => void)[] = [];
   const stage = new EncoderStage({
@@ -51,7 +51,7 @@ describe('file read loop', () => {
     const fe = frontend();
     const { st, waiting } = channel();
     const fed = feedRunners(fe, new Map([[0, st]]), READS * CHUNK, () => undefined, undefined);
-    await new Promise((r) => setTimeout(r, 20));
+    await new Promise((r) => setTimeout(r, 100));
     // the first read's windows are decided once the speech runner's flags are in, and their embeddings never come:
     // reads 1-3 are in flight, the fourth waits (waiting on the pushes' promises alone, which resolve before the
     // windows are decided, the loop read 6 of the 8 here, each read holding its samples)
