@@ -52,7 +52,7 @@ export interface ViewSchedule {
    * given, at most that many of them are voiced yet not speech (music, noise); else it ends the
    * run. The first steps only, so that their speech outputs (776 ms lookahead) are in by the
    * window's end and a live stream's steps wait no longer than before (gender 2.1.1; the speaker
-   * map's file gate, an option since session 40, asks only the second: a turn's first window, silent at its start, passes).
+   * map's file gate, speakers 1.9.1, asks only the second: a turn's first window, silent at its start, passes).
    */
   speechGate?: SpeechGate;
 }

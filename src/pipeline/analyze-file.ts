@@ -19,7 +19,8 @@ import { defaultOpen, type FileFrontendLike, type OpenFileFrontend } from './aud
 import { FileSpeakerMap } from '../speakers/file-map';
 import type { SpeakerMapInfo } from '../speakers/manifest';
 import { requestedSpeakerGender, speakerGenderSummary } from '../speakers/speaker-gender';
-import { aborted, abortable, feedRunners, type FedChannel } from './feed';
+import { aborted, abortable } from './abort';
+import { feedRunners, type FedChannel } from './feed';
 
 /** Progress, audio facts and cancellation of one analysis (the job worker's view too). */
 export interface AnalyzeHooks {

@@ -4,11 +4,11 @@
  * is what keeps a long job's memory to a few reads of audio (docs/benchmarks.md, Memory).
  */
 import type { FeatureChunk } from '../audio/types';
-import { AurisError } from '../errors';
 import type { EncoderStage } from '../inference/encoder-stage';
 import type { WindowedRunner } from '../inference/runner';
 import type { StepBuffer } from '../inference/step-buffer';
 import type { FileFrontendLike } from './audio';
+import { aborted, abortable } from './abort';
 
 /** One analysed channel as the read loop sees it. */
 export interface FedChannel {
@@ -19,36 +19,6 @@ export interface FedChannel {
   runners: Pick<WindowedRunner, 'push' | 'end'>[];
   /** Encoder stages of the models with encoder views (src/inference/views.ts) and of the speaker map. */
   stages: EncoderStage[];
-}
-
-/** ABORTED for a cancelled analysis, with the signal's reason. */
-export function aborted(signal: AbortSignal | undefined): AurisError {
-  const reason = signal?.reason;
-  const detail = reason instanceof Error ? reason.message : reason !== undefined ? String(reason) : '';
-  return new AurisError('ABORTED', `analysis cancelled${detail ? `: ${detail}` : ''}`);
-}
-
-/** Resolves like `p`, or rejects with ABORTED as soon as `signal` fires. */
-export function abortable<T>(p: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
-  if (!signal) return p;
-  if (signal.aborted) {
-    p.catch(() => undefined);
-    return Promise.reject(aborted(signal));
-  }
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = (): void => reject(aborted(signal));
-    signal.addEventListener('abort', onAbort, { once: true });
-    p.then(
-      (v) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(v);
-      },
-      (e) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(e);
-      },
-    );
-  });
 }
 
 /** Windows decoded ahead of inference (bounds memory, lets decoding overlap inference). */

@@ -27,8 +27,7 @@ export interface SpeakerMapInfo {
   schedule: ViewSchedule & { hopSteps: number };
   /**
    * File jobs also leave out the windows whose first steps the speech model calls music or noise
-   * (an option since session 40, not in the shipped manifest: it cost the ten-voice hour 10-14 MiB of peak;
-   * absent: none). Not live streams: there it cost 0.4-0.8 points of DER (MODEL_CARD).
+   * (speakers 1.9.1; absent: none). Not live streams: there it cost 0.4-0.8 points of DER (MODEL_CARD).
    */
   fileSpeechGate?: SpeechGate;
   params: SpeakerMapParams;
@@ -108,7 +107,7 @@ export function parseSpeakerMap(m: Record<string, unknown>, modelsDir: string, f
   if (whitenedScores && !whitening) throw fail(file, '"speaker_map.whitened_scores" needs "speaker_map.whitening"');
   // absent in a manifest before speakers 1.9.0: no sparse windows
   const sparseMinVoicedSteps = b['sparse_min_voiced_steps'] === undefined ? undefined : int('sparse_min_voiced_steps', minVoicedSteps - 1);
-  // absent (the shipped manifest): file jobs decide windows on their levels alone (music and noise embedded too)
+  // absent before speakers 1.9.1: file jobs decide windows on their levels alone (music and noise embedded too)
   const fileSpeechGate = parseSpeechGate(b['file_speech_gate'], W, 'speaker_map.file_speech_gate', (problem) => fail(file, problem));
   return {
     encoder,

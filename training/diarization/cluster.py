@@ -159,13 +159,12 @@ def voiced_counts(levels: np.ndarray, hop: int, gate_db: float) -> np.ndarray:
     return (c[ends] - c[starts]).astype(int)
 
 
-def gate_passes(levels: np.ndarray, p: Params, speech=None, gate: dict | None = None) -> np.ndarray:
-    """Per window: whether a speech gate (`gate`, e.g. p.file_speech_gate) lets it be embedded (encoder-stage.ts
-    closeWindow): among its first gate["steps"] steps, at least min_speech_steps speech and at most
+def gate_passes(levels: np.ndarray, p: Params, speech=None, g: dict | None = None) -> np.ndarray:
+    """Per window: whether a speech gate (`g`, e.g. p.file_speech_gate) lets it be embedded (encoder-stage.ts
+    closeWindow): among its first g["steps"] steps, at least min_speech_steps speech and at most
     max_non_speech_steps voiced yet not speech (`speech`: the speech model's per-step decision; steps past the end
     count as neither). All true without a gate."""
     n = num_windows(len(levels), p.hop_steps)
-    g = gate
     if not g:
         return np.ones(n, dtype=bool)
     if speech is None:
@@ -187,7 +186,8 @@ def embedded_windows(levels: np.ndarray, p: Params, speech=None, gate: dict | No
 
 
 def sparse_windows(levels: np.ndarray, p: Params, speech=None) -> np.ndarray:
-    """Indexes j of the windows a stream embeds to score only (sparse_min_voiced_steps <= voiced < min_voiced_steps)."""
+    """Indexes j of the windows a stream embeds to score only (sparse_min_voiced_steps <= voiced < min_voiced_steps).
+    `speech` is not read (streams have no speech gate): the signature is embedded_windows', for validate.windows."""
     if p.sparse_min_voiced_steps <= 0:
         return np.zeros(0, dtype=int)
     c = voiced_counts(levels, p.hop_steps, p.gate_db)

@@ -62,7 +62,7 @@ def load(corpora, conditions=S.CONDITIONS) -> list[dict]:
 
 
 def windows(rec: dict, p: C.Params, which=C.embedded_windows, **gate) -> tuple[np.ndarray, np.ndarray]:
-    win = which(rec["levels"], p, rec["speech"], **gate)  # a file job's speech gate (an option) reads the oracle speech here
+    win = which(rec["levels"], p, rec["speech"], **gate)  # a file job's speech gate (speakers 1.9.1) reads the oracle speech here
     rows = [rec["row"][int(j) * p.hop_steps] for j in win]  # every window with a voiced step is cached
     return win, rec["emb"][rows].astype(np.float64)
 
