@@ -9,7 +9,7 @@ export const STEP_MS = 64;
 /** Largest accepted output_period: one hour (the SPEC's maximum duration), a multiple of 64. */
 export const MAX_OUTPUT_PERIOD_MS = 3_600_000;
 /** Default silence gate, dBFS. */
-export const DEFAULT_VOLUME_THRESHOLD_DB = -50;
+export const DEFAULT_VOLUME_THRESHOLD_DB = -60;
 /** Accepted volume_threshold range, dBFS. -120 = digital silence (gate off), 0 = full scale. */
 export const MIN_VOLUME_THRESHOLD_DB = -120;
 export const MAX_VOLUME_THRESHOLD_DB = 0;
@@ -103,7 +103,7 @@ export function parseOutputPeriod(v: number | string): number {
   return n;
 }
 
-/** volume_threshold in dBFS, within [-120, 0]; undefined/null -> the default (-50). */
+/** volume_threshold in dBFS, within [-120, 0]; undefined/null -> the default (-60). */
 export function parseVolumeThreshold(v: number | string | null | undefined): number {
   if (v === undefined || v === null || v === '') return DEFAULT_VOLUME_THRESHOLD_DB;
   const n = toNumber('volume_threshold', v);

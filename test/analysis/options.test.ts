@@ -21,8 +21,8 @@ describe('options', () => {
     }
   });
 
-  it('volume_threshold: dBFS in [-120, 0], default -50', () => {
-    assert.equal(parseVolumeThreshold(undefined), -50);
+  it('volume_threshold: dBFS in [-120, 0], default -60', () => {
+    assert.equal(parseVolumeThreshold(undefined), -60);
     assert.equal(parseVolumeThreshold('-60.5'), -60.5);
     assert.equal(parseVolumeThreshold(-120), -120);
     assert.equal(parseVolumeThreshold(0), 0);

@@ -127,11 +127,11 @@ describe('silence gate', () => {
     assert.equal(r.time_series[1]!.results['speech']!.result, 'speech');
   });
 
-  it('a higher threshold makes more audio silence; the default is -50 dBFS; -120 disables the gate', () => {
+  it('a higher threshold makes more audio silence; the default is -60 dBFS; -120 disables the gate', () => {
     const input: ChannelSteps = { steps: 3, levels: [-55, -45, -120], probs: { speech: flat([SP, SP, SP]) } };
     const labels = (t: number): string[] =>
       buildChannelResult(input, opts(['speech'], { volumeThreshold: t })).time_series.map((s) => s.results['speech']!.result);
-    assert.equal(DEFAULT_VOLUME_THRESHOLD_DB, -50);
+    assert.equal(DEFAULT_VOLUME_THRESHOLD_DB, -60);
     assert.deepEqual(labels(-50), ['silence', 'speech', 'silence']);
     assert.deepEqual(labels(-40), ['silence', 'silence', 'silence']);
     assert.deepEqual(labels(-60), ['speech', 'speech', 'silence']);

@@ -22,8 +22,8 @@ describe('job request <-> analysis request', () => {
     assert.deepEqual(analysis, { models: ['speech', 'gender'], outputPeriodMs: 1024, includeSummary: false, includeTransitions: false, includeRaw: false });
     assert.equal('channel' in analysis, false);
     assert.equal('volumeThreshold' in analysis, false);
-    // What the analysis runs with: the default gate of -50 dBFS.
-    assert.equal(parseAnalysisRequest(analysis).volumeThreshold, -50);
+    // What the analysis runs with: the default gate of -60 dBFS.
+    assert.equal(parseAnalysisRequest(analysis).volumeThreshold, -60);
   });
 
   it('a stored request with every parameter', () => {
