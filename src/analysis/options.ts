@@ -8,7 +8,10 @@ import { AurisError } from '../errors';
 export const STEP_MS = 64;
 /** Largest accepted output_period: one hour (the SPEC's maximum duration), a multiple of 64. */
 export const MAX_OUTPUT_PERIOD_MS = 3_600_000;
-/** Default silence gate, dBFS. */
+/**
+ * Default silence gate, dBFS. -60 since session 42 (was -50): at -50 the quiet edges and short pauses of a voice's
+ * words, phone lines most, were `silence` for every model (docs/speakers.md, "Quiet recordings and phone calls").
+ */
 export const DEFAULT_VOLUME_THRESHOLD_DB = -60;
 /** Accepted volume_threshold range, dBFS. -120 = digital silence (gate off), 0 = full scale. */
 export const MIN_VOLUME_THRESHOLD_DB = -120;
