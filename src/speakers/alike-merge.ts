@@ -34,6 +34,12 @@ export interface AlikeMergeRule {
    * the agglomeration does not merge two long clusters whose logit is under it.
    */
   apartLogit?: number;
+  /**
+   * Since speakers 1.9.2 (needs apartLogit): a short cluster of at least minS seconds of window hops
+   * whose logit with every speaker is under belowLogit (log(p / (1 - p)) of the manifest's
+   * short_speaker_below p) is a speaker too, instead of joining the closest (clustering.ts chooseSpeakers).
+   */
+  shortSpeaker?: { minS: number; belowLogit: number };
 }
 
 interface Speaker {
@@ -73,9 +79,12 @@ export function keepApartBy(rule: AlikeMergeRule, m: Whitening, plain: readonly 
   const bar = rule.apartLogit;
   if (bar === undefined) return undefined;
   const scratch = new Float64Array(m.length);
+  const logit = (a: PairSide, b: PairSide): number => logitOf(rule, features(a.view, b.view, a.comparedCosine, a.windows, b.windows, rule.maxWindows));
+  const short = rule.shortSpeaker;
   return {
     view: (i) => whitened?.[i] ?? whiten(m, plain[i]!, scratch),
-    twoVoices: (a: PairSide, b: PairSide) => logitOf(rule, features(a.view, b.view, a.comparedCosine, a.windows, b.windows, rule.maxWindows)) < bar,
+    twoVoices: (a, b) => logit(a, b) < bar,
+    ...(short ? { shortSpeaker: { minS: short.minS, distinct: (a: PairSide, b: PairSide) => logit(a, b) < short.belowLogit } } : {}),
   };
 }
 

@@ -129,6 +129,11 @@ export interface KeepApart {
   view(i: number): Float64Array;
   /** Two clusters' unit view centroids, their clustered centroids' cosine and sizes (windows): two voices? */
   twoVoices(a: PairSide, b: PairSide): boolean;
+  /**
+   * Since speakers 1.9.2: a short cluster of at least minS seconds (window hops) that is `distinct` from
+   * every speaker (and from every such cluster before it) is a speaker too (chooseSpeakers).
+   */
+  shortSpeaker?: { minS: number; distinct(a: PairSide, b: PairSide): boolean };
 }
 
 export interface PairSide {
@@ -273,6 +278,7 @@ class Clusterer {
     const byLength = clusters.map((c, k) => ({ c, k })).sort((x, y) => y.c.members.length - x.c.members.length || x.k - y.k);
     const wanted = numSpeakers ?? 0;
     const keep = new Set(byLength.filter(({ c }, i) => i === 0 || this.isLong(c) || i < wanted).map(({ k }) => k));
+    if (numSpeakers === undefined) for (const k of this.distinctShort(clusters, keep)) keep.add(k);
     const speakers = clusters.filter((_, k) => keep.has(k));
     const short = clusters.filter((_, k) => !keep.has(k));
     this.mergeClosest(speakers, () => speakers.length > (numSpeakers ?? maxSpeakers));
@@ -280,6 +286,42 @@ class Clusterer {
     const members = speakers.map((c) => [...c.members]);
     for (const c of short) for (const i of c.members) members[this.nearest(i, speakers)]!.push(i);
     return members.map((m) => clusterOf(m.sort((a, b) => a - b), this.emb));
+  }
+
+  /**
+   * c'. (speakers 1.9.2) The short clusters of at least KeepApart's shortSpeaker.minS that it calls
+   * distinct from every speaker and from every such cluster taken before them (cluster order): a voice
+   * heard for 2-5 s of a conversation is no longer folded into the closest speaker when the pair rule
+   * is that sure it is another. Sides: the unit sum of the members' views (ascending), the cosine of
+   * the two clustered centroids (cluster.py `distinct_short`).
+   */
+  private distinctShort(clusters: readonly Cluster[], keep: ReadonlySet<number>): number[] {
+    const rule = this.keepApart?.shortSpeaker;
+    if (!rule) return [];
+    const side = (c: Cluster): { view: Float64Array; centroid: Float64Array; windows: number } => {
+      let sum: Float64Array | undefined;
+      for (const i of c.members) {
+        const v = this.keepApart!.view(i);
+        sum ??= new Float64Array(v.length);
+        for (let d = 0; d < sum.length; d++) sum[d]! += v[d]!;
+      }
+      return { view: normalise(sum!), centroid: c.centroid, windows: c.members.length };
+    };
+    const candidates = clusters.map((_, k) => k).filter((k) => !keep.has(k) && clusters[k]!.members.length * this.hopS >= rule.minS);
+    if (candidates.length === 0) return []; // most files: the speakers' views are not summed at all
+    const taken = [...keep].sort((a, b) => a - b).map((k) => side(clusters[k]!));
+    const out: number[] = [];
+    candidates.forEach((k) => {
+      const s = side(clusters[k]!);
+      const apart = taken.every((t) => {
+        const cosine = dot(s.centroid, t.centroid);
+        return rule.distinct({ view: s.view, comparedCosine: cosine, windows: s.windows }, { view: t.view, comparedCosine: cosine, windows: t.windows });
+      });
+      if (!apart) return;
+      out.push(k);
+      taken.push(s);
+    });
+    return out;
   }
 
   /** d. Re-assignment passes: every window to its closest centroid (clusters left empty are dropped). */

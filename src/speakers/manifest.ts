@@ -167,6 +167,17 @@ export function parseAlikeMerge(v: unknown, file: string): AlikeMergeRule | unde
   if (!(typeof most === 'number' && Number.isInteger(most) && most >= 1)) throw fail(file, `${key('max_windows')} must be an integer >= 1`);
   const apart = v['keep_apart_below'];
   if (apart !== undefined && (!isNum(apart) || apart <= 0 || apart >= 1)) throw fail(file, `${key('keep_apart_below')} must be a number in (0, 1)`);
+  // absent before speakers 1.9.2: short clusters always join the closest speaker
+  const shortBelow = v['short_speaker_below'];
+  const shortMinS = v['short_speaker_min_s'];
+  if ((shortBelow === undefined) !== (shortMinS === undefined)) throw fail(file, `${key('short_speaker_below')} and ${key('short_speaker_min_s')} go together`);
+  if (shortBelow !== undefined && (!isNum(shortBelow) || shortBelow <= 0 || shortBelow >= 1)) throw fail(file, `${key('short_speaker_below')} must be a number in (0, 1)`);
+  if (shortMinS !== undefined && (!isNum(shortMinS) || shortMinS < 0 || shortMinS > 3600)) throw fail(file, `${key('short_speaker_min_s')} must be a number in [0, 3600]`);
+  if (shortBelow !== undefined && apart === undefined) throw fail(file, `${key('short_speaker_below')} needs ${key('keep_apart_below')}`);
   const rule: AlikeMergeRule = { bias: weight('bias'), weights: PAIR_FEATURES.map(weight), minLogit: Math.log(p / (1 - p)), maxWindows: most };
-  return apart === undefined ? rule : { ...rule, apartLogit: Math.log(apart / (1 - apart)) };
+  return {
+    ...rule,
+    ...(apart === undefined ? {} : { apartLogit: Math.log(apart / (1 - apart)) }),
+    ...(isNum(shortBelow) && isNum(shortMinS) ? { shortSpeaker: { minS: shortMinS, belowLogit: Math.log(shortBelow / (1 - shortBelow)) } } : {}),
+  };
 }

@@ -294,6 +294,8 @@ describe('model registry', () => {
       minLogit: Math.log(p / (1 - p)),
       maxWindows: rule['max_windows'],
       apartLogit: Math.log(rule['keep_apart_below']! / (1 - rule['keep_apart_below']!)),
+      // speakers 1.9.2: short clusters the rule calls another voice are speakers
+      shortSpeaker: { minS: rule['short_speaker_min_s'], belowLogit: Math.log(rule['short_speaker_below']! / (1 - rule['short_speaker_below']!)) },
     });
     assert.equal(plain.alikeMerge, undefined);
     // files' windows scored against whitened centroids (speakers 1.7.0; absent: the clustered view)
@@ -304,6 +306,8 @@ describe('model registry', () => {
       modelsDir: withMap('map-merge-only', (b) => {
         const r = { ...(b['alike_merge'] as Record<string, unknown>) };
         delete r['keep_apart_below'];
+        delete r['short_speaker_min_s'];
+        delete r['short_speaker_below'];
         b['alike_merge'] = r;
       }),
     }).get('speakers').speakerMap!;
@@ -326,6 +330,10 @@ describe('model registry', () => {
       ['windows', ruleWith((r) => (r['max_windows'] = 0.5)), /alike_merge.max_windows" must be an integer >= 1/],
       ['keep apart range', ruleWith((r) => (r['keep_apart_below'] = 0)), /alike_merge.keep_apart_below" must be a number in \(0, 1\)/],
       ['keep apart type', ruleWith((r) => (r['keep_apart_below'] = true)), /alike_merge.keep_apart_below" must be a number in \(0, 1\)/],
+      ['short range', ruleWith((r) => (r['short_speaker_below'] = 1)), /alike_merge.short_speaker_below" must be a number in \(0, 1\)/],
+      ['short seconds', ruleWith((r) => (r['short_speaker_min_s'] = -1)), /alike_merge.short_speaker_min_s" must be a number in \[0, 3600\]/],
+      ['short alone', ruleWith((r) => delete r['short_speaker_min_s']), /short_speaker_below" and "speaker_map.alike_merge.short_speaker_min_s" go together/],
+      ['short without keep apart', ruleWith((r) => delete r['keep_apart_below']), /short_speaker_below" needs "speaker_map.alike_merge.keep_apart_below"/],
       ['not an object', (b: Record<string, unknown>) => (b['alike_merge'] = 0.73), /"speaker_map.alike_merge" must be an object/],
       ['alone', (b: Record<string, unknown>) => delete b['whitening'], /alike_merge" needs "speaker_map.whitening"/],
       ['scores alone', (b: Record<string, unknown>) => ((b['whitening'] = ''), delete b['alike_merge']), /whitened_scores" needs "speaker_map.whitening"/],

@@ -327,4 +327,27 @@ describe('the agglomeration keeps apart long clusters the rule calls two voices 
     const { apartLogit: _unused, ...without } = rule;
     assert.equal(keepApartBy(without, identity, plain), undefined);
   });
+
+  describe('a short cluster the rule calls another voice than every speaker is a speaker too (speakers 1.9.2)', () => {
+    // C: 5 windows (3.8 s, under minSpeakerS 5) far from A in the clustered view (cosine 0.36), so it stays its own
+    // cluster; plain views on axes 2 and 3: logit -0.5 (probability 0.38 of one voice)
+    const compareC = normalise(Float64Array.from([0.5, -1, 0, 0]));
+    const shortRuns = runs.map(([start, who]) => [start, who === 'B' ? 'C' : who] as const);
+    const shortWindows = shortRuns.flatMap(([start, who]) => Array.from({ length: 5 }, (_, i) => ({ window: start + i, embedding: who === 'A' ? compareA : compareC })));
+    const p5 = { ...params, minSpeakerS: 5 };
+    const withShort = (below: number, minS: number): AlikeMergeRule => ({ ...rule, shortSpeaker: { minS, belowLogit: Math.log(below / (1 - below)) } });
+
+    it('under short_speaker_below it is a speaker; at or over it, or shorter than short_speaker_min_s, it joins the closest', () => {
+      assert.equal(clusterWindows(shortWindows, p5, 10, undefined, keepApart).speakers, 1, 'no short-speaker rule: C joins A');
+      const c = clusterWindows(shortWindows, p5, 10, undefined, keepApartBy(withShort(0.45, 2), identity, plain));
+      assert.equal(c.speakers, 2);
+      assert.deepEqual(c.assignment, [...Array(5).fill(0), ...Array(5).fill(1), ...Array(5).fill(0)]);
+      assert.equal(clusterWindows(shortWindows, p5, 10, undefined, keepApartBy(withShort(0.3, 2), identity, plain)).speakers, 1, 'probability 0.38 is not under 0.3');
+      assert.equal(clusterWindows(shortWindows, p5, 10, undefined, keepApartBy(withShort(0.45, 4), identity, plain)).speakers, 1, '3.8 s is under 4 s');
+    });
+
+    it('a caller-given count is not overridden', () => {
+      assert.equal(clusterWindows(shortWindows, p5, 10, 1, keepApartBy(withShort(0.45, 2), identity, plain)).speakers, 1);
+    });
+  });
 });

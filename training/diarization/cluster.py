@@ -294,6 +294,8 @@ class Clusterer:
         by_length = sorted(range(len(clusters)), key=lambda k: (-len(clusters[k]), k))
         wanted = num_speakers if num_speakers is not None else 0
         keep = {k for i, k in enumerate(by_length) if i == 0 or self.is_long(clusters[k]) or i < wanted}
+        if num_speakers is None:
+            keep |= self.distinct_short(clusters, keep)
         speakers = [_Cluster(list(m), self.E) for k, m in enumerate(clusters) if k in keep]
         short = [m for k, m in enumerate(clusters) if k not in keep]
         cap = num_speakers if num_speakers is not None else max_speakers
@@ -306,6 +308,28 @@ class Clusterer:
             for i in m:
                 members[int(np.argmax(dots(C, self.E[i])))].append(i)
         return [sorted(m) for m in members]
+
+    def distinct_short(self, clusters: list[list[int]], keep: set[int]) -> set[int]:
+        """c'. (speakers 1.9.2) The short clusters of at least the rule's short_speaker_min_s (window hops) that it
+        calls one voice with every speaker, and every such cluster taken before them (cluster order), with a
+        probability under short_speaker_below: speakers too. A voice heard for 2-5 s of a conversation is no longer
+        folded into the closest speaker when the rule is that sure it is another. Sides: unit sums of the members'
+        rows of the second view (ascending), their centroids' cosine in the clustered view."""
+        r = self.apart_rule
+        if r is None or r.get("short_speaker_below") is None:
+            return set()
+        bar, min_s, cap = logit(float(r["short_speaker_below"])), float(r["short_speaker_min_s"]), int(r["max_windows"])
+        side = lambda m: (normalise(_sum_rows(self.V, m)), _Cluster(m, self.E).centroid, len(m))
+        taken = [side(clusters[k]) for k in sorted(keep)]
+        out = set()
+        for k in range(len(clusters)):
+            if k in keep or len(clusters[k]) * self.hop_s < min_s:
+                continue
+            s = side(clusters[k])
+            if all(pair_logit(r, _pair_row(s[0], t[0], dot(s[1], t[1]), s[2], t[2], cap)) < bar for t in taken):
+                out.add(k)
+                taken.append(s)
+        return out
 
     def refine(self, speakers: list[list[int]]) -> list[list[int]]:
         """d. Every window to its nearest centroid (ties: lowest), refine_iterations times; empty ones dropped."""

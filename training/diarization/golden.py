@@ -97,6 +97,7 @@ def trace(case: dict) -> dict:
     free_found = sum(c.is_long(m) for m in c.agglomerate(c.segments(win[chosen]), None)) if n else None
     by_length = sorted(range(len(ag)), key=lambda k: (-len(ag[k]), k))
     kept = [k for i, k in enumerate(by_length) if i == 0 or c.is_long(ag[k]) or i < (n or 0)]
+    promoted = len(c.distinct_short(ag, set(kept))) if n is None else 0
     ch = c.choose_speakers(ag, p.max_speakers, n)
     rf = c.refine(ch)
     merged = len(rf)
@@ -107,7 +108,7 @@ def trace(case: dict) -> dict:
     after = {i: k for k, m in enumerate(rf) for i in m}
     moved = sum(before[i] != after[i] for i in before) if len(rf) == len(ch) else -1
     return {"windows": len(win), "clustered": len(chosen), "segments": len(seg), "after_agglomerate": len(ag),
-            "long": sum(c.is_long(m) for m in ag), "kept": len(kept), "short_joined": len(ag) - len(kept),
+            "long": sum(c.is_long(m) for m in ag), "kept": len(kept), "short_promoted": promoted, "short_joined": len(ag) - len(kept) - promoted,
             "kept_apart": len(kept_apart), "speakers": len(ch), "refine_moved": moved, "after_refine": len(rf), "after_alike_merge": merged, "file_K": int(f["K"]),
             "dropped": merged - int(f["K"]),
             "online_speakers": int(o["K"]), **({"free_found": free_found} if n else {})}
@@ -193,6 +194,15 @@ def main() -> None:
     c = _search(many, p, 900, lambda x, c: x["file_K"] >= 3 and apart_matters(x, c))
     c["note"] = f"hop {p.hop_steps}, the manifest's parameters, no count: the agglomeration keeps apart long clusters the alike_merge rule calls two voices (keep_apart_below; speakers 1.7.0), which changes the labels"
     cases.append(c)
+    def short_matters(x, c):  # the file's labels differ without short_speaker_below
+        p_, win, E, speech = case_inputs(c)
+        rule = {k: v for k, v in p_.alike_merge.items() if not k.startswith("short_speaker")}
+        f = C.file_map(c["steps"], win, E, replace(p_, alike_merge=rule), speech=speech)
+        return x["short_promoted"] > 0 and list(f["labels"]) != c["expected"]["file"]["labels"]
+    if "short_speaker_below" in (p.alike_merge or {}):
+        c = _search(many, p, 1200, short_matters)
+        c["note"] = f"hop {p.hop_steps}, the manifest's parameters, no count: a cluster too short to be a speaker that the alike_merge rule calls another voice than every speaker (short_speaker_min_s, short_speaker_below; speakers 1.9.2) is a speaker too, which changes the labels"
+        cases.append(c)
     c = _search(recs, p, 480, lambda x, c: x["file_K"] == 3 and x["long"] < 3 < x["after_agglomerate"]
                 and x["refine_moved"] > 0 and x["clustered"] < x["windows"], num_speakers=3)
     c["note"] = f"hop {p.hop_steps}, the manifest's parameters, num_speakers 3 given: the count's long/short rule (agglomeration stops before merging two long clusters while no more long ones than the count; a short cluster kept up to the count), windows not mostly speech not clustered"

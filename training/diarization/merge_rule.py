@@ -14,8 +14,12 @@ merge. The weights: L2-penalised logistic regression (C = 10 on the weights, not
 LogisticRegression(C=10) objective) by Newton's method. `min_probability`: the DEV objective's best on a 0.05 grid.
 `keep_apart_below` (speakers 1.7.0): the same rule inside the clustering, where two long clusters whose probability of
 one voice is under it are not merged (cluster.Clusterer.apart); the DEV objective's best on a 0.1 grid, with the rule
-and min_probability as chosen without it. Last, `whitened_scores` (speakers 1.7.0, a manifest key beside
-`alike_merge`): whether windows scored in the whitened view beat the clustered view with all of the above.
+and min_probability as chosen without it. Then `whitened_scores` (speakers 1.7.0, a manifest key beside
+`alike_merge`): whether windows scored in the whitened view beat the clustered view with all of the above. Last,
+`short_speaker_min_s` and `short_speaker_below` (speakers 1.9.2): a cluster too short to be a speaker (under
+`min_speaker_s`) but of at least short_speaker_min_s whose probability of one voice with every speaker is under
+short_speaker_below is a speaker too (cluster.Clusterer.distinct_short); the DEV objective's best on SHORT_SPEAKER, or
+none.
 The clustering's own `merge_threshold` and `min_speaker_s` stay the manifest's (chosen by `tune` without the merge):
 `--with-clustering` re-chooses them with the rule (CLUSTERING_GRID, the rule refitted at each point since the pairs
 it sees change), which won on DEV (objective 0.0859 against 0.1037) and lost held out (the model card): not kept.
@@ -40,6 +44,9 @@ from training.diarization import validate as V
 PENALTY_C = 10.0
 MIN_PROBABILITIES = [round(0.2 + 0.05 * i, 2) for i in range(13)]  # 0.2 .. 0.8
 KEEP_APART_BELOW = [round(0.1 * i, 1) for i in range(1, 8)]  # 0.1 .. 0.7
+# speakers 1.9.2: short clusters the rule calls another voice than every speaker are speakers too (cluster.py
+# Clusterer.distinct_short): (short_speaker_min_s, short_speaker_below)
+SHORT_SPEAKER = [(s, q) for s in (1.5, 2.0, 3.0) for q in (0.02, 0.05, 0.1, 0.2)]
 
 
 def window_voices(rec: dict, win, hop: int) -> np.ndarray:
@@ -133,8 +140,17 @@ def tune_rule(p: C.Params) -> dict:
         rule["keep_apart_below"] = best_apart
     views = {False: min(apart.values()), True: score(rule, True)}
     whitened_scores = views[True] < views[False]
+    short = {"none": views[whitened_scores]}
+    if "keep_apart_below" in rule:  # the short speakers are read with the keep-apart's sides
+        for s, q in SHORT_SPEAKER:
+            short[f"{s}:{q}"] = score({**rule, "short_speaker_min_s": s, "short_speaker_below": q}, whitened_scores)
+    best_short = min(short, key=lambda k: short[k])  # ties: "none", then the grid's order
+    if best_short != "none":
+        s, q = best_short.split(":")
+        rule.update(short_speaker_min_s=float(s), short_speaker_below=float(q))
     return {"merge_threshold": p.merge_threshold, "min_speaker_s": p.min_speaker_s,
-            "alike_merge": rule, "whitened_scores": whitened_scores, "objective": views[whitened_scores],
+            "alike_merge": rule, "whitened_scores": whitened_scores, "objective": short[best_short],
+            "short_speaker_scores": short,
             "pairs": len(y), "one_voice": int(y.sum()), "scores": {str(k): v for k, v in scores.items()},
             "keep_apart_scores": {str(k): v for k, v in apart.items()},
             "whitened_scores_objective": {str(k): v for k, v in views.items()}}
@@ -155,7 +171,9 @@ def tune(recs, p: C.Params, log=print, with_clustering: bool = False, workers: i
         log(f"  merge_threshold {r['merge_threshold']}, min_speaker_s {r['min_speaker_s']}: {r['pairs']} pairs "
             f"({r['one_voice']} one voice), no merge {r['scores']['none']:.4f}, min_probability {w['min_probability']} "
             f"{r['keep_apart_scores']['none']:.4f}, keep_apart_below {w.get('keep_apart_below')} "
-            f"{r['whitened_scores_objective']['False']:.4f}, whitened_scores {r['whitened_scores']} {r['objective']:.4f}; "
+            f"{r['whitened_scores_objective']['False']:.4f}, whitened_scores {r['whitened_scores']} "
+            f"{r['short_speaker_scores']['none']:.4f}, short_speaker {w.get('short_speaker_min_s')} s / "
+            f"{w.get('short_speaker_below')} {r['objective']:.4f}; "
             + ", ".join(f"{k} {w[k]:.4f}" for k in ("bias", *C.PAIR_FEATURES)))
     best = min(results, key=lambda r: r["objective"])
     return {**best, "grid": results}
