@@ -19,9 +19,9 @@ def main(argv=None):
     so = sub.add_parser("sources", help="what each shipped model was made from")
     so.add_argument("tasks", nargs="*")
     so.add_argument("--json", action="store_true")
-    di = sub.add_parser("diarization", help="speaker map validation: embed | hold_music | whitening | tune | tune-merge | tune-free-recluster | report | golden | speaker_gender (training/diarization/README.md)")
+    di = sub.add_parser("diarization", help="speaker map validation: embed | hold_music | whitening | tune | tune-merge | tune-free-recluster | report | golden | speaker_gender | service_speech (training/diarization/README.md)")
     di.add_argument("step", choices=["embed", "hold_music", "whitening", "tune", "tune-merge", "tune-free-recluster", "report", "golden",
-                                        "speaker_gender"])
+                                        "speaker_gender", "service_speech"])
     di.add_argument("rest", nargs=argparse.REMAINDER)
     a = ap.parse_args(argv)
     if a.cmd == "diarization":

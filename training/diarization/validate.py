@@ -9,6 +9,8 @@ uses the DEV corpora only; TEST corpora are scored once.
   python -m training diarization tune-merge  # files' alike-merge rule on DEV (merge_rule.py's own command, speakers 1.6.0)
   python -m training diarization tune-free-recluster  # streams without a count: when they start re-clustering, how often
   python -m training diarization report    # tables of the manifest's parameters (or --params FILE) on DEV and TEST
+  python -m training diarization report --service-speech -60  # the same through the service's own speech decisions
+                                           # (service_speech.py writes them first)
   (--runs DIR or $AURIS_DIARIZATION_RUNS: another training/runs/diarization, e.g. a worktree's with the cache)
 """
 from __future__ import annotations
@@ -249,6 +251,9 @@ def main() -> None:
     ap.add_argument("--confirm", type=int, default=1, help="> 1: a variant for streams (not the service)")
     ap.add_argument("--runs", default=None, help="the folder with cache/ (default training/runs/diarization)")
     ap.add_argument("--workers", type=int, default=1, help="report: processes scoring the conversations (the same rows)")
+    ap.add_argument("--service-speech", type=float, default=None, metavar="DB",
+                    help="report: score with the service's own speech decisions at this volume threshold "
+                         "(service_speech.py's folder) instead of the oracle speech -> report-service<DB>.md")
     a = ap.parse_args()
     global CONFIRM, RUNS
     CONFIRM = a.confirm
@@ -271,8 +276,14 @@ def main() -> None:
         p = C.Params.from_dict(json.load(open(a.params))["params"]) if a.params else C.Params.from_manifest()
         out = {"params": p.as_dict(), "confirm": CONFIRM}
         md = []
+        speech = lambda recs: recs  # noqa: E731 (the oracle speech, as load() gives it)
+        if a.service_speech is not None:
+            from training.diarization import service_speech as SS
+            sfx += f"-service{a.service_speech:g}"
+            out["speech"] = f"the service's, volume_threshold {a.service_speech:g} dBFS"
+            speech = lambda recs: SS.load_into(recs, SS.folder(RUNS, a.service_speech))  # noqa: E731
         for name, corp in (("DEV (tuned on)", S.DEV), ("TEST (held out)", S.TEST)):
-            rows = full_rows(load(corp), p, a.workers)
+            rows = full_rows(speech(load(corp)), p, a.workers)
             out[name] = rows
             md += [table(rows, f"{name}: hop_steps {p.hop_steps}"), "", corpus_table(rows, f"{name}: per corpus"), "",
                    provisional_table(rows, f"{name}: streams' provisional labels"), ""]

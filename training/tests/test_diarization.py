@@ -292,6 +292,37 @@ def test_keep_apart_skips_long_pairs_the_rule_calls_two_voices():
     assert C.cluster_windows(win, E, C.Params(**{**p.as_dict(), "alike_merge": rule}), 10, 1, V)[0] == 1  # a count
 
 
+def test_short_cluster_the_rule_calls_another_voice_is_a_speaker():
+    # speakers 1.9.2: C (5 windows, 3.8 s, under min_speaker_s 5) stays its own cluster (cosine 0.36 to A); second
+    # view: A on axis 2, C on axis 3, logit -0.5 (probability 0.38 of one voice)
+    a, c = C.normalise(np.array([1.0, 0.1, 0, 0])), C.normalise(np.array([0.5, -1.0, 0, 0]))
+    E = np.array([a] * 5 + [c] * 5 + [a] * 5)
+    V = np.array([np.eye(4)[2]] * 5 + [np.eye(4)[3]] * 5 + [np.eye(4)[2]] * 5)
+    win = np.array([*range(0, 5), *range(10, 15), *range(20, 25)])
+    p = C.Params(hop_steps=12, segment_threshold=0.8, merge_threshold=0.7, refine_iterations=2, min_speaker_s=5.0,
+                 min_speaker_share=1.0, center=False)
+    with_rule = lambda **kw: C.Params(**{**p.as_dict(), "alike_merge": _rule(bias=-0.5, whitened_cosine=1.0,  # noqa: E731
+                                                                             keep_apart_below=0.4, **kw)})
+    assert C.cluster_windows(win, E, with_rule(), 10, V=V)[0] == 1  # no short-speaker rule: C joins A
+    K, assignment, _ = C.cluster_windows(win, E, with_rule(short_speaker_min_s=2.0, short_speaker_below=0.45), 10, V=V)
+    assert K == 2 and list(assignment) == [0] * 5 + [1] * 5 + [0] * 5
+    assert C.cluster_windows(win, E, with_rule(short_speaker_min_s=2.0, short_speaker_below=0.3), 10, V=V)[0] == 1
+    assert C.cluster_windows(win, E, with_rule(short_speaker_min_s=4.0, short_speaker_below=0.45), 10, V=V)[0] == 1
+    assert C.cluster_windows(win, E, with_rule(short_speaker_min_s=2.0, short_speaker_below=0.45), 10, 1, V)[0] == 1
+
+
+def test_service_speech_replaces_the_oracle(tmp_path):
+    from training.diarization import service_speech as SS
+    recs = [{"meta": {"key": "x-clean-2spk-0"}, "levels": np.zeros(6), "speech": np.ones(6, dtype=bool)}]
+    (tmp_path / "x-clean-2spk-0.txt").write_text("0110\n")  # shorter than the conversation: the rest not speech
+    out = SS.load_into(recs, tmp_path)
+    assert list(out[0]["speech"]) == [False, True, True, False, False, False]
+    assert out[0]["oracle_speech"].all()
+    with pytest.raises(SystemExit, match="no service speech for 1 conversations"):
+        SS.load_into([{"meta": {"key": "y"}, "levels": np.zeros(3), "speech": np.ones(3, dtype=bool)}], tmp_path)
+    assert SS.folder(tmp_path, -60.0).name == "service_speech-60"
+
+
 def test_whitened_centroids_follow_the_compared_view():
     e = np.eye(4)
     cents = np.array([e[0], e[1], e[2]])  # speaker 2: no window is closest to it
