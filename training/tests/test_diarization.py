@@ -274,14 +274,21 @@ def test_merge_alike_joins_through_another_speaker_and_orders_by_first_window():
     assert len(C.merge_alike(assignment, 4, W, W, _rule(bias=-0.5, centred_cosine=1.0))) == 2
 
 
-def test_keep_apart_skips_long_pairs_the_rule_calls_two_voices():
-    # clustered view: A and B alike (cosine 0.92); second view: A on axis 2, B on axis 3; three runs of 5 windows
-    a, b = C.normalise(np.array([1.0, 0.1, 0, 0])), C.normalise(np.array([1.0, -0.3, 0, 0]))
-    E = np.array([a] * 5 + [b] * 5 + [a] * 5)
+def _a_b_a(b: np.ndarray, min_speaker_s: float):
+    """Three runs of 5 windows (3.8 s each at hop 12), voices A, B, A: clustered view A = (1, 0.1, 0, 0) and the unit
+    `b`; second view A on axis 2, B on axis 3 -> (E, V, win, params)."""
+    a = C.normalise(np.array([1.0, 0.1, 0, 0]))
+    E = np.array([a] * 5 + [C.normalise(b)] * 5 + [a] * 5)
     V = np.array([np.eye(4)[2]] * 5 + [np.eye(4)[3]] * 5 + [np.eye(4)[2]] * 5)
     win = np.array([*range(0, 5), *range(10, 15), *range(20, 25)])
-    p = C.Params(hop_steps=12, segment_threshold=0.8, merge_threshold=0.7, refine_iterations=2, min_speaker_s=2.0,
-                 min_speaker_share=1.0, center=False)
+    p = C.Params(hop_steps=12, segment_threshold=0.8, merge_threshold=0.7, refine_iterations=2,
+                 min_speaker_s=min_speaker_s, min_speaker_share=1.0, center=False)
+    return E, V, win, p
+
+
+def test_keep_apart_skips_long_pairs_the_rule_calls_two_voices():
+    # clustered view: A and B alike (cosine 0.92); second view apart
+    E, V, win, p = _a_b_a(np.array([1.0, -0.3, 0, 0]), 2.0)
     rule = _rule(bias=-0.5, whitened_cosine=1.0, keep_apart_below=0.4)  # two voices: logit -0.5 < logit(0.4)
     assert C.cluster_windows(win, E, p, 10)[0] == 1
     assert C.cluster_windows(win, E, p, 10, V=V)[0] == 1  # the rule is p's: none here
@@ -295,12 +302,7 @@ def test_keep_apart_skips_long_pairs_the_rule_calls_two_voices():
 def test_short_cluster_the_rule_calls_another_voice_is_a_speaker():
     # speakers 1.9.2: C (5 windows, 3.8 s, under min_speaker_s 5) stays its own cluster (cosine 0.36 to A); second
     # view: A on axis 2, C on axis 3, logit -0.5 (probability 0.38 of one voice)
-    a, c = C.normalise(np.array([1.0, 0.1, 0, 0])), C.normalise(np.array([0.5, -1.0, 0, 0]))
-    E = np.array([a] * 5 + [c] * 5 + [a] * 5)
-    V = np.array([np.eye(4)[2]] * 5 + [np.eye(4)[3]] * 5 + [np.eye(4)[2]] * 5)
-    win = np.array([*range(0, 5), *range(10, 15), *range(20, 25)])
-    p = C.Params(hop_steps=12, segment_threshold=0.8, merge_threshold=0.7, refine_iterations=2, min_speaker_s=5.0,
-                 min_speaker_share=1.0, center=False)
+    E, V, win, p = _a_b_a(np.array([0.5, -1.0, 0, 0]), 5.0)
     with_rule = lambda **kw: C.Params(**{**p.as_dict(), "alike_merge": _rule(bias=-0.5, whitened_cosine=1.0,  # noqa: E731
                                                                              keep_apart_below=0.4, **kw)})
     assert C.cluster_windows(win, E, with_rule(), 10, V=V)[0] == 1  # no short-speaker rule: C joins A
