@@ -6,8 +6,8 @@
  *  - clusterWindows: a whole file's windows, offline: segments of similar consecutive windows,
  *    centroid-linkage agglomeration down to a similarity threshold; the clusters long enough to be a
  *    speaker are the speakers (merged further to the caller's count or under the cap), the short
- *    ones (a cough, a laugh, a window across a turn) join the closest speaker; then a few
- *    re-assignment passes.
+ *    ones (a cough, a laugh, a window across a turn) join the closest speaker, unless (since speakers
+ *    1.9.2, no count) the pair rule is sure one is another voice; then a few re-assignment passes.
  *  - OnlineSpeakers: a live stream's windows one at a time, each either joining the closest known
  *    speaker or starting the next one (a speaker once numbered keeps its number).
  *  - stepProbabilities: per 64 ms step, the mean of the probability vectors of the windows covering it.

@@ -310,11 +310,11 @@ class Clusterer:
         return [sorted(m) for m in members]
 
     def distinct_short(self, clusters: list[list[int]], keep: set[int]) -> set[int]:
-        """c'. (speakers 1.9.2) The short clusters of at least the rule's short_speaker_min_s (window hops) that it
-        calls one voice with every speaker, and every such cluster taken before them (cluster order), with a
-        probability under short_speaker_below: speakers too. A voice heard for 2-5 s of a conversation is no longer
-        folded into the closest speaker when the rule is that sure it is another. Sides: unit sums of the members'
-        rows of the second view (ascending), their centroids' cosine in the clustered view."""
+        """c'. (speakers 1.9.2) The short clusters of at least the rule's short_speaker_min_s (window hops) whose
+        probability of one voice under the rule is below short_speaker_below with every speaker and with every such
+        cluster taken before them (cluster order): speakers too. A voice heard for 2-5 s of a conversation is no
+        longer folded into the closest speaker when the rule is that sure it is another. Sides: unit sums of the
+        members' rows of the second view (ascending), their centroids' cosine in the clustered view."""
         r = self.apart_rule
         if r is None or r.get("short_speaker_below") is None:
             return set()
