@@ -186,21 +186,18 @@ def main() -> None:
     c = _search(many, p, 900, lambda x, c: x["after_alike_merge"] < x["after_refine"] and x["file_K"] >= 2)
     c["note"] = f"hop {p.hop_steps}, the manifest's parameters, no count: speakers the alike_merge rule calls one voice (their centroids of the whitened, uncentred windows and of the centred ones, their sizes) are merged after clustering (speakers 1.6.0)"
     cases.append(c)
-    def apart_matters(x, c):  # the file's labels differ without keep_apart_below
+    def rule_changes_labels(c, dropped):  # the file's labels differ with the alike_merge keys `dropped` left out
         p_, win, E, speech = case_inputs(c)
-        rule = {k: v for k, v in p_.alike_merge.items() if k != "keep_apart_below"}
+        rule = {k: v for k, v in p_.alike_merge.items() if k not in dropped}
         f = C.file_map(c["steps"], win, E, replace(p_, alike_merge=rule), speech=speech)
-        return x["kept_apart"] > 0 and list(f["labels"]) != c["expected"]["file"]["labels"]
-    c = _search(many, p, 900, lambda x, c: x["file_K"] >= 3 and apart_matters(x, c))
+        return list(f["labels"]) != c["expected"]["file"]["labels"]
+    c = _search(many, p, 900, lambda x, c: x["file_K"] >= 3 and x["kept_apart"] > 0
+                and rule_changes_labels(c, {"keep_apart_below"}))
     c["note"] = f"hop {p.hop_steps}, the manifest's parameters, no count: the agglomeration keeps apart long clusters the alike_merge rule calls two voices (keep_apart_below; speakers 1.7.0), which changes the labels"
     cases.append(c)
-    def short_matters(x, c):  # the file's labels differ without short_speaker_below
-        p_, win, E, speech = case_inputs(c)
-        rule = {k: v for k, v in p_.alike_merge.items() if not k.startswith("short_speaker")}
-        f = C.file_map(c["steps"], win, E, replace(p_, alike_merge=rule), speech=speech)
-        return x["short_promoted"] > 0 and list(f["labels"]) != c["expected"]["file"]["labels"]
+    short_keys = {"short_speaker_min_s", "short_speaker_below"}
     if "short_speaker_below" in (p.alike_merge or {}):
-        c = _search(many, p, 1200, short_matters)
+        c = _search(many, p, 1200, lambda x, c: x["short_promoted"] > 0 and rule_changes_labels(c, short_keys))
         c["note"] = f"hop {p.hop_steps}, the manifest's parameters, no count: a cluster too short to be a speaker that the alike_merge rule calls another voice than every speaker (short_speaker_min_s, short_speaker_below; speakers 1.9.2) is a speaker too, which changes the labels"
         cases.append(c)
     c = _search(recs, p, 480, lambda x, c: x["file_K"] == 3 and x["long"] < 3 < x["after_agglomerate"]

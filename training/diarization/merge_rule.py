@@ -140,17 +140,16 @@ def tune_rule(p: C.Params) -> dict:
         rule["keep_apart_below"] = best_apart
     views = {False: min(apart.values()), True: score(rule, True)}
     whitened_scores = views[True] < views[False]
-    short = {"none": views[whitened_scores]}
+    short = {None: views[whitened_scores]}
     if "keep_apart_below" in rule:  # the short speakers are read with the keep-apart's sides
         for s, q in SHORT_SPEAKER:
-            short[f"{s}:{q}"] = score({**rule, "short_speaker_min_s": s, "short_speaker_below": q}, whitened_scores)
-    best_short = min(short, key=lambda k: short[k])  # ties: "none", then the grid's order
-    if best_short != "none":
-        s, q = best_short.split(":")
-        rule.update(short_speaker_min_s=float(s), short_speaker_below=float(q))
+            short[(s, q)] = score({**rule, "short_speaker_min_s": s, "short_speaker_below": q}, whitened_scores)
+    best_short = min(short, key=lambda k: short[k])  # ties: none, then the grid's order
+    if best_short is not None:
+        rule.update(short_speaker_min_s=best_short[0], short_speaker_below=best_short[1])
     return {"merge_threshold": p.merge_threshold, "min_speaker_s": p.min_speaker_s,
             "alike_merge": rule, "whitened_scores": whitened_scores, "objective": short[best_short],
-            "short_speaker_scores": short,
+            "short_speaker_scores": {("none" if k is None else f"{k[0]}:{k[1]}"): v for k, v in short.items()},
             "pairs": len(y), "one_voice": int(y.sum()), "scores": {str(k): v for k, v in scores.items()},
             "keep_apart_scores": {str(k): v for k, v in apart.items()},
             "whitened_scores_objective": {str(k): v for k, v in views.items()}}

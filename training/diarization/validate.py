@@ -276,14 +276,15 @@ def main() -> None:
         p = C.Params.from_dict(json.load(open(a.params))["params"]) if a.params else C.Params.from_manifest()
         out = {"params": p.as_dict(), "confirm": CONFIRM}
         md = []
-        speech = lambda recs: recs  # noqa: E731 (the oracle speech, as load() gives it)
+        flags = None  # the oracle speech, as load() gives it
         if a.service_speech is not None:
             from training.diarization import service_speech as SS
+            flags = SS.folder(RUNS, a.service_speech)
             sfx += f"-service{a.service_speech:g}"
             out["speech"] = f"the service's, volume_threshold {a.service_speech:g} dBFS"
-            speech = lambda recs: SS.load_into(recs, SS.folder(RUNS, a.service_speech))  # noqa: E731
         for name, corp in (("DEV (tuned on)", S.DEV), ("TEST (held out)", S.TEST)):
-            rows = full_rows(speech(load(corp)), p, a.workers)
+            recs = load(corp) if flags is None else SS.load_into(load(corp), flags)
+            rows = full_rows(recs, p, a.workers)
             out[name] = rows
             md += [table(rows, f"{name}: hop_steps {p.hop_steps}"), "", corpus_table(rows, f"{name}: per corpus"), "",
                    provisional_table(rows, f"{name}: streams' provisional labels"), ""]
