@@ -75,7 +75,6 @@ def load_into(recs: list[dict], directory: Path) -> list[dict]:
 
 
 def main() -> None:
-    from training.diarization import validate as V
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--volume-threshold", type=float, default=-60.0, help="the request's volume_threshold (dBFS)")
     ap.add_argument("--corpora", default=",".join(S.CORPORA))
@@ -84,7 +83,7 @@ def main() -> None:
     a = ap.parse_args()
     if not CLI.exists():
         raise SystemExit(f"{CLI} is missing: npm run build first")
-    runs = Path(a.runs) if a.runs else V.RUNS
+    runs = Path(a.runs) if a.runs else S.RUNS
     out = folder(runs, a.volume_threshold)
     out.mkdir(parents=True, exist_ok=True)
     plan = S.plan(tuple(a.corpora.split(",")))

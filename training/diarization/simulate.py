@@ -20,6 +20,7 @@ import os
 import zlib
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 
 import numpy as np
 
@@ -27,6 +28,8 @@ from training.data.clips import DATASETS, decode
 from training.encoders import corpora
 
 SR = 16000
+# where the conversations' caches and reports live (validate.py, service_speech.py)
+RUNS = Path(os.environ.get("AURIS_DIARIZATION_RUNS", Path(__file__).resolve().parents[2] / "training/runs/diarization"))
 CONDITIONS = ("clean", "telephone", "noise")
 # corpora with several utterances per speaker; dev = tuning, test = held out (never tuned on)
 DEV = ("ravdess", "nemo", "speechocean")

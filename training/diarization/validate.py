@@ -19,7 +19,6 @@ import argparse
 import itertools
 import json
 import multiprocessing
-import os
 import pickle
 import time
 from dataclasses import replace
@@ -32,7 +31,7 @@ from training.diarization import simulate as S
 from training.diarization.der import der, steps_to_turns
 
 ROOT = Path(__file__).resolve().parents[2]
-RUNS = Path(os.environ.get("AURIS_DIARIZATION_RUNS", ROOT / "training/runs/diarization"))
+RUNS = S.RUNS
 STEP_S = 0.064
 # the starting point of the search (v1.1, centred: cosines of centred embeddings are far lower than raw ones)
 DEFAULT = C.Params(hop_steps=12, gate_db=-50.0, min_voiced_steps=16, segment_threshold=0.6, merge_threshold=0.15,
