@@ -31,6 +31,11 @@ export interface EncoderInfo extends EncoderPoolModel {
   manifestPath: string;
   /** Steps per encoder window (pcmFloats / STEP_SAMPLES). */
   windowSteps: number;
+  /**
+   * Manifest "quantised_from": the encoder (`encoder:<name>`) this one is a quantised copy of. Its embeddings
+   * live in that encoder's space, so a head fitted on either reads the other's (speaker-gender.ts).
+   */
+  quantisedFrom?: string;
   manifest: Record<string, unknown>;
 }
 
@@ -124,6 +129,10 @@ export function loadEncoder(modelsDir: string, name: string, from: string): Enco
   }
   if (!isPosInt(m['dim'])) throw fail(manifestPath, '"dim" must be a positive integer');
   if (m['max_batch'] !== undefined && !isPosInt(m['max_batch'])) throw fail(manifestPath, '"max_batch" must be a positive integer when given');
+  const from_ = m['quantised_from'];
+  if (from_ !== undefined && (typeof from_ !== 'string' || !/^[a-z0-9_-]+$/.test(from_) || from_ === name)) {
+    throw fail(manifestPath, '"quantised_from" must name another encoder when given');
+  }
   const modelPath = path.resolve(dir, m['file'] as string);
   if (path.relative(dir, modelPath).startsWith('..') || !fs.existsSync(modelPath) || !fs.statSync(modelPath).isFile()) {
     throw fail(manifestPath, `encoder file ${JSON.stringify(m['file'])} is missing`);
@@ -140,6 +149,7 @@ export function loadEncoder(modelsDir: string, name: string, from: string): Enco
     pcmFloats: m['window_samples'],
     dim: m['dim'],
     ...(m['max_batch'] !== undefined ? { maxBatch: m['max_batch'] as number } : {}),
+    ...(from_ !== undefined ? { quantisedFrom: `encoder:${from_ as string}` } : {}),
     windowSteps: m['window_samples'] / STEP_SAMPLES,
     manifest: m,
   };

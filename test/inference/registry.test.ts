@@ -150,6 +150,12 @@ describe('model registry', () => {
     const encoderManifest = path.join(badBatch, 'encoders', named, 'manifest.json');
     fs.writeFileSync(encoderManifest, JSON.stringify({ ...(JSON.parse(fs.readFileSync(encoderManifest, 'utf8')) as object), max_batch: 0 }));
     expectLoadError(() => ModelRegistry.loadSync({ modelsDir: badBatch }), encoderManifest, /max_batch/);
+    for (const [i, from] of [named, 'Camp Plus', 7].entries()) {
+      const badFrom = copy(`views-bad-quantised-from-${i}`);
+      const m = path.join(badFrom, 'encoders', named, 'manifest.json');
+      fs.writeFileSync(m, JSON.stringify({ ...(JSON.parse(fs.readFileSync(m, 'utf8')) as object), quantised_from: from }));
+      expectLoadError(() => ModelRegistry.loadSync({ modelsDir: badFrom }), m, /"quantised_from" must name another encoder/);
+    }
 
     const manifest = (dir: string): string => path.join(dir, 'gender', 'manifest.json');
     const edit = (name: string, f: (views: Record<string, unknown>) => void): string => {

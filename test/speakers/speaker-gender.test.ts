@@ -38,4 +38,12 @@ describe('speaker gender', () => {
     assert.equal(speakerGenderHead(views, ['female', 'male'], 'encoder:other'), undefined);
     assert.equal(speakerGenderHead(undefined, ['female', 'male'], 'encoder:speaker'), undefined);
   });
+
+  it("takes the head of an int8 copy of the speaker map's encoder (gender 2.2: the same embedding space), and not of another's", () => {
+    const int8 = { name: 'encoder:speaker_int8', dim: 3, quantisedFrom: 'encoder:speaker' } as ModelViews['views'][number]['encoder'];
+    const views = { views: [{ encoder: int8, head: { weights: head.weights, bias: head.bias } }] } as unknown as ModelViews;
+    assert.equal(speakerGenderHead(views, ['female', 'male'], 'encoder:speaker')?.weights, head.weights);
+    assert.equal(speakerGenderHead(views, ['female', 'male'], 'encoder:speaker_int8')?.dim, 3);
+    assert.equal(speakerGenderHead(views, ['female', 'male'], 'encoder:other'), undefined);
+  });
 });

@@ -235,7 +235,7 @@ def print_table(ev: dict, which: str = "tables") -> None:
 # ---- shipping: gender 2.0 = gender 1.3.0's network (model.onnx and its streaming graphs, unchanged) plus the views
 
 MANIFEST = ROOT / "models/gender/manifest.json"
-VERSION = "2.1.1"
+VERSION = "2.2.0"
 EVERY = 16
 # the service's speech gate since 2.1.1 (views.schedule.speech_gate): a window is embedded only when >= 4 of its
 # first 13 steps are speech, so the encoder never runs on music or noise (LOCO 0.943 against 0.942 without it)
@@ -243,7 +243,7 @@ SPEECH_GATE = (13, 4)
 
 
 PREVIOUS_COLUMN = "2.0.1 (Resemblyzer view fused)"
-ENCODER_OF_KEY = {"emb": "speaker", "emb_whisper": "whisper", "emb_campplus": "campplus"}
+ENCODER_OF_KEY = {"emb": "speaker", "emb_whisper": "whisper", "emb_campplus": "campplus", "emb_campplus_int8": "campplus_int8"}
 
 
 def ship(recs: list[dict], keys: list[str], manifest: Path = MANIFEST, version: str = VERSION, every: int = EVERY,
@@ -274,9 +274,11 @@ def ship(recs: list[dict], keys: list[str], manifest: Path = MANIFEST, version: 
         "fusion": f"logistic regression of (network log-odds, each head's log-odds) over voiced steps of {', '.join(UNHEARD_BY_NET)} "
                   "(never heard by the network), head outputs leave-one-corpus-out",
         "sources": sorted({r['source'] for r in recs}),
+        # the label audit reads Resemblyzer's view ("emb"), so the cache holds it too
         "reproduce": "python -m training.encoders.embed --encoders "
-                     + ",".join(f"{ENCODER_OF_KEY[k]}=models/encoders/{ENCODER_OF_KEY[k]}/encoder.onnx" for k in keys)
-                     + f" && python -m training.encoders.label_audit && python -m training.encoders.gender evaluate --views {','.join(keys)} --every {every}"
+                     + ",".join(f"{ENCODER_OF_KEY[k]}=models/encoders/{ENCODER_OF_KEY[k]}/encoder.onnx" for k in dict.fromkeys(["emb", *keys]))
+                     + " && python -m training.encoders.label_audit && python -m training.encoders.pitch_moved"
+                     + f" && python -m training.encoders.gender evaluate --views {','.join(keys)} --every {every}"
                      + (f" --speech-gate {gate[0]}:{gate[1]}" if gate else " --speech-gate none")
                      + f" && python -m training.encoders.gender ship --views {','.join(keys)}",
     }

@@ -63,7 +63,9 @@ def pick_for_training(recs: list[dict], untrusted: set[str], moved: set[str], se
 def _work(args) -> list[dict]:
     voices, seed, train = args
     from training.data.voice_variants import make_variants
-    encs = {name: embed.session(str(ROOT / f"models/encoders/{name}/encoder.onnx")) for name in ("speaker", "campplus")}
+    # every shipped encoder, so that the slice scores any view gender.py is asked for
+    encs = {name: embed.session(str(ROOT / f"models/encoders/{name}/encoder.onnx"))
+            for name in sorted(p.name for p in (ROOT / "models/encoders").iterdir() if (p / "encoder.onnx").exists())}
     gnet = embed.session(str(ROOT / "models/gender/model.onnx"))
     rng = np.random.default_rng(seed)
     out = []
