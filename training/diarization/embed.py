@@ -5,6 +5,7 @@ of 25 steps (hop_steps 6 and 12 subsample the first, 25 the second) with at leas
 The held-out conversations with index 0 are also written as WAV + reference JSON for the end-to-end run.
 
   nice -n 10 python -m training.diarization.embed     # ~1.3 h on one core with CAM++ -> training/runs/diarization/cache/
+  python -m training.diarization.embed --encoder campplus_int8 --out DIR   # another encoder's cache (report --runs DIR)
 """
 from __future__ import annotations
 
@@ -27,14 +28,14 @@ WINDOW = 25
 STEP = 1024
 
 
-def session():
+def session(name: str | None = None):
+    """The speaker map's encoder, as the speakers manifest names it, or the one of models/encoders/<name>/."""
     import onnxruntime as ort
     so = ort.SessionOptions()
     so.intra_op_num_threads = 1
     so.inter_op_num_threads = 1
-    # the speaker map's encoder, as the speakers manifest names it
-    encoder = ROOT / "models/encoders" / json.load(open(ROOT / "models/speakers/manifest.json"))["encoder"] / "encoder.onnx"
-    return ort.InferenceSession(str(encoder), so, providers=["CPUExecutionProvider"])
+    name = name or json.load(open(ROOT / "models/speakers/manifest.json"))["encoder"]
+    return ort.InferenceSession(str(ROOT / "models/encoders" / name / "encoder.onnx"), so, providers=["CPUExecutionProvider"])
 
 
 def window_starts(num_steps: int) -> np.ndarray:
@@ -74,11 +75,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--corpora", default=",".join(S.CORPORA))
     ap.add_argument("--out", default=str(RUNS))
+    ap.add_argument("--encoder", default=None, help="models/encoders/<name> (default: the speakers manifest's)")
     a = ap.parse_args()
     out = Path(a.out)
     (out / "cache").mkdir(parents=True, exist_ok=True)
     (out / "conversations").mkdir(parents=True, exist_ok=True)
-    sess = session()
+    sess = session(a.encoder)
     index = []
     for corpus in a.corpora.split(","):
         for cond in S.CONDITIONS:
