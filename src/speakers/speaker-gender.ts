@@ -4,8 +4,8 @@
  * ours on the speaker encoder's window embeddings (models/gender manifest "views"); the speaker
  * map embeds its windows with that same encoder (or, since gender 2.2, the float encoder that
  * gender's int8 one is quantised from: the same embedding space), so the head applies to a
- * speaker's windows as they are. A speaker's probabilities are softmax(head(mean of its windows' unit embeddings)):
- * for two classes, the sigmoid of the mean of its windows' log-odds. Pooling every window of a
+ * speaker's windows as they are. A speaker's probabilities are softmax(head(mean of its
+ * windows' unit embeddings)): for two classes, the sigmoid of the mean of its windows' log-odds. Pooling every window of a
  * voice is surer than any one segment: on simulated conversations of corpora the head never saw,
  * the speakers a file job finds get the right gender 0.961 of the time (models/speakers/MODEL_CARD.md).
  *

@@ -4,7 +4,8 @@ conversations (embed.py's cache) with the gender head fitted leave one corpus ou
 The rule (the service's): a file's speech windows (the clustered ones) each go to the speaker whose centroid is
 closest (cosine of the centred windows, ties to the lower number); a stream's windows keep the speaker they were given.
 A speaker's mean embedding (unit windows, not centred) goes through gender 2.0's speaker-encoder head (the same
-encoder embeds the speaker map's windows; since gender 2.2 the head is fitted on CAM++'s int8 copy, the same space): P(male) = sigmoid(w . mean + b), the mean of its windows' log-odds.
+encoder embeds the speaker map's windows; since gender 2.2 the head is fitted on CAM++'s int8 copy, the same
+space): P(male) = sigmoid(w . mean + b), the mean of its windows' log-odds.
 
 Scored per speaker found: the truth is the gender of the reference voice that speaks most of its speech steps;
 speakers of the label audit's doubted voices (models/gender/label_audit.json) are left out. The head never saw the
