@@ -129,8 +129,8 @@ export function loadEncoder(modelsDir: string, name: string, from: string): Enco
   }
   if (!isPosInt(m['dim'])) throw fail(manifestPath, '"dim" must be a positive integer');
   if (m['max_batch'] !== undefined && !isPosInt(m['max_batch'])) throw fail(manifestPath, '"max_batch" must be a positive integer when given');
-  const from_ = m['quantised_from'];
-  if (from_ !== undefined && (typeof from_ !== 'string' || !/^[a-z0-9_-]+$/.test(from_) || from_ === name)) {
+  const quantisedFrom = m['quantised_from'];
+  if (quantisedFrom !== undefined && (typeof quantisedFrom !== 'string' || !/^[a-z0-9_-]+$/.test(quantisedFrom) || quantisedFrom === name)) {
     throw fail(manifestPath, '"quantised_from" must name another encoder when given');
   }
   const modelPath = path.resolve(dir, m['file'] as string);
@@ -149,7 +149,7 @@ export function loadEncoder(modelsDir: string, name: string, from: string): Enco
     pcmFloats: m['window_samples'],
     dim: m['dim'],
     ...(m['max_batch'] !== undefined ? { maxBatch: m['max_batch'] as number } : {}),
-    ...(from_ !== undefined ? { quantisedFrom: `encoder:${from_ as string}` } : {}),
+    ...(typeof quantisedFrom === 'string' ? { quantisedFrom: `encoder:${quantisedFrom}` } : {}),
     windowSteps: m['window_samples'] / STEP_SAMPLES,
     manifest: m,
   };

@@ -54,16 +54,11 @@ def _windows(sources: tuple[str, ...], per_source: int, seed: int) -> np.ndarray
     return np.concatenate([np.stack(v) for v in got.values() if v])
 
 
-def _session(path: Path):
-    import onnxruntime as ort
-    o = ort.SessionOptions()
-    o.intra_op_num_threads = 1
-    return ort.InferenceSession(str(path), o, providers=["CPUExecutionProvider"])
-
-
-def embed(path: Path, pcm: np.ndarray, batch: int = 4) -> np.ndarray:
-    s = _session(path)
-    return np.concatenate([s.run(["embedding"], {"pcm": pcm[i:i + batch]})[0] for i in range(0, len(pcm), batch)])
+def embed(path: Path, pcm: np.ndarray) -> np.ndarray:
+    """[n, 25600] -> [n, 192] through the graph at `path` (one thread, calls of 4 windows)."""
+    from training.encoders.embed import session
+    from training.encoders.embed_affect import campplus_embeddings
+    return campplus_embeddings(session(str(path)), pcm)
 
 
 def quantize(out_file: Path, calibration: np.ndarray) -> None:
@@ -108,11 +103,11 @@ def export(out: Path = OUT) -> dict:
     shutil.copy(FLOAT / "LICENSE", out / "LICENSE")
     base = json.loads((FLOAT / "manifest.json").read_text())
     manifest = {
-        **{k: base[k] for k in ("kind", "file", "input", "output", "window_samples", "dim", "max_batch", "front_end")},
         "name": "campplus_int8",
         "version": base["version"] + "-int8-static",
         # its embeddings live in campplus's space: gender's head on them reads the speaker map's float windows
         "quantised_from": "campplus",
+        **{k: base[k] for k in ("kind", "file", "input", "output", "window_samples", "dim", "max_batch", "front_end")},
         "architecture": base["architecture"] + "; convolutions in int8 (static QDQ: int8 weights per output channel, "
                                                "uint8 activations, MinMax scales), everything else in float",
         "provenance": {**base["provenance"],
@@ -124,9 +119,6 @@ def export(out: Path = OUT) -> dict:
         "cosine_to_float": fidelity(out / "encoder.onnx"),
         "macs_per_window": base["macs_per_window"],
     }
-    manifest = {k: manifest[k] for k in ("name", "version", "quantised_from", "kind", "file", "input", "output", "window_samples", "dim",
-                                         "max_batch", "front_end", "architecture", "provenance", "cosine_to_float",
-                                         "macs_per_window")}
     (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
     return manifest
 
