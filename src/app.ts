@@ -28,12 +28,18 @@ import { SharedStreamTokens } from './jobs/nats/stream-tokens';
 import type { NatsBackends } from './jobs/nats';
 import { websocketErrorHandler } from './websocket/socket-errors';
 import { websocketStreamRoutes } from './websocket/stream-route';
+import { streamWorkers } from './inference/env';
 
 export interface StreamingOptions extends Partial<StreamLimits> {
   /** Serve gRPC on config.grpcPort (default true). */
   grpc?: boolean;
-  /** Worker threads of the stream engine (default: $AURIS_INFERENCE_THREADS or one per core). */
+  /**
+   * Worker threads of the stream engine that never run a pretrained encoder (default: $AURIS_INFERENCE_THREADS, else
+   * one per core less the encoder lanes).
+   */
   inferenceThreads?: number;
+  /** Workers of the stream engine that run the pretrained encoders first (default: $AURIS_STREAM_ENCODER_LANES, else a quarter of the cores, at least 1). */
+  encoderLanes?: number;
   /** Most windows batched into one model call (default 64). */
   maxBatch?: number;
   /** Least time between two hand-overs of model calls to the workers, ms: calls made meanwhile are batched (default 0: at once; docs/streaming.md). */
@@ -85,7 +91,7 @@ export async function startApp(opts: AppOptions = {}): Promise<AurisApp> {
         preload: 'all',
         maxBatch: streaming.maxBatch ?? 64,
         dispatchIntervalMs: streaming.dispatchIntervalMs ?? STREAM_DISPATCH_INTERVAL_MS,
-        ...(streaming.inferenceThreads !== undefined ? { size: streaming.inferenceThreads } : {}),
+        ...streamWorkers(streaming.inferenceThreads, streaming.encoderLanes),
       });
       const log = app.log.child({ component: 'streaming' });
       hub = new StreamHub(engine, { ...config.streaming, maxOutputPeriodMs: config.limits.maxOutputPeriodMs, ...streaming }, log);

@@ -11,13 +11,16 @@ export const BENCH_KEY = 'bench-grpc-key-0001';
 /** stateful: live streams through the stateful streaming graphs (the default); windowed: the reference. */
 export type Mode = 'stateful' | 'windowed';
 
+type Trips = { n: number; p50: number; p99: number; max: number };
+
 export interface ServerUsage {
   cpuSec: number;
   /** CPU seconds per thread id (Linux); the main thread's id is the server's pid. */
   threadCpuSec?: Record<string, number>;
   pool: { calls: number; windows: number; steps: number; busyMs: number; encoderWindows?: number; encoderBusyMs?: number; byGraph?: Record<string, { busyMs: number; calls: number; windows: number }> };
   /** Inference round trips since the last report, ms. */
-  inferenceMs: { n: number; p50: number; p99: number; max: number };
+  /** Round trips of the networks' calls and, apart, of the pretrained encoders' windows. */
+  inferenceMs: { networks: Trips; encoders: Trips };
   /** Server event-loop delay since the last report, ms. */
   loopMs: { p50: number; p99: number; max: number };
   /** Messages posted to the inference workers since the last report and the main-thread time they took. */

@@ -22,22 +22,34 @@ type InferenceEngine = NonNullable<Awaited<ReturnType<typeof startApp>>['hub']>[
 const round1 = (x: number): number => Math.round(x * 10) / 10;
 
 /** Inference round trips (window submitted -> probabilities back), ms; take() reads and resets. */
-function probeRoundTrips(engine: InferenceEngine): () => { n: number; p50: number; p99: number; max: number } {
+/** Percentiles of round trips (ms) recorded by `timed`; take() reads and resets. */
+function tripRecorder(): { timed: <T>(p: Promise<T>, t0: number) => Promise<T>; take: () => { n: number; p50: number; p99: number; max: number } } {
   let trips: number[] = [];
-  const timed = <T>(p: Promise<T>, t0: number): Promise<T> => {
-    void p.then(() => trips.push(performance.now() - t0), () => undefined);
-    return p;
+  return {
+    timed: (p, t0) => {
+      void p.then(() => trips.push(performance.now() - t0), () => undefined);
+      return p;
+    },
+    take: () => {
+      const sorted = trips.sort((a, b) => a - b);
+      trips = [];
+      const q = (p: number): number => round1(sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))] ?? NaN);
+      return { n: sorted.length, p50: q(0.5), p99: q(0.99), max: q(1) };
+    },
   };
+}
+
+/** The networks' calls (queue + worker + message, ms) and, apart, the pretrained encoders' windows. */
+function probeRoundTrips(engine: InferenceEngine): () => { networks: ReturnType<ReturnType<typeof tripRecorder>['take']>; encoders: ReturnType<ReturnType<typeof tripRecorder>['take']> } {
+  const nets = tripRecorder();
+  const encs = tripRecorder();
   const infer = engine.infer.bind(engine);
-  engine.infer = (model, features, steps) => timed(infer(model, features, steps), performance.now());
+  engine.infer = (model, features, steps, urgent) => nets.timed(infer(model, features, steps, urgent), performance.now());
   const inferStateful = engine.inferStateful.bind(engine);
-  engine.inferStateful = (model, first, features, steps, state) => timed(inferStateful(model, first, features, steps, state), performance.now());
-  return () => {
-    const sorted = trips.sort((a, b) => a - b);
-    trips = [];
-    const q = (p: number): number => round1(sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))] ?? NaN);
-    return { n: sorted.length, p50: q(0.5), p99: q(0.99), max: q(1) };
-  };
+  engine.inferStateful = (model, first, features, steps, state) => nets.timed(inferStateful(model, first, features, steps, state), performance.now());
+  const runEncoder = engine.pool.runEncoder.bind(engine.pool);
+  engine.pool.runEncoder = (model, pcm) => encs.timed(runEncoder(model, pcm), performance.now());
+  return () => ({ networks: nets.take(), encoders: encs.take() });
 }
 
 /** Main-thread garbage collections, count and pause ms by kind (minor / major / ...); take() reads and resets. */

@@ -20,6 +20,7 @@ import { STEP_MS } from '../analysis/options';
 import { modelsToRun, policyFor, NO_SPEECH_LABEL, SILENCE_LABEL, UNKNOWN_LABEL } from '../analysis/policies';
 import type { Segment, TimeStepResult } from '../analysis/postprocess';
 import { InferenceEngine } from '../inference/engine';
+import { streamWorkers } from '../inference/env';
 import type { ModelInfo } from '../inference/registry';
 import type { AuthFailureThrottle } from '../http/auth-throttle';
 import type { Owner } from '../jobs/service';
@@ -54,7 +55,7 @@ export interface GrpcServerOptions extends Partial<StreamLimits> {
   engine?: InferenceEngine;
   /** Models directory for the default engine (default $AURIS_MODELS_DIR or <package>/models). */
   modelsDir?: string;
-  /** Worker threads of the default engine (default: $AURIS_INFERENCE_THREADS or one per core). */
+  /** Workers of the default engine that never run a pretrained encoder (default: $AURIS_INFERENCE_THREADS, else one per core less the encoder lanes: src/inference/env.ts streamWorkers). */
   inferenceThreads?: number;
   /** Most windows batched into one model call by the default engine (default 64). */
   maxBatch?: number;
@@ -207,9 +208,13 @@ export class AnalysisGrpcServer {
     if (options.hub) return new AnalysisGrpcServer(options, options.hub, { engine: false, hub: false });
     let engine = options.engine;
     if (!engine) {
-      const engineOptions: Parameters<typeof InferenceEngine.create>[0] = { preload: 'all', maxBatch: options.maxBatch ?? 64, dispatchIntervalMs: STREAM_DISPATCH_INTERVAL_MS };
+      const engineOptions: Parameters<typeof InferenceEngine.create>[0] = {
+        preload: 'all',
+        maxBatch: options.maxBatch ?? 64,
+        dispatchIntervalMs: STREAM_DISPATCH_INTERVAL_MS,
+        ...streamWorkers(options.inferenceThreads),
+      };
       if (options.modelsDir !== undefined) engineOptions.modelsDir = options.modelsDir;
-      if (options.inferenceThreads !== undefined) engineOptions.size = options.inferenceThreads;
       engine = await InferenceEngine.create(engineOptions);
     }
     try {

@@ -3,8 +3,11 @@
  * the APIs always win over these.
  *
  *   AURIS_MODELS_DIR          models directory (default: <package root>/models)
- *   AURIS_INFERENCE_THREADS   inference worker threads (default: os.availableParallelism())
+ *   AURIS_INFERENCE_THREADS   inference worker threads (default: os.availableParallelism(); in the stream engine its
+ *                             network workers, default the cores less its encoder lanes)
  *   AURIS_ENCODER_THREADS     onnxruntime threads of each pretrained encoder's session (default 1)
+ *   AURIS_STREAM_ENCODER_LANES  the live-stream engine's workers that run the pretrained encoders first (default: a
+ *                             quarter of the cores, at least 1; 0: every worker runs everything)
  *   AURIS_WINDOW_STEPS        model window for file processing, 64 ms steps (default 1024 = 65.5 s)
  */
 import * as fs from 'node:fs';
@@ -53,6 +56,25 @@ export function defaultInferenceThreads(): number {
  */
 export function defaultEncoderThreads(): number {
   return envInt('AURIS_ENCODER_THREADS') ?? 1;
+}
+
+/**
+ * The live-stream engine's workers: `lanes` that run the pretrained encoders' windows first (and the networks' calls
+ * when no window waits) and `networks` that never run an encoder, so a stream's next step never waits behind a
+ * 10-40 ms encoder call (docs/streaming.md, Benchmark, "Encoder lanes"). Together one per core unless AURIS_INFERENCE_THREADS (or
+ * `threads`) sets the network workers; `encoderLanes` wins over the environment.
+ */
+export function streamWorkers(threads?: number, encoderLanes?: number): { size: number; encoderLanes: number } {
+  const cores = Math.max(1, os.availableParallelism());
+  const v = process.env['AURIS_STREAM_ENCODER_LANES'];
+  let lanes = Math.max(1, Math.floor(cores / 4));
+  if (v !== undefined && v.trim() !== '') {
+    lanes = Number(v);
+    if (!Number.isInteger(lanes) || lanes < 0) throw new Error(`AURIS_STREAM_ENCODER_LANES must be a non-negative integer, got ${JSON.stringify(v)}`);
+  }
+  if (encoderLanes !== undefined) lanes = encoderLanes;
+  const size = threads ?? envInt('AURIS_INFERENCE_THREADS') ?? Math.max(1, cores - lanes);
+  return { size, encoderLanes: lanes };
 }
 
 export function defaultWindowSteps(): number {

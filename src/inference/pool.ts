@@ -35,6 +35,13 @@ export interface InferencePoolOptions {
    * lone stream waits for nothing.
    */
   dispatchIntervalMs?: number;
+  /**
+   * Workers that run the pretrained encoders' jobs first (default 0: every worker runs everything in queue order).
+   * The other `size` workers then never run an encoder, and the lanes run the networks' jobs only when no encoder
+   * job waits. A live server's network calls take 1-4 ms and are due every 64 ms; an encoder call takes 10-40 ms,
+   * and a worker shared by both made every stream's next step wait behind it (docs/streaming.md, Benchmark, "Encoder lanes").
+   */
+  encoderLanes?: number;
 }
 
 export interface GraphStats {
@@ -113,6 +120,8 @@ interface Pending {
 
 class PoolWorker {
   readonly worker: Worker;
+  /** With lanes: an encoder lane (true: encoders first, then anything) or a network worker (false: never an encoder); undefined: no lanes. */
+  encoderLane: boolean | undefined;
   /** The model file of the batch it is running (undefined: idle). */
   runningPath: string | undefined;
   dead = false;
@@ -231,6 +240,7 @@ export class InferencePool {
   readonly encoderThreads: number;
   readonly maxBatch: number;
   readonly maxBatchSteps: number;
+  readonly encoderLanes: number;
   private workers: PoolWorker[] = [];
   private queue: Job[] = [];
   private scheduled = false;
@@ -254,6 +264,9 @@ export class InferencePool {
     this.maxBatch = Math.max(1, options.maxBatch ?? 8);
     this.maxBatchSteps = Math.max(1, options.maxBatchSteps ?? 8192);
     this.dispatchIntervalMs = Math.max(0, options.dispatchIntervalMs ?? 0);
+    const lanes = options.encoderLanes ?? 0;
+    if (!Number.isInteger(lanes) || lanes < 0) throw new AurisError('INVALID_ARGUMENT', `encoder lanes must be a non-negative integer, got ${lanes}`);
+    this.encoderLanes = lanes;
   }
 
   get stats(): Readonly<PoolStats> {
@@ -264,14 +277,28 @@ export class InferencePool {
   private ensureWorkers(): void {
     if (this.closed) throw new AurisError('CLOSED', 'inference pool is closed');
     pinRuntime();
-    while (this.workers.length < this.size) {
-      this.workers.push(
-        new PoolWorker((dead) => {
-          this.workers = this.workers.filter((w) => w !== dead);
-          if (!this.closed) this.schedule();
-        }, { encoderThreads: this.encoderThreads }),
-      );
-    }
+    const add = (lane: boolean | undefined): void => {
+      const w = new PoolWorker((dead) => {
+        this.workers = this.workers.filter((x) => x !== dead);
+        if (!this.closed) this.schedule();
+      }, { encoderThreads: this.encoderThreads });
+      w.encoderLane = lane;
+      this.workers.push(w);
+    };
+    const lanes = this.encoderLanes > 0;
+    while (this.workers.filter((w) => w.encoderLane !== true).length < this.size) add(lanes ? false : undefined);
+    while (this.workers.filter((w) => w.encoderLane === true).length < this.encoderLanes) add(true);
+  }
+
+  /** Whether `w` may run `model` (with lanes: an encoder only on a lane). */
+  private mayRun(w: PoolWorker, model: PoolModel): boolean {
+    return w.encoderLane !== false || !isEncoder(model);
+  }
+
+  /** The job `w` takes next: on a lane its first encoder job; else the first urgent job it may run, else the first it may run. */
+  private nextFor(w: PoolWorker): Job | undefined {
+    const lane = w.encoderLane === true ? this.queue.find((j) => isEncoder(j.model)) : undefined;
+    return lane ?? this.queue.find((j) => j.urgent && this.mayRun(w, j.model)) ?? this.queue.find((j) => this.mayRun(w, j.model));
   }
 
   /**
@@ -280,8 +307,14 @@ export class InferencePool {
    */
   async load(models: readonly PoolModel[]): Promise<void> {
     this.ensureWorkers();
-    const replies = await Promise.all(this.workers.map((w) => w.call({ type: 'load', models: models.map(ref) })));
+    const replies = await Promise.all(
+      this.workers.map((w) => {
+        const mine = models.filter((m) => this.mayRun(w, m));
+        return mine.length > 0 ? w.call({ type: 'load', models: mine.map(ref) }) : undefined;
+      }),
+    );
     for (const r of replies) {
+      if (!r) continue;
       const e = replyError(r);
       if (e) throw e;
     }
@@ -297,7 +330,9 @@ export class InferencePool {
     if (this.closed || paths.size === 0) return false;
     const busy = this.queue.some((j) => paths.has(j.model.modelPath)) || this.workers.some((w) => w.busy && paths.has(w.runningPath!));
     if (busy) return false;
-    const replies = await Promise.all(this.workers.filter((w) => !w.dead).map((w) => w.call({ type: 'release', models: models.map(ref) })));
+    const replies = await Promise.all(
+      this.workers.filter((w) => !w.dead && models.some((m) => this.mayRun(w, m))).map((w) => w.call({ type: 'release', models: models.filter((m) => this.mayRun(w, m)).map(ref) })),
+    );
     return replies.every((r) => r.type === 'released');
   }
 
@@ -377,16 +412,20 @@ export class InferencePool {
     const idle = this.workers.filter((w) => !w.busy && !w.dead);
     if (idle.length > 0) this.lastDispatchAt = performance.now();
     while (idle.length > 0 && this.queue.length > 0) {
-      // urgent jobs first (in their order), then every other job in its order
-      const head = this.queue.find((j) => j.urgent) ?? this.queue[0]!;
+      const worker = idle[0]!;
+      const head = this.nextFor(worker);
+      if (!head) {
+        idle.shift();
+        continue;
+      }
       const same = this.queue.filter((j) => j.key === head.key);
-      const share = Math.ceil(same.length / idle.length);
+      const share = Math.ceil(same.length / idle.filter((w) => this.mayRun(w, head.model)).length);
       const modelCap = isEncoder(head.model) ? (head.model.maxBatch ?? Infinity) : Infinity;
       const n = Math.max(1, Math.min(share, this.maxBatch, modelCap, Math.floor(this.maxBatchSteps / head.steps)));
       const batch = same.slice(0, n);
       const taken = new Set(batch);
       this.queue = this.queue.filter((j) => !taken.has(j));
-      const worker = idle.shift()!;
+      idle.shift();
       const run = this.runBatch(worker, batch);
       this.inflight.add(run);
       void run.finally(() => this.inflight.delete(run));

@@ -49,7 +49,8 @@ describe('client commands: names, defaults, messages', () => {
     assert.ok(serverModels.length >= 2, JSON.stringify(serverModels));
     const stream = await cli(['stream', wav, '--grpc', `127.0.0.1:${app.grpcPort}`, '--api-key', KEY_A]);
     assert.equal(stream.code, 0, stream.stderr);
-    const step = JSON.parse(stream.stdout.split('\n')[0]!) as { results: Record<string, unknown> };
+    // the first final (provisional messages, sent first by default, carry only the models their tier has so far)
+    const step = stream.stdout.split('\n').filter((l) => l.trim() !== '').map((l) => JSON.parse(l) as { final?: boolean; results: Record<string, unknown> }).find((m) => m.final === true)!;
     assert.deepEqual(Object.keys(step.results), speechFirst(serverModels));
     const job = await cli(['jobs', 'submit', wav, '--url', app.url, '--api-key', KEY_A]);
     assert.equal(job.code, 0, job.stderr);

@@ -246,4 +246,32 @@ describe('inference pool', () => {
       await pool.close();
     }
   });
+  it('with an encoder lane, a network call does not wait behind a pretrained encoder\'s windows (without one it does)', async () => {
+    const encoder = loadEncoder(path.join(packageRoot(), 'models'), 'campplus_int8', 'pool.test.ts');
+    const sp = reg.get('speech');
+    const rnd = seededRandom(11);
+    const window = (): Float32Array => Float32Array.from({ length: encoder.pcmFloats }, () => 0.1 * (rnd() - 0.5));
+    const order = async (encoderLanes: number): Promise<string[]> => {
+      const pool = new InferencePool({ size: 1, maxBatch: 64, encoderLanes });
+      try {
+        await pool.load([sp, encoder]); // sessions opened (each on the workers that may run it)
+        const done: string[] = [];
+        // eight windows (two calls of max_batch 4) queue first, then one step of the speech network
+        const embedded = Promise.all(Array.from({ length: 8 }, () => pool.runEncoder(encoder, window()))).then(() => void done.push('encoder'));
+        const stepped = pool.run(sp, randomFeatures(1, 3), 1).then(() => void done.push('network'));
+        await Promise.all([embedded, stepped]);
+        assert.equal(pool.stats.encoderWindows, 8);
+        return done;
+      } finally {
+        await pool.close();
+      }
+    };
+    assert.deepEqual(await order(1), ['network', 'encoder'], 'the lane runs the encoder; the network call runs meanwhile on its own worker');
+    assert.deepEqual(await order(0), ['encoder', 'network'], 'one worker for both: the network call waits for the windows queued ahead of it');
+  });
+
+  it('rejects a negative or fractional number of encoder lanes', () => {
+    assert.throws(() => new InferencePool({ encoderLanes: -1 }), /encoder lanes/);
+    assert.throws(() => new InferencePool({ encoderLanes: 1.5 }), /encoder lanes/);
+  });
 });
