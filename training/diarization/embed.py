@@ -22,7 +22,7 @@ from training.diarization import simulate as S
 from training.features import step_levels
 
 ROOT = Path(__file__).resolve().parents[2]
-RUNS = ROOT / "training/runs/diarization"
+RUNS = S.RUNS  # $AURIS_DIARIZATION_RUNS, as every other diarization step reads it
 HOP_BASES = (6, 25)
 WINDOW = 25
 STEP = 1024
