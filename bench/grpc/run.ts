@@ -1,6 +1,6 @@
 /**
  * `npm run bench:grpc` (node dist/bench/grpc/run.js [--quick] [--levels 25,50,100] [--seconds 15]
- * [--single-seconds 60] [--transports grpc,ws] [--modes stateful,windowed] [--results all|final] [--sync] [--models speech,arousal,gender]; GRPC_BENCH_CHANNELS: most gRPC
+ * [--single-seconds 60] [--transports grpc,ws] [--modes stateful,windowed] [--results all|final] [--sync] [--spread-ms 1600] [--models speech,arousal,gender]; GRPC_BENCH_CHANNELS: most gRPC
  * connections the streams share, default 8): streaming latency
  * and capacity of the streaming service, over gRPC and over the WebSocket in one run.
  *
@@ -88,6 +88,10 @@ function parseArgs(argv: string[]): Args {
       RESULTS = a.results = r;
     } else if (v === '--sync') a.sync = true;
     else if (v === '--models') MODELS = argv[++i]!.split(',');
+    else if (v === '--spread-ms') {
+      SPREAD_MS = Number(argv[++i]);
+      if (!(SPREAD_MS >= 0)) throw new Error(`--spread-ms must be a number of ms >= 0, got ${argv[i]}`);
+    }
     else throw new Error(`unknown argument ${v}`);
   }
   return a;
@@ -210,8 +214,8 @@ function streamAudio(pcm: Buffer, i: number, sync: boolean): Buffer {
   return Buffer.concat([pcm.subarray(off), pcm.subarray(0, off)]);
 }
 
-/** Independent streams start spread over one encoder window; synchronised ones within one chunk. */
-const SPREAD_MS = 1600;
+/** Independent streams start spread over one encoder window (`--spread-ms`: over longer, as callers arriving over time); synchronised ones within one chunk. */
+let SPREAD_MS = 1600;
 /** Steps sent this long after the last stream began are also reported apart (`afterStartup`): the sustained load without the start-up burst. */
 const STARTUP_MS = 5000;
 
@@ -370,6 +374,7 @@ async function main(): Promise<void> {
     machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model, loadAtStart: loadStart, node: process.version },
     models: MODELS,
     lookaheadMs,
+    startSpreadMs: args.sync ? 0 : SPREAD_MS,
     modes: runs.map(({ mode, transport, single, concurrent, sustainedStreamsP99Under100ms }) => ({ mode, transport, single, concurrent, sustainedStreamsP99Under100ms })),
     windowedOverStatefulServerCpu: cpuRatio,
   };
@@ -377,7 +382,7 @@ async function main(): Promise<void> {
 
   const lines = [
     `live streaming (gRPC and WebSocket), ${result.machine.cpus} cores (${result.machine.model}), load at start ${loadStart}, ${process.version}`,
-    `models ${MODELS.join(' + ')}, output_period 64 ms, 16 kHz s16le; lookahead ${lookaheadMs} ms (not included below)`,
+    `models ${MODELS.join(' + ')}, output_period 64 ms, 16 kHz s16le; lookahead ${lookaheadMs} ms (not included below); the streams of a level start within ${args.sync ? 'one chunk (--sync)' : `${SPREAD_MS} ms`}`,
     '',
     '| transport | models run as | streams | chunk | steps measured | p50 ms | p90 ms | p99 ms | max ms | p99 after start-up ms | server CPU % | failed |',
     '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
