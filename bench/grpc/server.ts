@@ -21,8 +21,7 @@ import { BENCH_KEY } from './server-process';
 type InferenceEngine = NonNullable<Awaited<ReturnType<typeof startApp>>['hub']>['engine'];
 const round1 = (x: number): number => Math.round(x * 10) / 10;
 
-/** Inference round trips (window submitted -> probabilities back), ms; take() reads and resets. */
-/** Percentiles of round trips (ms) recorded by `timed`; take() reads and resets. */
+/** Percentiles of round trips (submitted -> answer back, ms) recorded by `timed`; take() reads and resets. */
 function tripRecorder(): { timed: <T>(p: Promise<T>, t0: number) => Promise<T>; take: () => { n: number; p50: number; p99: number; max: number } } {
   let trips: number[] = [];
   return {

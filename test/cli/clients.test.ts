@@ -50,7 +50,8 @@ describe('client commands: names, defaults, messages', () => {
     const stream = await cli(['stream', wav, '--grpc', `127.0.0.1:${app.grpcPort}`, '--api-key', KEY_A]);
     assert.equal(stream.code, 0, stream.stderr);
     // the first final (provisional messages, sent first by default, carry only the models their tier has so far)
-    const step = stream.stdout.split('\n').filter((l) => l.trim() !== '').map((l) => JSON.parse(l) as { final?: boolean; results: Record<string, unknown> }).find((m) => m.final === true)!;
+    const step = stream.stdout.split('\n').filter((l) => l.trim() !== '').map((l) => JSON.parse(l) as { final?: boolean; results: Record<string, unknown> }).find((m) => m.final === true);
+    assert.ok(step, `a final step message in: ${stream.stdout.slice(0, 500)}`);
     assert.deepEqual(Object.keys(step.results), speechFirst(serverModels));
     const job = await cli(['jobs', 'submit', wav, '--url', app.url, '--api-key', KEY_A]);
     assert.equal(job.code, 0, job.stderr);

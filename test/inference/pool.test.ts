@@ -246,6 +246,7 @@ describe('inference pool', () => {
       await pool.close();
     }
   });
+
   it('with an encoder lane, a network call does not wait behind a pretrained encoder\'s windows (without one it does)', async () => {
     const encoder = loadEncoder(path.join(packageRoot(), 'models'), 'campplus_int8', 'pool.test.ts');
     const sp = reg.get('speech');
