@@ -228,9 +228,8 @@ async function runLevel(transport: Transport, address: string, url: string, serv
   const clientCpu0 = process.cpuUsage();
   const t0 = performance.now();
   const chunkMs = (chunkSamples / 16000) * 1000;
-  const runs = await Promise.all(
-    Array.from({ length: n }, (_, i) => liveStream(targetOf(i), streamAudio(pcm, i, sync), chunkSamples, 64, lookaheadSteps, t0 + 50 + (i / n) * (sync ? chunkMs : SPREAD_MS))),
-  );
+  const startOf = (i: number): number => t0 + 50 + (i / n) * (sync ? chunkMs : SPREAD_MS);
+  const runs = await Promise.all(Array.from({ length: n }, (_, i) => liveStream(targetOf(i), streamAudio(pcm, i, sync), chunkSamples, 64, lookaheadSteps, startOf(i))));
   const wall = (performance.now() - t0) / 1000;
   const clientCpu = process.cpuUsage(clientCpu0);
   const u1 = await server.usage();
@@ -254,7 +253,7 @@ async function runLevel(transport: Transport, address: string, url: string, serv
   const all = runs.flatMap((r) => r.latencies);
   // After the start-up: the steps sent once every stream has played STARTUP_MS, when the first windows of all the
   // streams (each one embedded by gender's view at once, as its first voiced run begins) are behind them.
-  const steadyFrom = t0 + 50 + (sync ? chunkMs : SPREAD_MS) + STARTUP_MS;
+  const steadyFrom = startOf(n) + STARTUP_MS;
   const steady = stats(runs.flatMap((r) => r.latencies.filter((_, i) => r.sentAt[i]! >= steadyFrom)));
   const failed = runs.filter((r) => r.status !== 0).length;
   return { streams: n, ...stats(all), afterStartup: steady, failed, serverCpuPercent: Math.round((cpu / wall) * 100), serverThreadsCpuPercent: threadShares(u0.threadCpuSec ?? {}, u1.threadCpuSec ?? {}, server.pid, wall), clientCpuPercent: Math.round(((clientCpu.user + clientCpu.system) / 1e6 / wall) * 100), inference, eventLoopDelayMs: u1.loopMs, workerMessages: u1.postMessages, gc: u1.gcMs, load1: os.loadavg()[0]!.toFixed(2) };

@@ -11,7 +11,8 @@ export const BENCH_KEY = 'bench-grpc-key-0001';
 /** stateful: live streams through the stateful streaming graphs (the default); windowed: the reference. */
 export type Mode = 'stateful' | 'windowed';
 
-type Trips = { n: number; p50: number; p99: number; max: number };
+/** Percentiles of round trips, ms. */
+export type Trips = { n: number; p50: number; p99: number; max: number };
 
 export interface ServerUsage {
   cpuSec: number;

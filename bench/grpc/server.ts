@@ -15,14 +15,14 @@ import { Worker } from 'node:worker_threads';
 import { startApp } from '../../src/app';
 import { trimNativeMemory } from '../../src/audio';
 import { defaultConfig } from '../../src/config';
-import { BENCH_KEY } from './server-process';
+import { BENCH_KEY, type Trips } from './server-process';
 
 
 type InferenceEngine = NonNullable<Awaited<ReturnType<typeof startApp>>['hub']>['engine'];
 const round1 = (x: number): number => Math.round(x * 10) / 10;
 
 /** Percentiles of round trips (submitted -> answer back, ms) recorded by `timed`; take() reads and resets. */
-function tripRecorder(): { timed: <T>(p: Promise<T>, t0: number) => Promise<T>; take: () => { n: number; p50: number; p99: number; max: number } } {
+function tripRecorder(): { timed: <T>(p: Promise<T>, t0: number) => Promise<T>; take: () => Trips } {
   let trips: number[] = [];
   return {
     timed: (p, t0) => {
@@ -39,7 +39,7 @@ function tripRecorder(): { timed: <T>(p: Promise<T>, t0: number) => Promise<T>; 
 }
 
 /** The networks' calls (queue + worker + message, ms) and, apart, the pretrained encoders' windows. */
-function probeRoundTrips(engine: InferenceEngine): () => { networks: ReturnType<ReturnType<typeof tripRecorder>['take']>; encoders: ReturnType<ReturnType<typeof tripRecorder>['take']> } {
+function probeRoundTrips(engine: InferenceEngine): () => { networks: Trips; encoders: Trips } {
   const nets = tripRecorder();
   const encs = tripRecorder();
   const infer = engine.infer.bind(engine);

@@ -32,11 +32,12 @@ export function packageRoot(): string {
   }
 }
 
-function envInt(name: string): number | undefined {
+/** An integer setting of at least `min` (default 1), undefined when unset. */
+function envInt(name: string, min = 1): number | undefined {
   const v = process.env[name];
   if (v === undefined || v.trim() === '') return undefined;
   const n = Number(v);
-  if (!Number.isInteger(n) || n <= 0) throw new Error(`${name} must be a positive integer, got ${JSON.stringify(v)}`);
+  if (!Number.isInteger(n) || n < min) throw new Error(`${name} must be an integer of at least ${min}, got ${JSON.stringify(v)}`);
   return n;
 }
 
@@ -66,13 +67,7 @@ export function defaultEncoderThreads(): number {
  */
 export function streamWorkers(threads?: number, encoderLanes?: number): { size: number; encoderLanes: number } {
   const cores = Math.max(1, os.availableParallelism());
-  const v = process.env['AURIS_STREAM_ENCODER_LANES'];
-  let lanes = Math.max(1, Math.floor(cores / 4));
-  if (v !== undefined && v.trim() !== '') {
-    lanes = Number(v);
-    if (!Number.isInteger(lanes) || lanes < 0) throw new Error(`AURIS_STREAM_ENCODER_LANES must be a non-negative integer, got ${JSON.stringify(v)}`);
-  }
-  if (encoderLanes !== undefined) lanes = encoderLanes;
+  const lanes = encoderLanes ?? envInt('AURIS_STREAM_ENCODER_LANES', 0) ?? Math.max(1, Math.floor(cores / 4));
   const size = threads ?? envInt('AURIS_INFERENCE_THREADS') ?? Math.max(1, cores - lanes);
   return { size, encoderLanes: lanes };
 }
