@@ -21,14 +21,14 @@ import fastifyWebsocket from '@fastify/websocket';
 import { AnalysisGrpcServer } from './grpc/server';
 import { streamTokenRoutes } from './http/routes/stream-tokens';
 import { createServer, type AurisServer, type ServerOptions } from './http/server';
-import { InferenceEngine } from './inference/engine';
-import { STREAM_DISPATCH_INTERVAL_MS, StreamHub, type StreamLimits } from './streaming/hub';
+import type { InferenceEngine } from './inference/engine';
+import { createStreamEngine } from './streaming/engine';
+import { StreamHub, type StreamLimits } from './streaming/hub';
 import { StreamTokens, type StreamTokenStore } from './streaming/tokens';
 import { SharedStreamTokens } from './jobs/nats/stream-tokens';
 import type { NatsBackends } from './jobs/nats';
 import { websocketErrorHandler } from './websocket/socket-errors';
 import { websocketStreamRoutes } from './websocket/stream-route';
-import { streamWorkers } from './inference/env';
 
 export interface StreamingOptions extends Partial<StreamLimits> {
   /** Serve gRPC on config.grpcPort (default true). */
@@ -86,13 +86,7 @@ export async function startApp(opts: AppOptions = {}): Promise<AurisApp> {
   };
   try {
     if (streaming) {
-      engine = await InferenceEngine.create({
-        modelsDir: config.modelsDir,
-        preload: 'all',
-        maxBatch: streaming.maxBatch ?? 64,
-        dispatchIntervalMs: streaming.dispatchIntervalMs ?? STREAM_DISPATCH_INTERVAL_MS,
-        ...streamWorkers(streaming.inferenceThreads, streaming.encoderLanes),
-      });
+      engine = await createStreamEngine({ ...streaming, modelsDir: config.modelsDir });
       const log = app.log.child({ component: 'streaming' });
       hub = new StreamHub(engine, { ...config.streaming, maxOutputPeriodMs: config.limits.maxOutputPeriodMs, ...streaming }, log);
       const nats = natsBackends(rest.backends);

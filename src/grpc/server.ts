@@ -19,8 +19,7 @@ import { AurisError, grpcStatusName } from '../errors';
 import { STEP_MS } from '../analysis/options';
 import { modelsToRun, policyFor, NO_SPEECH_LABEL, SILENCE_LABEL, UNKNOWN_LABEL } from '../analysis/policies';
 import type { Segment, TimeStepResult } from '../analysis/postprocess';
-import { InferenceEngine } from '../inference/engine';
-import { streamWorkers } from '../inference/env';
+import type { InferenceEngine } from '../inference/engine';
 import type { ModelInfo } from '../inference/registry';
 import type { AuthFailureThrottle } from '../http/auth-throttle';
 import type { Owner } from '../jobs/service';
@@ -35,7 +34,8 @@ import {
   StepResultMsg,
 } from './proto';
 import type { StreamSummary } from '../pipeline/analyze-stream';
-import { STREAM_DISPATCH_INTERVAL_MS, StreamHub, type StreamLimits, type StreamLogger, type StreamStats } from '../streaming/hub';
+import { createStreamEngine } from '../streaming/engine';
+import { StreamHub, type StreamLimits, type StreamLogger, type StreamStats } from '../streaming/hub';
 import type { LiveStream, StreamError, StreamOutput, StreamSink } from '../streaming/live-stream';
 
 /** Resolves an API key to its owner (src/http/auth.ts ApiKeyRegistry fits). */
@@ -208,14 +208,7 @@ export class AnalysisGrpcServer {
     if (options.hub) return new AnalysisGrpcServer(options, options.hub, { engine: false, hub: false });
     let engine = options.engine;
     if (!engine) {
-      const engineOptions: Parameters<typeof InferenceEngine.create>[0] = {
-        preload: 'all',
-        maxBatch: options.maxBatch ?? 64,
-        dispatchIntervalMs: STREAM_DISPATCH_INTERVAL_MS,
-        ...streamWorkers(options.inferenceThreads),
-      };
-      if (options.modelsDir !== undefined) engineOptions.modelsDir = options.modelsDir;
-      engine = await InferenceEngine.create(engineOptions);
+      engine = await createStreamEngine(options);
     }
     try {
       return new AnalysisGrpcServer(options, new StreamHub(engine, options, options.log), { engine: !options.engine, hub: true });

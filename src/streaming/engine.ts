@@ -1,0 +1,31 @@
+/**
+ * The live-stream inference engine, built the same way by the app (src/app.ts) and by a stand-alone gRPC server
+ * (src/grpc/server.ts): every model preloaded, big batches, calls handed over at once, encoder lanes
+ * (src/inference/env.ts streamWorkers).
+ */
+import { InferenceEngine } from '../inference/engine';
+import { streamWorkers } from '../inference/env';
+import { STREAM_DISPATCH_INTERVAL_MS } from './hub';
+
+export interface StreamEngineOptions {
+  /** Models directory (default $AURIS_MODELS_DIR or <package>/models). */
+  modelsDir?: string;
+  /** Worker threads that never run a pretrained encoder (default: streamWorkers). */
+  inferenceThreads?: number;
+  /** Workers that run the pretrained encoders first (default: streamWorkers). */
+  encoderLanes?: number;
+  /** Most windows batched into one model call (default 64). */
+  maxBatch?: number;
+  /** Least time between two hand-overs of model calls to the workers, ms (default STREAM_DISPATCH_INTERVAL_MS). */
+  dispatchIntervalMs?: number;
+}
+
+export function createStreamEngine(options: StreamEngineOptions = {}): Promise<InferenceEngine> {
+  return InferenceEngine.create({
+    ...(options.modelsDir !== undefined ? { modelsDir: options.modelsDir } : {}),
+    preload: 'all',
+    maxBatch: options.maxBatch ?? 64,
+    dispatchIntervalMs: options.dispatchIntervalMs ?? STREAM_DISPATCH_INTERVAL_MS,
+    ...streamWorkers(options.inferenceThreads, options.encoderLanes),
+  });
+}
