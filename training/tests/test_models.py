@@ -34,7 +34,7 @@ def feats(rng, S, B=1):
 def test_manifest(task):
     man, sess = load(task)
     assert man["name"] == task and man["raw_keys"] == TASKS[task]
-    assert man["version"] == {"gender": "2.2.0", "speech": "1.1.0", "arousal": "1.0.1"}.get(task, "1.0.0") and man["placeholder"] is False
+    assert man["version"] == {"gender": "2.3.0", "speech": "1.1.0", "arousal": "1.0.1"}.get(task, "1.0.0") and man["placeholder"] is False
     assert man["input"] == "features" and man["output"] == "probs"
     f = man["features"]
     assert (f["sample_rate"], f["n_fft"], f["hop"], f["n_mels"], f["fmin"], f["fmax"], f["frames_per_step"]) == \

@@ -43,7 +43,8 @@ def test_recipe_files_hold_what_the_manifests_record():
     assert g["ensemble"]["weights"] == SHIPPED["gender"]["training"]["weights"]
     views = SHIPPED["gender"]["views"]  # gender 2.x: the encoder views
     assert g["views"]["every"] == views["schedule"]["every"]
-    assert list(g["views"]["encoders"]) == [e["encoder"] for e in views["encoders"]]
+    # the recipe embeds with the views' encoders and those of the speaker map's heads (gender 2.3: "speaker_heads")
+    assert sorted(g["views"]["encoders"]) == sorted({e["encoder"] for e in views["encoders"] + views.get("speaker_heads", [])})
     assert f"--views {','.join(g['views']['keys'])}" in SHIPPED["gender"]["training"]["encoder_view"]["reproduce"]
     s = R.load_recipe("speech")["steps"][0]
     _same(s, SHIPPED["speech"]["training"], [("examples", "examples"), ("epochs", "epochs"), ("seed", "seed"), ("lr", "lr"), ("ema", "ema")])
