@@ -78,10 +78,9 @@ def bands_up_to(top_hz: float | None) -> int:
 
 def kaldi_mel_banks() -> np.ndarray:
     """[80, 257] triangular filters on Kaldi's mel scale (kaldi_mel), 20 Hz to Nyquist."""
-    mel = kaldi_mel
-    lo, hi = mel(20.0), mel(SR / 2)
+    lo, hi = kaldi_mel(20.0), kaldi_mel(SR / 2)
     delta = (hi - lo) / (N_MELS + 1)
-    bins = mel(np.arange(N_FFT // 2) * SR / N_FFT)
+    bins = kaldi_mel(np.arange(N_FFT // 2) * SR / N_FFT)
     out = np.zeros((N_MELS, N_FFT // 2 + 1))
     for m in range(N_MELS):
         left, centre, right = lo + m * delta, lo + (m + 1) * delta, lo + (m + 2) * delta
