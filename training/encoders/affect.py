@@ -57,8 +57,8 @@ def load(path: Path = CACHE) -> list[dict]:
 def features(r: dict, key: str) -> np.ndarray:
     if key == "emb":
         return r["emb"].astype(np.float32)
-    if key == "emb_campplus":
-        return r["emb_campplus"].astype(np.float32)
+    if key in ("emb_campplus", "emb_campplus_int8"):
+        return r[key].astype(np.float32)
     if key.startswith("wh"):
         return r["whisper"][:, int(key[2:])].astype(np.float32)
     raise ValueError(key)
@@ -271,7 +271,7 @@ def print_tables(t: dict) -> None:
 
 # ---- shipping: <task> 2.0 = the shipped network (model.onnx and its streaming graphs, unchanged) plus the views
 
-ENCODER_OF_KEY = {"emb": "speaker", "emb_campplus": "campplus", **{f"wh{i}": "whisper" for i in range(5)}}
+ENCODER_OF_KEY = {"emb": "speaker", "emb_campplus": "campplus", "emb_campplus_int8": "campplus_int8", **{f"wh{i}": "whisper" for i in range(5)}}
 
 
 def ship(recs: list[dict], task: str, keys: list[str], every: int, version: str, manifest: Path | None = None) -> dict:

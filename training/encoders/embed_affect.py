@@ -4,7 +4,8 @@ sampled clip clean, through a telephone channel (training/data/channels.py), and
 (windows.py); each voiced window through the speaker encoder's shipped graph and the Whisper
 tiny.en encoder (whisper.py; the mean of every layer's states, so the heads can choose), beside
 the per-step probabilities of the shipped arousal and emotions networks. `--views campplus` adds CAM++'s
-embeddings (`emb_campplus`; `--views campplus` alone leaves Whisper out: ~17 min for the shared corpora).
+embeddings (`emb_campplus`; `--views campplus` alone leaves Whisper out: ~17 min for the shared corpora), `--views
+campplus_int8` gender's int8 view (`emb_campplus_int8`, the 4.2 kHz cut).
 
   python -m training.encoders.embed_affect        # ~15 min on 2 cores: training/runs/encoders/affect.pkl
 """
@@ -29,6 +30,7 @@ OUT = ROOT / "training/runs/encoders/affect.pkl"
 # clips per (speaker, corpus emotion label): corpora with few speakers give more of each
 PER_SPEAKER_LABEL = {"nemo": 24, "ettsdb": 5, "urdu": 4, "ravdess": 6, "baved": 6, "ased": 4}
 SHORT_S = (0.5, 1.2)
+CAMPPLUS_VIEWS = ("campplus", "campplus_int8")  # models/encoders/<name>: the speaker map's float graph, gender's int8 view
 
 
 def sample(seed: int = 0) -> list[D.Clip]:
@@ -148,8 +150,9 @@ def _work(args) -> list[dict]:
     from training.data.channels import phone_all
     from training.encoders import whisper
     from training.features import logmel_fast
+    views = set(views.split(","))
     spk = session(str(ROOT / "models/encoders/speaker/encoder.onnx"))
-    campp = session(str(ROOT / "models/encoders/campplus/encoder.onnx")) if "campplus" in views else None
+    campp = {name: session(str(ROOT / f"models/encoders/{name}/encoder.onnx")) for name in CAMPPLUS_VIEWS if name in views}
     nets = {t: session(str(ROOT / f"models/{t}/model.onnx")) for t in ("arousal", "emotions")}
     wh = whisper.load() if "whisper" in views else None
     rng = np.random.default_rng(seed)
@@ -172,7 +175,7 @@ def _work(args) -> list[dict]:
                    "windows": np.array(idx, np.int32),
                    "emb": spk.run(None, {"pcm": pcm})[0].astype(np.float32) if len(idx) else np.zeros((0, 256), np.float32),
                    **({"whisper": _whisper_layers(wh, pcm).astype(np.float16)} if wh is not None else {}),
-                   **({"emb_campplus": campplus_embeddings(campp, pcm)} if campp is not None else {})}
+                   **{f"emb_{name}": campplus_embeddings(sess, pcm) for name, sess in campp.items()}}
             for t, sess in nets.items():
                 rec[f"net_{t}"] = sess.run(None, {"features": feats})[0][0].astype(np.float32)
             out.append(rec)
@@ -188,7 +191,9 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=2000)
     ap.add_argument("--min-voiced", type=int, default=windows.MIN_VOICED_STEPS, help="a window is embedded from this many voiced steps")
     ap.add_argument("--corpora", default="shared", help="shared (clips.csv) and/or emospeech (its git snapshot; affect.py reads it from affect_emospeech.pkl)")
-    ap.add_argument("--views", default="speaker,whisper", help="encoders beside the speaker encoder's `emb`: whisper and/or campplus (emb_campplus)")
+    ap.add_argument("--views", default="speaker,whisper",
+                    help="encoders beside the speaker encoder's `emb`: whisper, campplus (emb_campplus) and/or campplus_int8 "
+                         "(emb_campplus_int8, gender's view)")
     a = ap.parse_args()
     clips = (sample() if "shared" in a.corpora else []) + (emospeech() if "emospeech" in a.corpora else [])
     if a.limit:
