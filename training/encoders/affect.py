@@ -21,6 +21,7 @@ import numpy as np
 import torch
 
 from training.data.speakers import AROUSAL_CLASSES, EMOTION_CLASSES
+from training.encoders.embed_affect import CAMPPLUS_VIEWS
 from training.encoders.heads import class_balanced_weights, softmax_regression
 from training.validate.evaluation import recall_table
 from training.encoders.windows import GATE_DB, MIN_VOICED_STEPS, WINDOW_STEPS
@@ -54,10 +55,13 @@ def load(path: Path = CACHE) -> list[dict]:
     return recs
 
 
+CAMPPLUS_KEYS = {f"emb_{name}": name for name in CAMPPLUS_VIEWS}  # embed_affect.py's keys -> models/encoders/<name>
+
+
 def features(r: dict, key: str) -> np.ndarray:
     if key == "emb":
         return r["emb"].astype(np.float32)
-    if key in ("emb_campplus", "emb_campplus_int8"):
+    if key in CAMPPLUS_KEYS:
         return r[key].astype(np.float32)
     if key.startswith("wh"):
         return r["whisper"][:, int(key[2:])].astype(np.float32)
@@ -271,7 +275,7 @@ def print_tables(t: dict) -> None:
 
 # ---- shipping: <task> 2.0 = the shipped network (model.onnx and its streaming graphs, unchanged) plus the views
 
-ENCODER_OF_KEY = {"emb": "speaker", "emb_campplus": "campplus", "emb_campplus_int8": "campplus_int8", **{f"wh{i}": "whisper" for i in range(5)}}
+ENCODER_OF_KEY = {"emb": "speaker", **CAMPPLUS_KEYS, **{f"wh{i}": "whisper" for i in range(5)}}
 
 
 def ship(recs: list[dict], task: str, keys: list[str], every: int, version: str, manifest: Path | None = None) -> dict:
