@@ -140,6 +140,24 @@ export class InferenceEngine {
     return this.pool.runStateful(firstStep < g.startSteps ? graphs.start : graphs.steady, features, steps, state);
   }
 
+  /**
+   * Runs steps [firstStep, firstStep + steps) of one stream through `model`'s causal provisional head (registry
+   * ProvisionalHead: one graph, exact from a zero state); ownership of `features` and `state` passes to the pool.
+   * Urgent like the provisional windows it replaces: its answers are the ones that must arrive first.
+   */
+  inferHead(model: ModelInfo, features: Float32Array, steps: number, state: Float32Array): Promise<StatefulResult> {
+    const h = model.provisionalHead;
+    if (!h) return Promise.reject(new AurisError('INVALID_ARGUMENT', `model ${model.name} has no provisional head`));
+    let graph = this.headGraphs.get(model);
+    if (!graph) {
+      graph = { ...h, name: model.name, rawKeys: model.rawKeys };
+      this.headGraphs.set(model, graph);
+    }
+    return this.pool.runStateful(graph, features, steps, state, true);
+  }
+
+  private readonly headGraphs = new WeakMap<ModelInfo, StatefulPoolModel>();
+
   /** The pool's view of each model's two streaming graphs (built once: this is on every stream step's path). */
   private readonly streamGraphs = new WeakMap<ModelInfo, { start: StatefulPoolModel; steady: StatefulPoolModel }>();
 

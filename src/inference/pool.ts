@@ -355,11 +355,11 @@ export class InferencePool {
     return this.submit(model, pcm, 1).then((out) => out.probs);
   }
 
-  runStateful(model: StatefulPoolModel, features: Float32Array, steps: number, state: Float32Array): Promise<StatefulResult> {
+  runStateful(model: StatefulPoolModel, features: Float32Array, steps: number, state: Float32Array, urgent = false): Promise<StatefulResult> {
     if (state.length !== model.stateSize) {
       return Promise.reject(new AurisError('INVALID_ARGUMENT', `state of ${model.name} must have ${model.stateSize} floats, got ${state.length}`));
     }
-    return this.submit(model, features, steps, state);
+    return this.submit(model, features, steps, state, urgent);
   }
 
   private submit(model: PoolModel | StatefulPoolModel, features: Float32Array, steps: number, state?: Float32Array, urgent = false): Promise<StatefulResult> {

@@ -75,6 +75,22 @@ export interface StreamingGraph {
   delaySteps: number;
 }
 
+/**
+ * A causal network that answers a model's live steps provisionally (`provisional.json` beside the manifest, its `head`:
+ * training/recipes/causal.py ship): a stateful graph like the finals' stream.onnx, exact from a zero state, whose output
+ * i answers step i - delaySteps of the steps fed. Streams run it instead of re-running the model over truncated windows.
+ */
+export interface ProvisionalHead {
+  modelPath: string;
+  inputName: string;
+  stateInputName: string;
+  outputName: string;
+  stateOutputName: string;
+  stateSize: number;
+  /** Steps of lookahead: output i of the steps fed answers step i - delaySteps. */
+  delaySteps: number;
+}
+
 export interface ModelInfo {
   name: string;
   version: string;
@@ -106,6 +122,8 @@ export interface ModelInfo {
    * (`provisional.json` beside the manifest, its `shipped` plan: training/validate/provisional.py --write).
    */
   provisional?: ProvisionalPlan;
+  /** Present when a causal head answers the model's live steps provisionally (`provisional.json` `head`). */
+  provisionalHead?: ProvisionalHead;
   /**
    * Present when the model's validation measured its confidences on corpora it never heard (`calibration.json`
    * beside the manifest, its `shipped.temperature`: training/validate/calibration.py --write): a step's confidence
@@ -234,6 +252,7 @@ export function loadModelDir(dir: string): ModelInfo {
   };
   const views = parseViews(m['views'], path.dirname(dir), manifestPath, m.raw_keys.length);
   const provisional = readProvisionalPlan(dir, left, right);
+  const provisionalHead = readProvisionalHead(dir, right);
   const temperature = readConfidenceTemperature(dir);
   return {
     name: m.name,
@@ -251,6 +270,7 @@ export function loadModelDir(dir: string): ModelInfo {
     ...(streaming ? { streaming } : {}),
     ...(views ? { views } : {}),
     ...(provisional ? { provisional } : {}),
+    ...(provisionalHead ? { provisionalHead } : {}),
     ...(temperature !== undefined ? { confidenceTemperature: temperature } : {}),
     manifest: m,
   };
@@ -260,7 +280,7 @@ export function loadModelDir(dir: string): ModelInfo {
  * A validation report beside a model's manifest (`<dir>/<name>`, written by training/validate/*.py --write): its path
  * and its `shipped` value, the part the service reads (the rest is for the card). None without the file.
  */
-function readValidationReport(dir: string, name: string): { file: string; shipped: unknown } | undefined {
+function readValidationReport(dir: string, name: string): { file: string; shipped: unknown; doc: Record<string, unknown> } | undefined {
   const file = path.join(dir, name);
   if (!fs.existsSync(file)) return undefined;
   let parsed: unknown;
@@ -269,7 +289,7 @@ function readValidationReport(dir: string, name: string): { file: string; shippe
   } catch (e) {
     throw fail(file, `invalid JSON (${(e as Error).message})`, e);
   }
-  return { file, shipped: isObj(parsed) ? parsed['shipped'] : undefined };
+  return { file, shipped: isObj(parsed) ? parsed['shipped'] : undefined, doc: isObj(parsed) ? parsed : {} };
 }
 
 /** Temperatures outside this range would be a broken file, not a calibration. */
@@ -305,6 +325,38 @@ function readProvisionalPlan(dir: string, leftSteps: number, rightSteps: number)
     return v as number;
   };
   return { lookahead: step('lookahead_steps', 0, rightSteps), stride: step('stride_steps', 1, 256), leftContext: step('left_context_steps', 0, leftSteps) };
+}
+
+/**
+ * The causal head a model's provisional validation shipped: `<dir>/provisional.json` `head` {file, input, state_input,
+ * output, state_output, state_size, delay_steps}, its lookahead within the model's. None without one.
+ */
+function readProvisionalHead(dir: string, rightSteps: number): ProvisionalHead | undefined {
+  const report = readValidationReport(dir, 'provisional.json');
+  const head = report?.doc['head'];
+  if (!report || head === undefined) return undefined;
+  const { file } = report;
+  if (!isObj(head)) throw fail(file, '"head" must be an object {file, input, state_input, output, state_output, state_size, delay_steps}');
+  const name = (key: string): string => {
+    const v = head[key];
+    if (typeof v !== 'string' || v.trim() === '') throw fail(file, `"head.${key}" must be a non-empty string`);
+    return v;
+  };
+  const stateSize = head['state_size'];
+  if (!Number.isInteger(stateSize) || (stateSize as number) < 1) throw fail(file, `"head.state_size" must be a positive integer, got ${JSON.stringify(stateSize)}`);
+  const delay = head['delay_steps'];
+  if (!Number.isInteger(delay) || (delay as number) < 0 || (delay as number) > rightSteps) {
+    throw fail(file, `"head.delay_steps" must be an integer from 0 to ${rightSteps} (the model's lookahead), got ${JSON.stringify(delay)}`);
+  }
+  return {
+    modelPath: modelFile(dir, name('file'), file),
+    inputName: name('input'),
+    stateInputName: name('state_input'),
+    outputName: name('output'),
+    stateOutputName: name('state_output'),
+    stateSize: stateSize as number,
+    delaySteps: delay as number,
+  };
 }
 
 /** A speaker-map model (src/speakers/manifest.ts): raw keys speaker_1..speaker_MAX_SPEAKERS, lookahead one window. */
@@ -397,10 +449,11 @@ export async function verifyModel(info: ModelInfo): Promise<void> {
     await verifyStreamingGraph(info, info.streaming, info.streaming.startModelPath, ort);
     await verifyStreamingGraph(info, info.streaming, info.streaming.modelPath, ort);
   }
+  if (info.provisionalHead) await verifyStreamingGraph(info, info.provisionalHead, info.provisionalHead.modelPath, ort);
 }
 
 /** Opens a streaming graph and checks one step from a zero state: probabilities [1, 1, C] and a state of the declared size. */
-async function verifyStreamingGraph(info: ModelInfo, g: StreamingGraph, file: string, ort: typeof import('onnxruntime-node')): Promise<void> {
+async function verifyStreamingGraph(info: ModelInfo, g: StreamingGraph | ProvisionalHead, file: string, ort: typeof import('onnxruntime-node')): Promise<void> {
   const session = await openSession(file, ort);
   try {
     let out;

@@ -23,6 +23,7 @@ import { STEP_MS } from '../analysis/options';
 import { policyFor } from '../analysis/policies';
 import { StepDecider, stepLevelDb, type PostProcessOptions, type TimeStepResult } from '../analysis/postprocess';
 import type { InferenceEngine } from '../inference/engine';
+import { HeadRunner } from '../inference/provisional-head-runner';
 import { ProvisionalRunner, provisionalPlan, type ProvisionalPlan } from '../inference/provisional-runner';
 import type { ModelInfo } from '../inference/registry';
 import { StepBuffer } from '../inference/step-buffer';
@@ -59,12 +60,17 @@ interface Tier {
 
 const SPEECH = 'speech';
 
+/** The model's causal head, unless a plan is forced on every model (benchmarks, tests: the truncated windows). */
+const headOf = (m: ModelInfo, forced: ProvisionalPlan | undefined): ModelInfo['provisionalHead'] => (forced ? undefined : m.provisionalHead);
+/** How a head answers: after its lookahead, every output step (it has no window, so no left context). */
+const headPlan = (m: ModelInfo, per: number): ProvisionalPlan => ({ lookahead: m.provisionalHead!.delaySteps, stride: per, leftContext: 0 });
+
 const planKey = (p: ProvisionalPlan): string => `${p.lookahead}/${p.stride}/${p.leftContext}`;
 /** Steps a group's first step waits for its answer: the order of tiers. */
 const delayOf = (p: ProvisionalPlan): number => p.lookahead + p.stride - 1;
 
 export class ProvisionalResults {
-  private readonly runners: ProvisionalRunner[] = [];
+  private readonly runners: Array<ProvisionalRunner | HeadRunner> = [];
   private readonly probs = new Map<string, StepBuffer>();
   private readonly tiers: Tier[] = [];
   private stopped = false;
@@ -74,7 +80,7 @@ export class ProvisionalResults {
   constructor(private readonly o: ProvisionalResultsOptions) {
     const plans = new Map<string, { plan: ProvisionalPlan; models: ModelInfo[] }>();
     for (const m of o.networks) {
-      const plan = provisionalPlan(m, o.per, o.plan);
+      const plan = headOf(m, o.plan) ? headPlan(m, o.per) : provisionalPlan(m, o.per, o.plan);
       const g = plans.get(planKey(plan)) ?? { plan, models: [] };
       g.models.push(m);
       plans.set(planKey(plan), g);
@@ -166,6 +172,23 @@ export class ProvisionalResults {
     const store = new StepBuffer(m.rawKeys.length);
     const gated = policyFor(m.name, m.rawKeys).speechGated;
     this.probs.set(m.name, store);
+    const head = headOf(m, this.o.plan);
+    if (head) {
+      this.runners.push(
+        new HeadRunner({
+          model: m,
+          stateSize: head.stateSize,
+          delaySteps: head.delaySteps,
+          infer: (_first, features, steps, state) => this.o.engine.inferHead(m, features, steps, state),
+          onOutput: (start, probs) => {
+            this.store(store, start, probs);
+            this.emit();
+          },
+          onError: (e) => this.o.onError(e),
+        }),
+      );
+      return;
+    }
     this.runners.push(
       new ProvisionalRunner({
         model: m,

@@ -11,6 +11,7 @@ import { FLOATS_PER_STEP, InferenceEngine, packageRoot, WindowedRunner } from '.
 import { seededRandom } from '../../src/inference/placeholder';
 import { sharedState } from '../../src/inference/protocol';
 import { StreamRunner } from '../../src/inference/stream-runner';
+import { HeadRunner } from '../../src/inference/provisional-head-runner';
 
 const MODELS_DIR = path.join(packageRoot(), 'models');
 const NAMES = ['speech', 'arousal', 'gender', 'emotions'];
@@ -110,6 +111,51 @@ describe('real models (models/)', () => {
         assert.ok(maxDiff <= 1e-5, `${name}, ${steps} steps, align ${align}: max difference ${maxDiff}`);
         assert.ok(statefulCalls > 0, 'the stateful graphs were used');
       }
+    });
+
+    it(`${name}: a causal provisional head (provisional.json \`head\`), where shipped, fed in uneven chunks equals one call over the whole signal`, async (t) => {
+      const model = engine!.model(name);
+      const head = model.provisionalHead;
+      if (!head) {
+        t.skip(`${name} answers provisionally by truncated windows (no head)`);
+        return;
+      }
+      const C = model.rawKeys.length;
+      const steps = 300;
+      const x = features(steps, 21);
+      const once = await engine!.inferHead(model, x.slice(), steps, sharedState(head.stateSize));
+      const out = new Float32Array(steps * C).fill(NaN);
+      let last = -1;
+      await new Promise<void>((resolve, reject) => {
+        const runner = new HeadRunner({
+          model,
+          stateSize: head.stateSize,
+          delaySteps: head.delaySteps,
+          infer: (_first, f, n, st) => engine!.inferHead(model, f, n, st),
+          onOutput: (start, probs, n) => {
+            assert.ok(start > last, 'outputs in increasing step order');
+            last = start + n - 1;
+            out.set(probs, start * C);
+            if (last === steps - 1 - head.delaySteps) resolve();
+          },
+          onError: reject,
+        });
+        const r = seededRandom(22);
+        let s = 0;
+        const tick = (): void => {
+          const n = Math.min(steps - s, 1 + Math.floor(Math.abs(r()) * 6));
+          runner.push(x.slice(s * FLOATS_PER_STEP, (s + n) * FLOATS_PER_STEP), n);
+          s += n;
+          if (s < steps) setTimeout(tick, Math.abs(r()) * 3);
+        };
+        tick();
+      });
+      // output i of the graph answers step i - delay
+      let maxDiff = 0;
+      for (let s = 0; s + head.delaySteps < steps; s++) {
+        for (let c = 0; c < C; c++) maxDiff = Math.max(maxDiff, Math.abs(out[s * C + c]! - once.probs[(s + head.delaySteps) * C + c]!));
+      }
+      assert.ok(maxDiff <= 1e-5, `${name} head: max difference ${maxDiff}`);
     });
 
     it(`${name}: stream states in shared buffers are updated in place by the worker and equal states that travel`, async () => {

@@ -204,6 +204,31 @@ describe('model registry', () => {
     expectLoadError(() => ModelRegistry.loadSync({ modelsDir: placeholders }), file, /invalid JSON/);
   });
 
+  it('reads a model\'s causal provisional head (provisional.json `head`; absent: none), and rejects a bad one naming the file', () => {
+    const placeholders = modelsDir('provisional-head');
+    const dir = path.join(placeholders, 'speech');
+    const file = path.join(dir, 'provisional.json');
+    fs.writeFileSync(file, JSON.stringify({ shipped: { lookahead_steps: 1, stride_steps: 1, left_context_steps: 4 } }));
+    assert.equal(ModelRegistry.loadSync({ modelsDir: placeholders }).get('speech').provisionalHead, undefined, 'no head: none');
+    fs.copyFileSync(path.join(dir, ModelRegistry.loadSync({ modelsDir: placeholders }).get('speech').manifest.file), path.join(dir, 'head.onnx'));
+    const head = { file: 'head.onnx', input: 'features', state_input: 'state', output: 'probs', state_output: 'state_out', state_size: 12, delay_steps: 0 };
+    fs.writeFileSync(file, JSON.stringify({ shipped: { lookahead_steps: 1, stride_steps: 1, left_context_steps: 4 }, head }));
+    assert.deepEqual(ModelRegistry.loadSync({ modelsDir: placeholders }).get('speech').provisionalHead, {
+      modelPath: path.join(dir, 'head.onnx'), inputName: 'features', stateInputName: 'state', outputName: 'probs', stateOutputName: 'state_out', stateSize: 12, delaySteps: 0,
+    });
+    // the placeholder speech model sees 3 steps ahead: a head may not wait longer
+    for (const [bad, re] of [
+      [{ ...head, delay_steps: 4 }, /"head.delay_steps" must be an integer from 0 to 3/],
+      [{ ...head, state_size: 0 }, /"head.state_size" must be a positive integer/],
+      [{ ...head, output: '' }, /"head.output" must be a non-empty string/],
+      [{ ...head, file: 'missing.onnx' }, /model file missing/],
+      ['head.onnx', /"head" must be an object/],
+    ] as const) {
+      fs.writeFileSync(file, JSON.stringify({ shipped: { lookahead_steps: 1, stride_steps: 1, left_context_steps: 4 }, head: bad }));
+      expectLoadError(() => ModelRegistry.loadSync({ modelsDir: placeholders }), (bad as { file?: string }).file === 'missing.onnx' ? path.join(dir, 'missing.onnx') : file, re);
+    }
+  });
+
   it('reads a model\'s confidence temperature (calibration.json `shipped.temperature`; absent: none), and rejects a bad one naming the file', () => {
     const placeholders = modelsDir('calibration');
     assert.equal(ModelRegistry.loadSync({ modelsDir: placeholders }).get('arousal').confidenceTemperature, undefined, 'no calibration.json: none');

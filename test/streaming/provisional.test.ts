@@ -130,7 +130,7 @@ describe('provisional results', () => {
     }
   });
 
-  it('no provisional model call where its answer cannot show (silence, and no_speech for gender): the same messages, fewer calls', async () => {
+  it('no provisional model call where its answer cannot show (silence, and no_speech for gender): the same messages, fewer calls; speech from its causal head', async () => {
     // 1.5 s of digital silence, 1 s of a steady 440 Hz tone (mostly not speech, not silent), then speech
     const tone = Buffer.alloc(16000 * 2);
     for (let i = 0; i < 16000; i++) tone.writeInt16LE(Math.round(6000 * Math.sin((2 * Math.PI * 440 * i) / 16000)), i * 2);
@@ -141,12 +141,15 @@ describe('provisional results', () => {
     // with raw values asked for, every provisional answer shows (raw), so every one is computed
     const b0 = graphs();
     const withRaw = splitProvisional(await wsPaced(app.wsUrl, { ...q, include_raw_values: 'true' }, audio)).provisional;
-    const computed = { speech: windows(b0, 'speech/model.onnx'), gender: windows(b0, 'gender/model.onnx') };
+    const computed = { speech: windows(b0, 'speech/model.onnx'), head: windows(b0, 'speech/provisional.onnx'), gender: windows(b0, 'gender/model.onnx') };
     const b1 = graphs();
     const plain = splitProvisional(await wsPaced(app.wsUrl, q, audio)).provisional;
-    const skipping = { speech: windows(b1, 'speech/model.onnx'), gender: windows(b1, 'gender/model.onnx') };
-    // speech skips the silent 23 steps; gender (a call per 4 steps) at least the silent groups, and the tone's where speech says so
-    assert.ok(skipping.speech <= computed.speech - 20, `speech provisional windows ${skipping.speech} vs ${computed.speech}`);
+    const skipping = { speech: windows(b1, 'speech/model.onnx'), head: windows(b1, 'speech/provisional.onnx'), gender: windows(b1, 'gender/model.onnx') };
+    // speech answers from its causal head (a stateful graph: every step is fed, none re-run in a window), so its
+    // whole-file network runs only for the finals' last steps; gender (a call per 4 steps) skips at least the silent
+    // groups, and the tone's where speech says so
+    assert.ok(computed.head > 0 && skipping.head > 0, `speech's head ran ${computed.head} / ${skipping.head} times`);
+    assert.ok(computed.speech <= 2 && skipping.speech <= 2, `speech windows ${computed.speech} / ${skipping.speech}`);
     assert.ok(skipping.gender <= computed.gender - 5, `gender provisional windows ${skipping.gender} vs ${computed.gender}`);
     // the same answers: each step's provisional messages, raw values left out, where both runs sent them
     const byStep = (msgs: typeof plain): Map<number, string[]> => {
@@ -186,8 +189,11 @@ describe('provisional results', () => {
     assert.ok(early.length > 10, `${early.length} early provisional speakers`);
     for (const p of early) assert.deepEqual(p.results['speakers'], { result: 'speaker_1', confidence: 0 }, `step ${p.timestamp}`);
     // and their finals name speaker_1 too (the first voice is always speaker_1), with the windows' confidence
+    // (where the final hears a voice too: a provisional speech label may differ from its final, models/speech/provisional.json)
     const finalOf = (t: number): { result: string } => (finals.find((f) => f.timestamp === t)!.results as Record<string, { result: string }>)['speakers']!;
-    for (const p of early) assert.equal(finalOf(p.timestamp).result, 'speaker_1', `final of step ${p.timestamp}`);
+    const voiced = early.filter((p) => finalOf(p.timestamp).result.startsWith('speaker_'));
+    assert.ok(voiced.length > 0.8 * early.length, `${voiced.length} of ${early.length} early provisional speakers voiced in the finals`);
+    for (const p of voiced) assert.equal(finalOf(p.timestamp).result, 'speaker_1', `final of step ${p.timestamp}`);
     // voice A's turn is speaker_1; once a window lies inside voice B's turn (from ~7.0 s), speaker_2
     const major = (from: number, to: number): string => {
       const counts = new Map<string, number>();

@@ -225,9 +225,12 @@ def provisional_section(d) -> str:
     shipped = z["shipped"]["key"]
     rows = ["| answer | " + name + " | labels the final changes |", "|---|---|---|",
             f"| final (full lookahead) | {z['final'][metric]:.3f} | - |"]
+    head = z.get("head")
     for key, r in z["provisional"].items():
-        label = f"**provisional, {key} (shipped)**" if key == shipped else f"provisional, {key}"
+        label = f"**provisional, {key} (shipped)**" if key == shipped and not head else f"provisional, {key}"
         rows.append(f"| {label} | {r[metric]:.3f} | {100 * r['changed_by_final']:.1f} % |")
+    if head:
+        return _head_section(z, head, rows, metric)
     return f"""
 ## Live streams: provisional results
 
@@ -238,6 +241,31 @@ this model's {z['clips']} validation clips (8-16 clips in a row, quiet gaps betw
 `{z['command']}`). Every row is this network alone, step by step (no segment mean; encoder views, where the
 model has them, fuse into finals only); "left context": the window starts that many steps back, as a signal would
 (otherwise the model's whole reach):
+
+{chr(10).join(rows)}
+"""
+
+
+def _head_section(z: dict, head: dict, rows: list[str], metric: str) -> str:
+    """provisional_section for a model whose streams answer from a causal head (training/recipes/causal.py ship)."""
+    v = z["head_validation"]
+    key = next(k for k in v if k.startswith("causal head"))
+    rows = rows[:3] + [f"| **{key} (shipped)** | {v[key][metric]:.3f} | {100 * v[key]['changed_by_final']:.1f} % |"]
+    rows += [f"| {k} | {r[metric]:.3f} | {100 * r['changed_by_final']:.1f} % |" for k, r in v.get("also_tried", {}).items()]
+    rows += [f"| window of this network: {k} | {r[metric]:.3f} | {100 * r['changed_by_final']:.1f} % |" for k, r in z["provisional"].items()]
+    return f"""
+## Live streams: provisional results
+
+A live stream answers each step first from a causal head of this model (`{head['file']}`, training/recipes/causal.py:
+the network's layers with every padding on the left, dilations {', '.join(str(d) for d in v['dilations'])}, so step s hears
+{v['past_context_steps']} steps back and {head['delay_steps']} ahead; trained on this model's cached synthetic examples,
+{v['examples']} examples x {v['epochs']} epochs), run as a stateful graph of {head['state_size']} floats per stream
+(src/inference/provisional-head-runner.ts: each step computed once; max difference from the trained network
+{head['vs_network_max_abs_diff']:.1e}), then with the final result above (docs/streaming.md "Provisional results").
+Scored per step against the truth on long-form sequences of this model's {z['clips']} validation clips (8-16 clips
+in a row, quiet gaps between them; voiced steps; `{head['made_by']}`; the window rows: `{z['command']}`). The
+window rows are what the streams ran before the head: this network again over a window ending that many steps
+after the step, the missing future treated as the signal end ("left context": the window starts that many steps back):
 
 {chr(10).join(rows)}
 """

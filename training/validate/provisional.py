@@ -186,7 +186,11 @@ def main(argv=None) -> None:
                    "shipped": {"lookahead_steps": P, "stride_steps": stride, "left_context_steps": left,
                                "key": plan_name(P, stride, left)},
                    **res}
-            with open(os.path.join(a.models, task, "provisional.json"), "w") as fh:
+            path = os.path.join(a.models, task, "provisional.json")
+            if os.path.exists(path):  # a causal head shipped beside the plan (training/recipes/causal.py ship) stays
+                old = json.load(open(path))
+                res.update({k: old[k] for k in ("head", "head_validation") if k in old})
+            with open(path, "w") as fh:
                 json.dump(res, fh, indent=1)
                 fh.write("\n")
 

@@ -1,0 +1,90 @@
+/**
+ * Provisional answers of one (stream, model) from the model's causal head (registry ProvisionalHead; trained by
+ * training/recipes/causal.py): a stateful graph that hears nothing after a step but its `delaySteps` of lookahead, so
+ * each new step is computed once, from the stream's state, instead of re-running the network over a truncated window
+ * for every step (ProvisionalRunner). Speech's head answers a step 64 ms after its audio, as the window plan did, at a
+ * tenth of the computation, and is as accurate as the finals on the validation (models/speech/provisional.json).
+ *
+ * Same contract as ProvisionalRunner for ProvisionalResults: outputs in increasing step order, one call in flight (the
+ * steps that arrive meanwhile join the next call), nothing after end(). Every step is fed (the state must see it), so
+ * there is no skipping of silent steps; outputs of steps whose final went out first are dropped by the caller.
+ */
+import { AurisError } from '../errors';
+import { LiveRunner } from './live-runner';
+import { sharedState } from './protocol';
+import type { StatefulInferFn } from './stream-runner';
+import type { OutputFn, RunnerModel } from './runner';
+
+export interface HeadRunnerOptions {
+  model: RunnerModel;
+  /** Floats of state (a zero vector starts a stream). */
+  stateSize: number;
+  /** Output i of the steps fed answers step i - delaySteps. */
+  delaySteps: number;
+  infer: StatefulInferFn;
+  /** Receives provisional outputs, in increasing step order. */
+  onOutput: OutputFn;
+  onError: (e: Error) => void;
+}
+
+export class HeadRunner extends LiveRunner {
+  readonly lookahead: number;
+  /** Steps fed to the graph, and the state after them (undefined while a call has it). */
+  private fed = 0;
+  private state: Float32Array | undefined;
+
+  constructor(private readonly options: HeadRunnerOptions) {
+    super(options.model, 32, options.onError);
+    if (!Number.isInteger(options.delaySteps) || options.delaySteps < 0) {
+      throw new AurisError('INVALID_ARGUMENT', `provisional head of ${options.model.name}: delay must be an integer >= 0, got ${options.delaySteps}`);
+    }
+    this.lookahead = options.delaySteps;
+  }
+
+  /** Appends `steps` steps of features ([steps*4][64], copied) and feeds them. */
+  push(features: Float32Array, steps: number): void {
+    if (!this.ended && this.append(features, steps)) this.pump();
+  }
+
+  /** No more input: no more provisional calls (the finals follow at once). */
+  end(): void {
+    this.ended = true;
+  }
+
+  close(): void {
+    this.closed = true;
+    this.buf.clear();
+    this.state = undefined;
+  }
+
+  protected pump(): void {
+    if (this.inFlight || this.closed || this.failed || this.held || this.ended) return;
+    const a = this.fed;
+    const b = this.receivedSteps;
+    if (b <= a) return;
+    const features = this.buf.copy(a, b);
+    // zeros before the first call; a shared buffer, which the inference worker updates in place
+    const state = a === 0 ? sharedState(this.options.stateSize) : this.state!;
+    this.state = undefined;
+    this.fed = b;
+    this.buf.dropBefore(b);
+    const name = `provisional head of ${this.model.name}`;
+    this.call(
+      () => this.options.infer(a, features, b - a, state),
+      (out) => {
+        if (!this.checkOutput(out.probs.length, b - a, name)) return;
+        if (out.state.length !== this.options.stateSize) {
+          this.fail(new AurisError('INFERENCE_FAILED', `${name} returned a state of ${out.state.length} floats, expected ${this.options.stateSize}`));
+          return;
+        }
+        this.state = out.state;
+        // output i is step a - delay + i; steps before the signal start are dropped
+        const first = a - this.lookahead;
+        const from = Math.max(0, first);
+        const to = b - this.lookahead;
+        if (to > from) this.options.onOutput(from, out.probs.subarray((from - first) * this.C, (to - first) * this.C), to - from);
+        this.pump();
+      },
+    );
+  }
+}
