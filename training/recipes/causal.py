@@ -32,6 +32,8 @@ from training.models.net import FRAMES_PER_STEP
 from training.recipes.train_step import weighted_step
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# per task: the longform recipe step whose cached examples (and widths) a head is trained on
+RECIPES = {"speech": ("1.1.0.json", "network"), "arousal": ("1.0.1.json", "network"), "gender": ("2.3.0.json", "member1")}
 
 
 class CausalBlock(nn.Module):
@@ -92,20 +94,24 @@ class CausalNet(nn.Module):
         return p[idx]
 
 
-def train(task: str, examples: int, epochs: int, lookahead: int, dil, lr: float, seed: int, threads: int) -> CausalNet:
+def train(task: str, examples: int, epochs: int, lookahead: int, dil, lr: float, seed: int, threads: int,
+          c2: int | None = None) -> CausalNet:
     from training.data import clips as D
     from training.recipes import longform as L
     from training.recipes.config import LongformRecipe, from_dict, recipe_step
     from training.validate.evaluation import CLASSES
 
-    step = recipe_step(os.path.join(ROOT, "training", "recipes", task, {"speech": "1.1.0.json"}[task]), "network")
+    recipe, name = RECIPES[task]
+    step = recipe_step(os.path.join(ROOT, "training", "recipes", task, recipe), name)
     r = from_dict(LongformRecipe, step["hyperparameters"])
+    cfg = r.model_config()  # the shipped network's widths and gain window; its dilations unless given
     clips = D.load_clips()
     store = D.AudioStore(clips)
     X, Y, W = L.feature_cache(r.task, r.clip_table(clips), store, examples, r.seed, workers=threads,
                               use_variants=r.variants, high_p=r.gender_high_p)
     torch.manual_seed(seed)
-    model = CausalNet(len(CLASSES[task]), dil=dil, lookahead=lookahead)
+    model = CausalNet(len(CLASSES[task]), c1=cfg.get("c1", 32), c2=c2 or cfg.get("c2", 64), dil=dil or cfg.get("dil", (1, 2, 4, 8)),
+                      norm_k=cfg.get("norm_k", 31), dropout=cfg.get("dropout", 0.1), lookahead=lookahead)
     Xt, Yt, Wt = torch.from_numpy(X), torch.from_numpy(Y.astype(np.int64)), torch.from_numpy(W.astype(np.float32))
     bs = 64
     per_epoch = (len(X) + bs - 1) // bs
@@ -184,7 +190,8 @@ def ship(run: str, models_dir: str, also: list[str] = ()) -> dict:
     from training.validate.evaluation import CLASSES
     rep = json.load(open(os.path.join(run, "report.json")))
     task = rep["task"]
-    net = CausalNet(len(CLASSES[task]), dil=tuple(rep["dilations"]), lookahead=rep["lookahead_steps"])
+    net = CausalNet(len(CLASSES[task]), c1=rep.get("c1", 32), c2=rep.get("channels", 64), dil=tuple(rep["dilations"]),
+                    norm_k=rep.get("norm_k", 31), lookahead=rep["lookahead_steps"])
     net.load_state_dict(torch.load(os.path.join(run, "model.pt")))
     net.eval()
     out = os.path.join(models_dir, task, "provisional.onnx")
@@ -192,6 +199,7 @@ def ship(run: str, models_dir: str, also: list[str] = ()) -> dict:
     head["vs_network_max_abs_diff"] = check_stream(net, out)
     head["made_by"] = f"python -m training.recipes.causal train --examples {rep['examples']} --epochs {rep['epochs']} " \
                       f"--lookahead {rep['lookahead_steps']} --dilations {','.join(str(d) for d in rep['dilations'])} " \
+                      f"--channels {rep.get('channels', 64)} " \
                       f"--out RUN && python -m training.recipes.causal ship --run RUN"
     path = os.path.join(models_dir, task, "provisional.json")
     doc = json.load(open(path))
@@ -209,11 +217,12 @@ def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
     t = sub.add_parser("train", help="train a head, score it (report.json) and keep its weights (model.pt)")
-    t.add_argument("--task", default="speech", choices=["speech"])
+    t.add_argument("--task", default="speech", choices=sorted(RECIPES))
     t.add_argument("--examples", type=int, default=20000)
     t.add_argument("--epochs", type=int, default=12)
     t.add_argument("--lookahead", type=int, default=1, help="steps of future the head hears (64 ms each)")
-    t.add_argument("--dilations", default="1,2,4,8")
+    t.add_argument("--dilations", default="1,2,4,8", help="empty: the shipped network's")
+    t.add_argument("--channels", type=int, default=None, help="the residual blocks' width (default: the shipped network's)")
     t.add_argument("--lr", type=float, default=0.003)
     t.add_argument("--seed", type=int, default=1)
     t.add_argument("--threads", type=int, default=2)
@@ -227,11 +236,12 @@ def main(argv=None) -> None:
         print(json.dumps(ship(a.run, a.models, a.also)), flush=True)
         return
     torch.set_num_threads(a.threads)
-    dil = tuple(int(v) for v in a.dilations.split(","))
-    model = train(a.task, a.examples, a.epochs, a.lookahead, dil, a.lr, a.seed, a.threads)
+    dil = tuple(int(v) for v in a.dilations.split(",")) if a.dilations else None
+    model = train(a.task, a.examples, a.epochs, a.lookahead, dil, a.lr, a.seed, a.threads, a.channels)
     os.makedirs(a.out, exist_ok=True)
     torch.save(model.state_dict(), os.path.join(a.out, "model.pt"))
-    res = {"task": a.task, "examples": a.examples, "epochs": a.epochs, "lookahead_steps": a.lookahead, "dilations": dil,
+    res = {"task": a.task, "examples": a.examples, "epochs": a.epochs, "lookahead_steps": a.lookahead, "dilations": model.dil,
+           "c1": model.conv1.out_channels, "channels": model.proj.out_channels, "norm_k": model.norm_k,
            "past_context_steps": model.past_context_steps(), **evaluate(a.task, model)}
     with open(os.path.join(a.out, "report.json"), "w") as fh:
         json.dump(res, fh, indent=1)
