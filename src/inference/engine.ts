@@ -143,9 +143,9 @@ export class InferenceEngine {
   /**
    * Runs steps [firstStep, firstStep + steps) of one stream through `model`'s causal provisional head (registry
    * ProvisionalHead: one graph, exact from a zero state); ownership of `features` and `state` passes to the pool.
-   * Urgent like the provisional windows it replaces: its answers are the ones that must arrive first.
+   * Urgent (dispatched before queued calls) for the fastest tier of provisional answers, as its windows were.
    */
-  inferHead(model: ModelInfo, features: Float32Array, steps: number, state: Float32Array): Promise<StatefulResult> {
+  inferHead(model: ModelInfo, features: Float32Array, steps: number, state: Float32Array, urgent = false): Promise<StatefulResult> {
     const h = model.provisionalHead;
     if (!h) return Promise.reject(new AurisError('INVALID_ARGUMENT', `model ${model.name} has no provisional head`));
     let graph = this.headGraphs.get(model);
@@ -153,7 +153,7 @@ export class InferenceEngine {
       graph = { ...h, name: model.name, rawKeys: model.rawKeys };
       this.headGraphs.set(model, graph);
     }
-    return this.pool.runStateful(graph, features, steps, state, true);
+    return this.pool.runStateful(graph, features, steps, state, urgent);
   }
 
   private readonly headGraphs = new WeakMap<ModelInfo, StatefulPoolModel>();

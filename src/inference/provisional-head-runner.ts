@@ -6,7 +6,8 @@
  * tenth of the computation, and is as accurate as the finals on the validation (models/speech/provisional.json).
  *
  * Same contract as ProvisionalRunner for ProvisionalResults: outputs in increasing step order, one call in flight (the
- * steps that arrive meanwhile join the next call), nothing after end(). Every step is fed (the state must see it), so
+ * steps that arrive meanwhile join the next call), whole groups of `stride` steps per call (a head that may wait for
+ * its group, as arousal's: a quarter of the calls), nothing after end(). Every step is fed (the state must see it), so
  * there is no skipping of silent steps; outputs of steps whose final went out first are dropped by the caller.
  */
 import { AurisError } from '../errors';
@@ -21,6 +22,8 @@ export interface HeadRunnerOptions {
   stateSize: number;
   /** Output i of the steps fed answers step i - delaySteps. */
   delaySteps: number;
+  /** Steps per call: the graph is fed whole groups of `stride` steps (default 1: every step). */
+  stride?: number;
   infer: StatefulInferFn;
   /** Receives provisional outputs, in increasing step order. */
   onOutput: OutputFn;
@@ -29,6 +32,7 @@ export interface HeadRunnerOptions {
 
 export class HeadRunner extends LiveRunner {
   readonly lookahead: number;
+  private readonly stride: number;
   /** Steps fed to the graph, and the state after them (undefined while a call has it). */
   private fed = 0;
   private state: Float32Array | undefined;
@@ -39,6 +43,7 @@ export class HeadRunner extends LiveRunner {
       throw new AurisError('INVALID_ARGUMENT', `provisional head of ${options.model.name}: delay must be an integer >= 0, got ${options.delaySteps}`);
     }
     this.lookahead = options.delaySteps;
+    this.stride = Math.max(1, Math.floor(options.stride ?? 1));
   }
 
   /** Appends `steps` steps of features ([steps*4][64], copied) and feeds them. */
@@ -60,7 +65,7 @@ export class HeadRunner extends LiveRunner {
   protected pump(): void {
     if (this.inFlight || this.closed || this.failed || this.held || this.ended) return;
     const a = this.fed;
-    const b = this.receivedSteps;
+    const b = Math.floor(this.receivedSteps / this.stride) * this.stride;
     if (b <= a) return;
     const features = this.buf.copy(a, b);
     // zeros before the first call; a shared buffer, which the inference worker updates in place

@@ -89,6 +89,8 @@ export interface ProvisionalHead {
   stateSize: number;
   /** Steps of lookahead: output i of the steps fed answers step i - delaySteps. */
   delaySteps: number;
+  /** Steps fed per call (a stream calls once every `stride` steps; 1: every step). */
+  stride: number;
 }
 
 export interface ModelInfo {
@@ -329,7 +331,8 @@ function readProvisionalPlan(dir: string, leftSteps: number, rightSteps: number)
 
 /**
  * The causal head a model's provisional validation shipped: `<dir>/provisional.json` `head` {file, input, state_input,
- * output, state_output, state_size, delay_steps}, its lookahead within the model's. None without one.
+ * output, state_output, state_size, delay_steps, stride_steps (default 1)}, its lookahead within the model's. None
+ * without one.
  */
 function readProvisionalHead(dir: string, rightSteps: number): ProvisionalHead | undefined {
   const report = readValidationReport(dir, 'provisional.json');
@@ -348,7 +351,10 @@ function readProvisionalHead(dir: string, rightSteps: number): ProvisionalHead |
   if (!Number.isInteger(delay) || (delay as number) < 0 || (delay as number) > rightSteps) {
     throw fail(file, `"head.delay_steps" must be an integer from 0 to ${rightSteps} (the model's lookahead), got ${JSON.stringify(delay)}`);
   }
+  const stride = head['stride_steps'] ?? 1;
+  if (!Number.isInteger(stride) || (stride as number) < 1 || (stride as number) > 64) throw fail(file, `"head.stride_steps" must be an integer from 1 to 64, got ${JSON.stringify(stride)}`);
   return {
+    stride: stride as number,
     modelPath: modelFile(dir, name('file'), file),
     inputName: name('input'),
     stateInputName: name('state_input'),

@@ -63,9 +63,11 @@ const SPEECH = 'speech';
 /** The model's causal head, unless a plan is forced on every model (benchmarks, tests: the truncated windows). */
 const headOf = (m: ModelInfo, forced: ProvisionalPlan | undefined): ModelInfo['provisionalHead'] => (forced ? undefined : m.provisionalHead);
 /** How a head answers: after its lookahead, every output step (it has no window, so no left context). */
-const headPlan = (m: ModelInfo, per: number): ProvisionalPlan => ({ lookahead: m.provisionalHead!.delaySteps, stride: per, leftContext: 0 });
+const headPlan = (m: ModelInfo, per: number): ProvisionalPlan => {
+  const h = m.provisionalHead!;
+  return { lookahead: h.delaySteps, stride: Math.max(1, Math.ceil(h.stride / per)) * per, leftContext: 0 };
+};
 
-const planKey = (p: ProvisionalPlan): string => `${p.lookahead}/${p.stride}/${p.leftContext}`;
 /** Steps a group's first step waits for its answer: the order of tiers. */
 const delayOf = (p: ProvisionalPlan): number => p.lookahead + p.stride - 1;
 
@@ -78,17 +80,18 @@ export class ProvisionalResults {
   private readonly gate: StepDecider | undefined;
 
   constructor(private readonly o: ProvisionalResultsOptions) {
-    const plans = new Map<string, { plan: ProvisionalPlan; models: ModelInfo[] }>();
+    // models that answer after the same delay form a tier (each runs by its own plan: a head or a window)
+    const byDelay = new Map<number, { delay: number; models: Array<{ m: ModelInfo; plan: ProvisionalPlan }> }>();
     for (const m of o.networks) {
       const plan = headOf(m, o.plan) ? headPlan(m, o.per) : provisionalPlan(m, o.per, o.plan);
-      const g = plans.get(planKey(plan)) ?? { plan, models: [] };
-      g.models.push(m);
-      plans.set(planKey(plan), g);
+      const g = byDelay.get(delayOf(plan)) ?? { delay: delayOf(plan), models: [] };
+      g.models.push({ m, plan });
+      byDelay.set(g.delay, g);
     }
     // speech's tier first: every other model's label needs speech's (no_speech), so no tier may answer before it,
     // even where its plan would be sooner (the speaker models at an output period of 256 ms or more)
-    const order = (g: { plan: ProvisionalPlan; models: ModelInfo[] }): number => (g.models.some((m) => m.name === SPEECH) ? -1 : delayOf(g.plan));
-    const groups = [...plans.values()].sort((a, b) => order(a) - order(b));
+    const order = (g: { delay: number; models: Array<{ m: ModelInfo }> }): number => (g.models.some(({ m }) => m.name === SPEECH) ? -1 : g.delay);
+    const groups = [...byDelay.values()].sort((a, b) => order(a) - order(b));
     const speechKeys = o.decider.rawKeys[SPEECH];
     // with raw values every answer shows; without, a silent step shows none and a no_speech step no speaker model's
     if (!o.decider.includeRaw && speechKeys) {
@@ -97,12 +100,12 @@ export class ProvisionalResults {
     const requested = new Set(o.decider.models);
     const inputs: string[] = [];
     const shown: string[] = [];
-    for (const { plan, models } of groups) {
-      // the fastest tier's calls are urgent: its answers are the ones that need to arrive first (speech, ~70 ms)
-      const urgent = delayOf(plan) === delayOf(groups[0]!.plan);
-      for (const m of models) this.startRunner(m, plan, urgent);
-      inputs.push(...models.map((m) => m.name));
-      const own = models.map((m) => m.name).filter((n) => requested.has(n));
+    for (const { delay, models } of groups) {
+      // the fastest tier's calls are urgent: its answers are the ones that need to arrive first (speech)
+      const urgent = delay === groups[0]!.delay;
+      for (const { m, plan } of models) this.startRunner(m, plan, urgent);
+      inputs.push(...models.map(({ m }) => m.name));
+      const own = models.map(({ m }) => m.name).filter((n) => requested.has(n));
       if (own.length === 0) continue;
       shown.push(...own);
       this.addTier(inputs, shown);
@@ -179,7 +182,8 @@ export class ProvisionalResults {
           model: m,
           stateSize: head.stateSize,
           delaySteps: head.delaySteps,
-          infer: (_first, features, steps, state) => this.o.engine.inferHead(m, features, steps, state),
+          stride: plan.stride,
+          infer: (_first, features, steps, state) => this.o.engine.inferHead(m, features, steps, state, urgent),
           onOutput: (start, probs) => {
             this.store(store, start, probs);
             this.emit();

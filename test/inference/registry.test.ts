@@ -214,12 +214,15 @@ describe('model registry', () => {
     const head = { file: 'head.onnx', input: 'features', state_input: 'state', output: 'probs', state_output: 'state_out', state_size: 12, delay_steps: 0 };
     fs.writeFileSync(file, JSON.stringify({ shipped: { lookahead_steps: 1, stride_steps: 1, left_context_steps: 4 }, head }));
     assert.deepEqual(ModelRegistry.loadSync({ modelsDir: placeholders }).get('speech').provisionalHead, {
-      modelPath: path.join(dir, 'head.onnx'), inputName: 'features', stateInputName: 'state', outputName: 'probs', stateOutputName: 'state_out', stateSize: 12, delaySteps: 0,
+      stride: 1, modelPath: path.join(dir, 'head.onnx'), inputName: 'features', stateInputName: 'state', outputName: 'probs', stateOutputName: 'state_out', stateSize: 12, delaySteps: 0,
     });
+    fs.writeFileSync(file, JSON.stringify({ shipped: { lookahead_steps: 1, stride_steps: 1, left_context_steps: 4 }, head: { ...head, stride_steps: 4 } }));
+    assert.equal(ModelRegistry.loadSync({ modelsDir: placeholders }).get('speech').provisionalHead!.stride, 4, 'a call every 4 steps');
     // the placeholder speech model sees 3 steps ahead: a head may not wait longer
     for (const [bad, re] of [
       [{ ...head, delay_steps: 4 }, /"head.delay_steps" must be an integer from 0 to 3/],
       [{ ...head, state_size: 0 }, /"head.state_size" must be a positive integer/],
+      [{ ...head, stride_steps: 0 }, /"head.stride_steps" must be an integer from 1 to 64/],
       [{ ...head, output: '' }, /"head.output" must be a non-empty string/],
       [{ ...head, file: 'missing.onnx' }, /model file missing/],
       ['head.onnx', /"head" must be an object/],

@@ -116,18 +116,16 @@ describe('provisional results', () => {
     }
   });
 
-  it('output period 512 ms: gender could answer a step before speech does, yet speech\'s message still comes first', async () => {
-    // per output step of 8 steps: speech answers 1 step after it (lookahead 1), gender at once (lookahead 0)
+  it('output period 512 ms: speech (its causal head) and gender answer after the same delay, so one provisional message per step holds both', async () => {
+    // per output step of 8 steps: both answer once the step's last step is in (no lookahead each): one tier, one
+    // message (with speech's window plan of sessions 20-47, speech's came first and gender's after it)
     const messages = await wsPaced(app.wsUrl, { models: 'speech,gender', output_period: '512', sample_rate: '16000' }, pcm);
     const { finals, provisional } = splitProvisional(messages);
     assert.equal(finals.filter((m) => m.type === undefined).length, Math.ceil(pcm.length / 2 / 8192));
     const byStep = new Map<number, string[][]>();
     for (const p of provisional) byStep.set(p.timestamp, [...(byStep.get(p.timestamp) ?? []), Object.keys(p.results)]);
-    assert.ok([...byStep.values()].some((kinds) => kinds.some((k) => k.includes('gender'))), 'no provisional gender at all');
-    for (const kinds of byStep.values()) {
-      assert.deepEqual(kinds[0], ['speech'], 'the first provisional of a step holds speech alone');
-      for (const k of kinds.slice(1)) assert.deepEqual(k, ['speech', 'gender']);
-    }
+    assert.ok(byStep.size > 0.5 * finals.length, `${byStep.size} steps with a provisional message`);
+    for (const kinds of byStep.values()) assert.deepEqual(kinds, [['speech', 'gender']]);
   });
 
   it('no provisional model call where its answer cannot show (silence, and no_speech for gender): the same messages, fewer calls; speech from its causal head', async () => {

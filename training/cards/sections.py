@@ -257,9 +257,11 @@ def _head_section(z: dict, head: dict, rows: list[str], metric: str) -> str:
 ## Live streams: provisional results
 
 A live stream answers each step first from a causal head of this model (`{head['file']}`, training/recipes/causal.py:
-the network's layers with every padding on the left, dilations {', '.join(str(d) for d in v['dilations'])}, so step s hears
+the network's kind of layers, {v.get('channels', 64)} channels, every padding on the left and the gain normalisation a mean
+over the past {v.get('norm_k', 31)} frames, dilations {', '.join(str(d) for d in v['dilations'])}, so step s hears
 {v['past_context_steps']} steps back and {head['delay_steps']} ahead; trained on this model's cached synthetic examples,
-{v['examples']} examples x {v['epochs']} epochs), run as a stateful graph of {head['state_size']} floats per stream
+{v['examples']} examples x {v['epochs']} epochs), run as a stateful graph of {head['state_size']} floats per stream fed
+{"every step" if head.get('stride_steps', 1) == 1 else f"a call every {head['stride_steps']} steps"}
 (src/inference/provisional-head-runner.ts: each step computed once; max difference from the trained network
 {head['vs_network_max_abs_diff']:.1e}), then with the final result above (docs/streaming.md "Provisional results").
 Scored per step against the truth on long-form sequences of this model's {z['clips']} validation clips (8-16 clips

@@ -183,7 +183,7 @@ def _head_row(rep: dict) -> tuple[str, dict]:
     return key, rep[key]
 
 
-def ship(run: str, models_dir: str, also: list[str] = ()) -> dict:
+def ship(run: str, models_dir: str, also: list[str] = (), stride: int = 1) -> dict:
     """Exports a trained head (`run`: model.pt and report.json of `train`) as models/<task>/provisional.onnx, checks the
     graph against the network, and records it in models/<task>/provisional.json: `head` (the graph, read by the
     service: src/inference/registry.ts) and `head_validation` (the report's figures)."""
@@ -196,11 +196,12 @@ def ship(run: str, models_dir: str, also: list[str] = ()) -> dict:
     net.eval()
     out = os.path.join(models_dir, task, "provisional.onnx")
     head = export_stream(net, out)
+    head["stride_steps"] = stride  # a stream feeds the graph this many steps per call (the answers do not depend on it)
     head["vs_network_max_abs_diff"] = check_stream(net, out)
     head["made_by"] = f"python -m training.recipes.causal train --examples {rep['examples']} --epochs {rep['epochs']} " \
                       f"--lookahead {rep['lookahead_steps']} --dilations {','.join(str(d) for d in rep['dilations'])} " \
-                      f"--channels {rep.get('channels', 64)} " \
-                      f"--out RUN && python -m training.recipes.causal ship --run RUN"
+                      f"--channels {rep.get('channels', 64)} --task {task} " \
+                      f"--out RUN && python -m training.recipes.causal ship --run RUN --stride {stride}"
     path = os.path.join(models_dir, task, "provisional.json")
     doc = json.load(open(path))
     doc["head"] = head
@@ -231,9 +232,10 @@ def main(argv=None) -> None:
     s.add_argument("--run", default=os.path.join(ROOT, "training", "runs", "causal-speech"))
     s.add_argument("--models", default=os.path.join(ROOT, "models"))
     s.add_argument("--also", nargs="*", default=[], help="runs of other heads scored the same way, listed in the card")
+    s.add_argument("--stride", type=int, default=1, help="steps a stream feeds per call (1: every step, the lowest latency)")
     a = ap.parse_args(argv)
     if a.cmd == "ship":
-        print(json.dumps(ship(a.run, a.models, a.also)), flush=True)
+        print(json.dumps(ship(a.run, a.models, a.also, a.stride)), flush=True)
         return
     torch.set_num_threads(a.threads)
     dil = tuple(int(v) for v in a.dilations.split(",")) if a.dilations else None
