@@ -92,3 +92,16 @@ export abstract class LiveRunner {
     this.onError(e);
   }
 }
+
+/** A runner of early (provisional) answers: it takes features until end(), after which no call starts. */
+export abstract class EarlyRunner extends LiveRunner {
+  /** Appends `steps` steps of features ([steps*4][64], copied) and starts what became due. */
+  push(features: Float32Array, steps: number): void {
+    if (!this.ended && this.append(features, steps)) this.pump();
+  }
+
+  /** No more input: no more provisional calls (the finals follow at once). */
+  end(): void {
+    this.ended = true;
+  }
+}

@@ -11,7 +11,7 @@
  * there is no skipping of silent steps; outputs of steps whose final went out first are dropped by the caller.
  */
 import { AurisError } from '../errors';
-import { LiveRunner } from './live-runner';
+import { EarlyRunner } from './live-runner';
 import { sharedState } from './protocol';
 import type { StatefulInferFn } from './stream-runner';
 import type { OutputFn, RunnerModel } from './runner';
@@ -30,7 +30,7 @@ export interface HeadRunnerOptions {
   onError: (e: Error) => void;
 }
 
-export class HeadRunner extends LiveRunner {
+export class HeadRunner extends EarlyRunner {
   readonly lookahead: number;
   private readonly stride: number;
   /** Steps fed to the graph, and the state after them (undefined while a call has it). */
@@ -44,16 +44,6 @@ export class HeadRunner extends LiveRunner {
     }
     this.lookahead = options.delaySteps;
     this.stride = Math.max(1, Math.floor(options.stride ?? 1));
-  }
-
-  /** Appends `steps` steps of features ([steps*4][64], copied) and feeds them. */
-  push(features: Float32Array, steps: number): void {
-    if (!this.ended && this.append(features, steps)) this.pump();
-  }
-
-  /** No more input: no more provisional calls (the finals follow at once). */
-  end(): void {
-    this.ended = true;
   }
 
   close(): void {

@@ -17,7 +17,7 @@
  * output steps whose answer no message would show (`shows`: silence, no speech).
  */
 import { AurisError } from '../errors';
-import { LiveRunner } from './live-runner';
+import { EarlyRunner } from './live-runner';
 import type { InferFn, OutputFn, RunnerModel } from './runner';
 
 /** How soon and how often a model answers provisionally (docs/streaming.md "Different delays per model"). */
@@ -82,7 +82,7 @@ export interface ProvisionalRunnerOptions {
   shows?: (from: number, to: number) => boolean;
 }
 
-export class ProvisionalRunner extends LiveRunner {
+export class ProvisionalRunner extends EarlyRunner {
   readonly lookahead: number;
   private readonly left: number;
   private readonly align: number;
@@ -101,16 +101,6 @@ export class ProvisionalRunner extends LiveRunner {
     this.align = align;
     this.lookahead = lookahead;
     this.maxWindow = Math.max(align, Math.floor((options.maxWindowSteps ?? 64) / align) * align);
-  }
-
-  /** Appends `steps` steps of features ([steps*4][64], copied) and runs what became ready. */
-  push(features: Float32Array, steps: number): void {
-    if (!this.ended && this.append(features, steps)) this.pump();
-  }
-
-  /** No more input: no more provisional calls (the finals follow at once). */
-  end(): void {
-    this.ended = true;
   }
 
   close(): void {

@@ -57,22 +57,29 @@ export interface ModelManifest {
   [extra: string]: unknown;
 }
 
-/** The stateful streaming graphs of a model (manifest "streaming"; training/export/streaming.py, docs/features.md). */
-export interface StreamingGraph {
-  /** Absolute path of the steady graph (stream.onnx). */
+/** A stateful graph: features and a state in, probabilities and the next state out. */
+export interface StatefulGraphFile {
+  /** Absolute path of the graph. */
   modelPath: string;
-  /** Absolute path of the start graph (stream_start.onnx), exact at the signal start. */
-  startModelPath: string;
-  /** Calls whose first step is before this one use the start graph. */
-  startSteps: number;
   inputName: string;
   stateInputName: string;
   outputName: string;
   stateOutputName: string;
   /** Floats of state per stream (a zero vector starts a stream). */
   stateSize: number;
-  /** Output i of a stream is step i - delaySteps (= the model's right context). */
+  /** Output i of the steps fed is step i - delaySteps. */
   delaySteps: number;
+}
+
+/**
+ * The stateful streaming graphs of a model (manifest "streaming"; training/export/streaming.py, docs/features.md):
+ * modelPath the steady graph (stream.onnx), delaySteps the model's right context.
+ */
+export interface StreamingGraph extends StatefulGraphFile {
+  /** Absolute path of the start graph (stream_start.onnx), exact at the signal start. */
+  startModelPath: string;
+  /** Calls whose first step is before this one use the start graph. */
+  startSteps: number;
 }
 
 /**
@@ -80,15 +87,7 @@ export interface StreamingGraph {
  * training/recipes/causal.py ship): a stateful graph like the finals' stream.onnx, exact from a zero state, whose output
  * i answers step i - delaySteps of the steps fed. Streams run it instead of re-running the model over truncated windows.
  */
-export interface ProvisionalHead {
-  modelPath: string;
-  inputName: string;
-  stateInputName: string;
-  outputName: string;
-  stateOutputName: string;
-  stateSize: number;
-  /** Steps of lookahead: output i of the steps fed answers step i - delaySteps. */
-  delaySteps: number;
+export interface ProvisionalHead extends StatefulGraphFile {
   /** Steps fed per call (a stream calls once every `stride` steps; 1: every step). */
   stride: number;
 }
@@ -459,7 +458,7 @@ export async function verifyModel(info: ModelInfo): Promise<void> {
 }
 
 /** Opens a streaming graph and checks one step from a zero state: probabilities [1, 1, C] and a state of the declared size. */
-async function verifyStreamingGraph(info: ModelInfo, g: StreamingGraph | ProvisionalHead, file: string, ort: typeof import('onnxruntime-node')): Promise<void> {
+async function verifyStreamingGraph(info: ModelInfo, g: StatefulGraphFile, file: string, ort: typeof import('onnxruntime-node')): Promise<void> {
   const session = await openSession(file, ort);
   try {
     let out;

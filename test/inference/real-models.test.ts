@@ -31,6 +31,20 @@ function features(steps: number, seed: number): Float32Array {
   return out;
 }
 
+/** Pushes `steps` steps of x into a runner in uneven chunks while its calls are in flight, as a live stream does. */
+function pushUneven(runner: { push(f: Float32Array, n: number): void }, x: Float32Array, steps: number, seed: number, done: () => void): void {
+  const r = seededRandom(seed);
+  let s = 0;
+  const tick = (): void => {
+    const n = Math.min(steps - s, 1 + Math.floor(Math.abs(r()) * 6));
+    runner.push(x.slice(s * FLOATS_PER_STEP, (s + n) * FLOATS_PER_STEP), n);
+    s += n;
+    if (s < steps) setTimeout(tick, Math.abs(r()) * 3);
+    else done();
+  };
+  tick();
+}
+
 describe('real models (models/)', () => {
   let engine: InferenceEngine | undefined;
   before(async () => {
@@ -93,17 +107,7 @@ describe('real models (models/)', () => {
             },
             onError: reject,
           });
-          // pushed in uneven chunks while calls are in flight, as a live stream does
-          const r = seededRandom(seed);
-          let s = 0;
-          const tick = (): void => {
-            const n = Math.min(steps - s, 1 + Math.floor(Math.abs(r()) * 6));
-            runner.push(x.slice(s * FLOATS_PER_STEP, (s + n) * FLOATS_PER_STEP), n);
-            s += n;
-            if (s < steps) setTimeout(tick, Math.abs(r()) * 3);
-            else runner.end();
-          };
-          tick();
+          pushUneven(runner, x, steps, seed, () => runner.end());
         });
         await done;
         let maxDiff = 0;
@@ -140,15 +144,7 @@ describe('real models (models/)', () => {
           },
           onError: reject,
         });
-        const r = seededRandom(22);
-        let s = 0;
-        const tick = (): void => {
-          const n = Math.min(steps - s, 1 + Math.floor(Math.abs(r()) * 6));
-          runner.push(x.slice(s * FLOATS_PER_STEP, (s + n) * FLOATS_PER_STEP), n);
-          s += n;
-          if (s < steps) setTimeout(tick, Math.abs(r()) * 3);
-        };
-        tick();
+        pushUneven(runner, x, steps, 22, () => undefined);
       });
       // output i of the graph answers step i - delay
       let maxDiff = 0;

@@ -127,12 +127,7 @@ def train(task: str, examples: int, epochs: int, lookahead: int, dil, lr: float,
         perm = torch.randperm(len(X), generator=g)
         for i in range(per_epoch):
             idx = perm[i * bs:(i + 1) * bs]
-            xb, yb, wb = Xt[idx].float(), Yt[idx], Wt[idx]
-            # the longform recipe's gain jitter and light SpecAugment
-            xb = xb + (torch.rand(xb.shape[0], 1, 1) * 20 - 10) * 0.2303 * (xb > -18).float()
-            if torch.rand(1).item() < 0.5:
-                f0 = int(torch.randint(0, 56, (1,)))
-                xb[:, :, f0:f0 + int(torch.randint(1, 8, (1,)))] = xb.mean()
+            xb, yb, wb = L.jitter(Xt[idx].float()), Yt[idx], Wt[idx]  # the longform recipe's augmentation
             logits = model.logits(xb)
             S = logits.shape[2]
             logits, yb, wb = logits[:, :, R:], yb[:, :S - R], wb[:, :S - R]  # step s answered by output s + R

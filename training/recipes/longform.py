@@ -85,6 +85,16 @@ def feature_cache(task, clips, store, n, seed, steps=64, workers=2, use_variants
 
 
 # ---------------------------------------------------------------- training
+def jitter(xb: torch.Tensor) -> torch.Tensor:
+    """Extra gain/offset jitter of a batch of log-mel features in the log domain (gain invariance) and light
+    SpecAugment (one band of 1-7 mels set to the batch mean, half the time)."""
+    xb = xb + (torch.rand(xb.shape[0], 1, 1) * 20 - 10) * 0.2303 * (xb > -18).float()
+    if torch.rand(1).item() < 0.5:
+        f0 = int(torch.randint(0, 56, (1,)))
+        xb[:, :, f0:f0 + int(torch.randint(1, 8, (1,)))] = xb.mean()
+    return xb
+
+
 def ordinal_targets(task, x):
     """Soft targets for arousal as an ordered scale (low < neutral < high): high and low give `x` of their mass to
     neutral, neutral gives x/2 to each side, so confusing low with high costs more than either with neutral."""
@@ -130,11 +140,7 @@ def train_task(r: LongformRecipe, clips, store, outdir, version="1.0.0", quick=F
             idx = perm[i * bs:(i + 1) * bs]
             xb = Xt[idx].float()
             yb, wb = Yt[idx], Wt[idx]
-            # extra gain/offset jitter in the log domain (gain invariance) and light SpecAugment
-            xb = xb + (torch.rand(xb.shape[0], 1, 1) * 20 - 10) * 0.2303 * (xb > -18).float()
-            if torch.rand(1).item() < 0.5:
-                f0 = int(torch.randint(0, 56, (1,)))
-                xb[:, :, f0:f0 + int(torch.randint(1, 8, (1,)))] = xb.mean()
+            xb = jitter(xb)
             logits = model.logits(xb)  # [B, C, S]
             w = wb * (yb >= 0).float()
             if soft is not None:  # [C, C] soft target per class (--ordinal)
