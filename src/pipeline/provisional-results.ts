@@ -1,17 +1,17 @@
 /**
  * Provisional results of one live stream (docs/streaming.md "Provisional results"): every network
- * answers each output step again before its final, with its own lookahead and cadence
- * (provisionalPlan: speech after 64 ms, every step; the speaker models a call every 4 steps, as
- * soon as the group's last step is in; each over a window with less left context than the
- * finals'), by
- * src/inference/provisional-runner.ts.
+ * answers each output step again before its final, with its own lookahead and cadence: from its
+ * causal head where the model ships one (speech at once, every step; arousal a call every 4 steps;
+ * src/inference/provisional-head-runner.ts), else over a window with less left context than the
+ * finals' (provisionalPlan: gender and emotions a call every 4 steps, as soon as the group's last
+ * step is in; src/inference/provisional-runner.ts).
  *
- * Models that answer alike form a tier; tiers are ordered by how soon they answer, speech's
- * first (the others' labels need it). A tier's
+ * Models that answer after the same delay form a tier; tiers are ordered by how soon they answer,
+ * speech's first (the others' labels need it). A tier's
  * message for an output step carries the requested models of that tier and of every faster
  * one, so each message of a step holds all that the ones before it held: a client that keeps
  * the latest message per timestamp always has every model answered so far. With speech and
- * gender: `{speech}` about 70 ms after the step's audio, then `{speech, gender}`, then the final.
+ * gender: `{speech}` a few ms after the step's audio, then `{speech, gender}`, then the final.
  * A tier with no requested model of its own sends nothing (gender alone: speech only gates it).
  *
  * The speaker map (`speakers`) has no network: its provisional answer for a step is the live map's
@@ -62,7 +62,7 @@ const SPEECH = 'speech';
 
 /** The model's causal head, unless a plan is forced on every model (benchmarks, tests: the truncated windows). */
 const headOf = (m: ModelInfo, forced: ProvisionalPlan | undefined): ModelInfo['provisionalHead'] => (forced ? undefined : m.provisionalHead);
-/** How a head answers: after its lookahead, every output step (it has no window, so no left context). */
+/** How a head answers: after its lookahead, a call every `stride` steps (its head's, in whole output steps); no window, so no left context. */
 const headPlan = (m: ModelInfo, per: number): ProvisionalPlan => {
   const h = m.provisionalHead!;
   return { lookahead: h.delaySteps, stride: Math.max(1, Math.ceil(h.stride / per)) * per, leftContext: 0 };
