@@ -5,9 +5,13 @@
  * once. Each subclass decides in pump() which call to start next.
  */
 import { AurisError } from '../errors';
+import { sharedState } from './protocol';
 import { FLOATS_PER_STEP } from './registry';
 import { StepBuffer } from './step-buffer';
 import type { RunnerModel } from './runner';
+
+/** Runs a stateful graph over steps [firstStep, firstStep + steps) of a stream; takes ownership of the arrays. */
+export type StatefulInferFn = (firstStep: number, features: Float32Array, steps: number, state: Float32Array) => Promise<{ probs: Float32Array; state: Float32Array }>;
 
 export abstract class LiveRunner {
   readonly model: RunnerModel;
@@ -75,6 +79,31 @@ export abstract class LiveRunner {
       (e: unknown) => {
         this.inFlight = false;
         if (!this.closed) this.fail(e instanceof Error ? e : new Error(String(e)));
+      },
+    );
+  }
+
+  /** A stateful graph's state after the steps fed so far (undefined before the first call and while a call has it). */
+  protected graphState: Float32Array | undefined;
+
+  /**
+   * Feeds `features` of steps [a, a + steps) to a stateful graph from the state after step a (a zero state in a shared
+   * buffer, which the inference worker updates in place, at a = 0), keeps the state it returns and gives `done` its
+   * probabilities [steps][C]; an answer of the wrong size fails the runner.
+   */
+  protected callStateful(a: number, features: Float32Array, steps: number, stateSize: number, infer: StatefulInferFn, what: string, done: (probs: Float32Array) => void): void {
+    const state = a === 0 ? sharedState(stateSize) : this.graphState!;
+    this.graphState = undefined;
+    this.call(
+      () => infer(a, features, steps, state),
+      (out) => {
+        if (!this.checkOutput(out.probs.length, steps, what)) return;
+        if (out.state.length !== stateSize) {
+          this.fail(new AurisError('INFERENCE_FAILED', `${what} returned a state of ${out.state.length} floats, expected ${stateSize}`));
+          return;
+        }
+        this.graphState = out.state;
+        done(out.probs);
       },
     );
   }

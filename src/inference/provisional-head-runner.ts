@@ -11,9 +11,7 @@
  * there is no skipping of silent steps; outputs of steps whose final went out first are dropped by the caller.
  */
 import { AurisError } from '../errors';
-import { EarlyRunner } from './live-runner';
-import { sharedState } from './protocol';
-import type { StatefulInferFn } from './stream-runner';
+import { EarlyRunner, type StatefulInferFn } from './live-runner';
 import type { OutputFn, RunnerModel } from './runner';
 
 export interface HeadRunnerOptions {
@@ -33,9 +31,8 @@ export interface HeadRunnerOptions {
 export class HeadRunner extends EarlyRunner {
   readonly lookahead: number;
   private readonly stride: number;
-  /** Steps fed to the graph, and the state after them (undefined while a call has it). */
+  /** Steps fed to the graph (the state after them: graphState). */
   private fed = 0;
-  private state: Float32Array | undefined;
 
   constructor(private readonly options: HeadRunnerOptions) {
     super(options.model, 32, options.onError);
@@ -49,7 +46,7 @@ export class HeadRunner extends EarlyRunner {
   close(): void {
     this.closed = true;
     this.buf.clear();
-    this.state = undefined;
+    this.graphState = undefined;
   }
 
   protected pump(): void {
@@ -58,28 +55,15 @@ export class HeadRunner extends EarlyRunner {
     const b = Math.floor(this.receivedSteps / this.stride) * this.stride;
     if (b <= a) return;
     const features = this.buf.copy(a, b);
-    // zeros before the first call; a shared buffer, which the inference worker updates in place
-    const state = a === 0 ? sharedState(this.options.stateSize) : this.state!;
-    this.state = undefined;
     this.fed = b;
     this.buf.dropBefore(b);
-    const name = `provisional head of ${this.model.name}`;
-    this.call(
-      () => this.options.infer(a, features, b - a, state),
-      (out) => {
-        if (!this.checkOutput(out.probs.length, b - a, name)) return;
-        if (out.state.length !== this.options.stateSize) {
-          this.fail(new AurisError('INFERENCE_FAILED', `${name} returned a state of ${out.state.length} floats, expected ${this.options.stateSize}`));
-          return;
-        }
-        this.state = out.state;
-        // output i is step a - delay + i; steps before the signal start are dropped
-        const first = a - this.lookahead;
-        const from = Math.max(0, first);
-        const to = b - this.lookahead;
-        if (to > from) this.options.onOutput(from, out.probs.subarray((from - first) * this.C, (to - first) * this.C), to - from);
-        this.pump();
-      },
-    );
+    this.callStateful(a, features, b - a, this.options.stateSize, this.options.infer, `provisional head of ${this.model.name}`, (probs) => {
+      // output i is step a - delay + i; steps before the signal start are dropped
+      const first = a - this.lookahead;
+      const from = Math.max(0, first);
+      const to = b - this.lookahead;
+      if (to > from) this.options.onOutput(from, probs.subarray((from - first) * this.C, (to - first) * this.C), to - from);
+      this.pump();
+    });
   }
 }

@@ -252,8 +252,9 @@ export function loadModelDir(dir: string): ModelInfo {
     delaySteps: st.delay_steps,
   };
   const views = parseViews(m['views'], path.dirname(dir), manifestPath, m.raw_keys.length);
-  const provisional = readProvisionalPlan(dir, left, right);
-  const provisionalHead = readProvisionalHead(dir, right);
+  const provisionalReport = readValidationReport(dir, 'provisional.json');
+  const provisional = readProvisionalPlan(provisionalReport, left, right);
+  const provisionalHead = readProvisionalHead(provisionalReport, right);
   const temperature = readConfidenceTemperature(dir);
   return {
     name: m.name,
@@ -277,11 +278,18 @@ export function loadModelDir(dir: string): ModelInfo {
   };
 }
 
+interface ValidationReport {
+  file: string;
+  shipped: unknown;
+  /** The whole document (provisional.json's `head` lies beside `shipped`). */
+  doc: Record<string, unknown>;
+}
+
 /**
  * A validation report beside a model's manifest (`<dir>/<name>`, written by training/validate/*.py --write): its path
  * and its `shipped` value, the part the service reads (the rest is for the card). None without the file.
  */
-function readValidationReport(dir: string, name: string): { file: string; shipped: unknown; doc: Record<string, unknown> } | undefined {
+function readValidationReport(dir: string, name: string): ValidationReport | undefined {
   const file = path.join(dir, name);
   if (!fs.existsSync(file)) return undefined;
   let parsed: unknown;
@@ -315,8 +323,7 @@ function readConfidenceTemperature(dir: string): number | undefined {
  * The provisional plan a model's validation chose: `<dir>/provisional.json` `shipped` {lookahead_steps, stride_steps,
  * left_context_steps}, within the model's context. None without the file (provisionalPlan's defaults apply).
  */
-function readProvisionalPlan(dir: string, leftSteps: number, rightSteps: number): ProvisionalPlan | undefined {
-  const report = readValidationReport(dir, 'provisional.json');
+function readProvisionalPlan(report: ValidationReport | undefined, leftSteps: number, rightSteps: number): ProvisionalPlan | undefined {
   if (!report) return undefined;
   const { file, shipped } = report;
   if (!isObj(shipped)) throw fail(file, '"shipped" must be an object {lookahead_steps, stride_steps, left_context_steps}');
@@ -333,8 +340,7 @@ function readProvisionalPlan(dir: string, leftSteps: number, rightSteps: number)
  * output, state_output, state_size, delay_steps, stride_steps (default 1)}, its lookahead within the model's. None
  * without one.
  */
-function readProvisionalHead(dir: string, rightSteps: number): ProvisionalHead | undefined {
-  const report = readValidationReport(dir, 'provisional.json');
+function readProvisionalHead(report: ValidationReport | undefined, rightSteps: number): ProvisionalHead | undefined {
   const head = report?.doc['head'];
   if (!report || head === undefined) return undefined;
   const { file } = report;
@@ -354,7 +360,7 @@ function readProvisionalHead(dir: string, rightSteps: number): ProvisionalHead |
   if (!Number.isInteger(stride) || (stride as number) < 1 || (stride as number) > 64) throw fail(file, `"head.stride_steps" must be an integer from 1 to 64, got ${JSON.stringify(stride)}`);
   return {
     stride: stride as number,
-    modelPath: modelFile(dir, name('file'), file),
+    modelPath: modelFile(path.dirname(file), name('file'), file),
     inputName: name('input'),
     stateInputName: name('state_input'),
     outputName: name('output'),

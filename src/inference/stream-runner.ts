@@ -24,12 +24,10 @@
  * windowed (their right context is the end). Both give the whole-file model's numbers.
  */
 import { AurisError } from '../errors';
-import { LiveRunner } from './live-runner';
-import { sharedState } from './protocol';
+import { LiveRunner, type StatefulInferFn } from './live-runner';
 import type { InferFn, OutputFn, RunnerModel } from './runner';
 
-/** Runs the stateful graph over steps [firstStep, firstStep + steps) of a stream; takes ownership of the arrays. */
-export type StatefulInferFn = (firstStep: number, features: Float32Array, steps: number, state: Float32Array) => Promise<{ probs: Float32Array; state: Float32Array }>;
+export type { StatefulInferFn } from './live-runner';
 
 export interface StatefulGraphOptions {
   /** Floats of state; a zero vector starts a stream. */
@@ -61,9 +59,8 @@ export class StreamRunner extends LiveRunner {
   private readonly maxWindow: number;
   private _emitted = 0;
   private readonly stateful: StatefulGraphOptions | undefined;
-  /** Stateful graph: steps fed so far, and the state after them (undefined while a call has it). */
+  /** Stateful graph: steps fed so far (the state after them: graphState). */
   private fed = 0;
-  private state: Float32Array | undefined;
 
   constructor(private readonly options: StreamRunnerOptions) {
     super(options.model, options.model.context.leftSteps + options.model.context.rightSteps + 16, options.onError);
@@ -117,7 +114,7 @@ export class StreamRunner extends LiveRunner {
   close(): void {
     this.closed = true;
     this.buf.clear();
-    this.state = undefined;
+    this.graphState = undefined;
   }
 
   protected pump(): void {
@@ -153,32 +150,20 @@ export class StreamRunner extends LiveRunner {
     const b = this.callEnd(a, this.receivedSteps, st.delaySteps);
     if (b <= a) return;
     const features = this.buf.copy(a, b);
-    // zeros before the first call; a shared buffer, which the inference worker updates in place
-    const state = a === 0 ? sharedState(st.stateSize) : this.state!;
-    this.state = undefined;
     this.fed = b;
     this.trim();
-    this.call(
-      () => st.infer(a, features, b - a, state),
-      (out) => {
-        if (!this.checkOutput(out.probs.length, b - a, `streaming graph of ${this.model.name}`)) return;
-        if (out.state.length !== st.stateSize) {
-          this.fail(new AurisError('INFERENCE_FAILED', `streaming graph of ${this.model.name} returned a state of ${out.state.length} floats, expected ${st.stateSize}`));
-          return;
-        }
-        this.state = out.state;
-        // graph output i is step a - delay + i; steps before 0 (and any already emitted) are dropped
-        const first = a - st.delaySteps;
-        const from = Math.max(this._emitted, first);
-        const to = b - st.delaySteps;
-        if (to > from) {
-          this._emitted = to;
-          this.next = to;
-          this.options.onOutput(from, out.probs.subarray((from - first) * this.C, (to - first) * this.C), to - from);
-        }
-        this.pump();
-      },
-    );
+    this.callStateful(a, features, b - a, st.stateSize, st.infer, `streaming graph of ${this.model.name}`, (probs) => {
+      // graph output i is step a - delay + i; steps before 0 (and any already emitted) are dropped
+      const first = a - st.delaySteps;
+      const from = Math.max(this._emitted, first);
+      const to = b - st.delaySteps;
+      if (to > from) {
+        this._emitted = to;
+        this.next = to;
+        this.options.onOutput(from, probs.subarray((from - first) * this.C, (to - first) * this.C), to - from);
+      }
+      this.pump();
+    });
   }
 
   /** Drops buffered features no call can need again: before the next window's left context and (stateful) before the next step to feed. */
