@@ -193,14 +193,16 @@ describe('console Live view: the speakers model (Chromium, fake microphone, real
       await page.getByRole('button', { name: 'Start' }).click();
       await page.locator('#live-status', { hasText: 'Listening' }).waitFor();
 
+      // final blocks: a provisional block (lighter, .live-provisional) is replaced by its step's final by design
+      const FINAL = '.live-lane[data-model="speakers"] .live-step:not(.live-provisional)';
       const blocks = (): Promise<Array<{ lane: string; label: string; t: number }>> =>
-        page.locator('.live-lane[data-model="speakers"] .live-step').evaluateAll((els) =>
+        page.locator(FINAL).evaluateAll((els) =>
           els.map((e) => {
             const el = e as unknown as El & { parentElement: El };
             return { lane: el.parentElement.dataset.speaker!, label: el.dataset.label!, t: Number(el.dataset.t) };
           }),
         );
-      await page.locator('.live-lane[data-model="speakers"] .live-step').first().waitFor({ timeout: 90_000 });
+      await page.locator(FINAL).first().waitFor({ timeout: 90_000 });
       const early = await blocks();
       await page.waitForTimeout(4_000);
       await page.getByRole('button', { name: 'Stop' }).click();
