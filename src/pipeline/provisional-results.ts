@@ -1,10 +1,9 @@
 /**
  * Provisional results of one live stream (docs/streaming.md "Provisional results"): every network
  * answers each output step again before its final, with its own lookahead and cadence: from its
- * causal head where the model ships one (speech at once, every step; arousal a call every 4 steps;
- * src/inference/provisional-head-runner.ts), else over a window with less left context than the
- * finals' (provisionalPlan: gender and emotions a call every 4 steps, as soon as the group's last
- * step is in; src/inference/provisional-runner.ts).
+ * causal head where the model ships one (speech at once, every step; arousal a call every 4 steps; gender 128 ms
+ * ahead, a call every 2 steps; src/inference/provisional-head-runner.ts), else over a window with less left context
+ * than the finals' (provisionalPlan: emotions a call every 4 steps; src/inference/provisional-runner.ts).
  *
  * Models that answer after the same delay form a tier; tiers are ordered by how soon they answer,
  * speech's first (the others' labels need it). A tier's

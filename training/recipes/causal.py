@@ -178,6 +178,14 @@ def _head_row(rep: dict) -> tuple[str, dict]:
     return key, rep[key]
 
 
+def _also_row(other: dict, shipped: dict) -> tuple[str, dict]:
+    """Another run's row, its name saying where its widths differ from the shipped head's."""
+    key, row = _head_row(other)
+    if other.get("channels", 64) != shipped.get("channels", 64):
+        key += f", {other.get('channels', 64)} channels"
+    return key, row
+
+
 def ship(run: str, models_dir: str, also: list[str] = (), stride: int = 1) -> dict:
     """Exports a trained head (`run`: model.pt and report.json of `train`) as models/<task>/provisional.onnx, checks the
     graph against the network, and records it in models/<task>/provisional.json: `head` (the graph, read by the
@@ -202,7 +210,7 @@ def ship(run: str, models_dir: str, also: list[str] = (), stride: int = 1) -> di
     doc["head"] = head
     doc["head_validation"] = {k: v for k, v in rep.items() if k not in ("task",)}
     # other heads trained and scored the same way (e.g. another lookahead), for the card
-    doc["head_validation"]["also_tried"] = dict(_head_row(json.load(open(os.path.join(r, "report.json")))) for r in also)
+    doc["head_validation"]["also_tried"] = dict(_also_row(json.load(open(os.path.join(r, "report.json"))), rep) for r in also)
     with open(path, "w") as fh:
         json.dump(doc, fh, indent=1)
         fh.write("\n")
