@@ -42,6 +42,13 @@ export interface InferencePoolOptions {
    * and a worker shared by both made every stream's next step wait behind it (docs/streaming.md, Benchmark, "Encoder lanes").
    */
   encoderLanes?: number;
+  /**
+   * Most batches of network calls handed to a worker in one message (default 1). Under load a live server hands over
+   * about a thousand batches a second, and each hand-over wakes a worker, which on a full machine costs the main thread
+   * its core (docs/streaming.md, session 49); with more, a worker gets the distinct graphs waiting for it together
+   * and runs them one after the other. Encoder windows always go alone.
+   */
+  bundle?: number;
 }
 
 export interface GraphStats {
@@ -53,6 +60,8 @@ export interface GraphStats {
 export interface PoolStats {
   /** Worker calls made. */
   calls: number;
+  /** Messages that handed calls to a worker (< calls when batches of several graphs go together: `bundle`). */
+  handOvers: number;
   /** Windows run (>= calls when batching). */
   windows: number;
   /** Model steps computed, context included. */
@@ -112,6 +121,7 @@ interface Job {
 }
 
 type WithoutId<T> = T extends unknown ? Omit<T, 'id'> : never;
+type RunMessage = Extract<ToWorker, { type: 'run' }>;
 
 interface Pending {
   resolve: (msg: FromWorker) => void;
@@ -122,8 +132,8 @@ class PoolWorker {
   readonly worker: Worker;
   /** With lanes: an encoder lane (true: encoders first, then anything) or a network worker (false: never an encoder); undefined: no lanes. */
   encoderLane: boolean | undefined;
-  /** The model file of the batch it is running (undefined: idle). */
-  runningPath: string | undefined;
+  /** The model files of the batches handed to it and not answered yet (empty: idle). */
+  readonly running: string[] = [];
   dead = false;
   private nextId = 1;
   private readonly pending = new Map<number, Pending>();
@@ -166,7 +176,17 @@ class PoolWorker {
   }
 
   get busy(): boolean {
-    return this.runningPath !== undefined;
+    return this.running.length > 0;
+  }
+
+  /** Sends several runs in one message (one hand-over, one wake-up); each resolves with its own reply. */
+  callMany(runs: Array<WithoutId<RunMessage>>, transfer: ArrayBuffer[]): Array<Promise<FromWorker>> {
+    if (this.dead) return runs.map(() => Promise.reject(new AurisError('INFERENCE_FAILED', 'inference worker is gone')));
+    const withIds = runs.map((r) => ({ ...r, id: this.nextId++ }));
+    const replies = withIds.map((r) => new Promise<FromWorker>((resolve, reject) => this.pending.set(r.id, { resolve, reject })));
+    this.worker.ref();
+    this.worker.postMessage({ type: 'runs', id: this.nextId++, runs: withIds } as ToWorker, transfer);
+    return replies;
   }
 
   /** Sends a message; resolves with the worker's reply. The worker keeps the process alive only while busy. */
@@ -245,12 +265,13 @@ export class InferencePool {
   private queue: Job[] = [];
   private scheduled = false;
   private readonly dispatchIntervalMs: number;
+  private readonly bundle: number;
   private lastDispatchAt = -Infinity;
   private intervalTimer: NodeJS.Timeout | undefined;
   private closed = false;
   /** Batches handed to a worker and not yet answered. */
   private readonly inflight = new Set<Promise<void>>();
-  private readonly _stats: PoolStats = { calls: 0, windows: 0, steps: 0, busyMs: 0, encoderWindows: 0, encoderBusyMs: 0, byGraph: {} };
+  private readonly _stats: PoolStats = { calls: 0, handOvers: 0, windows: 0, steps: 0, busyMs: 0, encoderWindows: 0, encoderBusyMs: 0, byGraph: {} };
 
   constructor(options: InferencePoolOptions = {}) {
     const size = options.size ?? defaultInferenceThreads();
@@ -264,6 +285,7 @@ export class InferencePool {
     this.maxBatch = Math.max(1, options.maxBatch ?? 8);
     this.maxBatchSteps = Math.max(1, options.maxBatchSteps ?? 8192);
     this.dispatchIntervalMs = Math.max(0, options.dispatchIntervalMs ?? 0);
+    this.bundle = Math.max(1, Math.floor(options.bundle ?? 1));
     const lanes = options.encoderLanes ?? 0;
     if (!Number.isInteger(lanes) || lanes < 0) throw new AurisError('INVALID_ARGUMENT', `encoder lanes must be a non-negative integer, got ${lanes}`);
     this.encoderLanes = lanes;
@@ -296,9 +318,10 @@ export class InferencePool {
   }
 
   /** The job `w` takes next: on a lane its first encoder job; else the first urgent job it may run, else the first it may run. */
-  private nextFor(w: PoolWorker): Job | undefined {
-    const lane = w.encoderLane === true ? this.queue.find((j) => isEncoder(j.model)) : undefined;
-    return lane ?? this.queue.find((j) => j.urgent && this.mayRun(w, j.model)) ?? this.queue.find((j) => this.mayRun(w, j.model));
+  private nextFor(w: PoolWorker, skip?: ReadonlySet<string>): Job | undefined {
+    const may = (j: Job): boolean => this.mayRun(w, j.model) && !skip?.has(j.key);
+    const lane = w.encoderLane === true ? this.queue.find((j) => isEncoder(j.model) && !skip?.has(j.key)) : undefined;
+    return lane ?? this.queue.find((j) => j.urgent && may(j)) ?? this.queue.find(may);
   }
 
   /**
@@ -328,7 +351,7 @@ export class InferencePool {
   async releaseSessions(models: readonly PoolModel[]): Promise<boolean> {
     const paths = new Set(models.map((m) => m.modelPath));
     if (this.closed || paths.size === 0) return false;
-    const busy = this.queue.some((j) => paths.has(j.model.modelPath)) || this.workers.some((w) => w.busy && paths.has(w.runningPath!));
+    const busy = this.queue.some((j) => paths.has(j.model.modelPath)) || this.workers.some((w) => w.running.some((p) => paths.has(p)));
     if (busy) return false;
     const replies = await Promise.all(
       this.workers.filter((w) => !w.dead && models.some((m) => this.mayRun(w, m))).map((w) => w.call({ type: 'release', models: models.filter((m) => this.mayRun(w, m)).map(ref) })),
@@ -413,39 +436,83 @@ export class InferencePool {
     if (idle.length > 0) this.lastDispatchAt = performance.now();
     while (idle.length > 0 && this.queue.length > 0) {
       const worker = idle[0]!;
-      const head = this.nextFor(worker);
-      if (!head) {
-        idle.shift();
-        continue;
-      }
-      const same = this.queue.filter((j) => j.key === head.key);
-      const share = Math.ceil(same.length / idle.filter((w) => this.mayRun(w, head.model)).length);
-      const modelCap = isEncoder(head.model) ? (head.model.maxBatch ?? Infinity) : Infinity;
-      const n = Math.max(1, Math.min(share, this.maxBatch, modelCap, Math.floor(this.maxBatchSteps / head.steps)));
-      const batch = same.slice(0, n);
-      const taken = new Set(batch);
-      this.queue = this.queue.filter((j) => !taken.has(j));
+      const batches = this.takeBundle(worker, idle);
       idle.shift();
-      const run = this.runBatch(worker, batch);
-      this.inflight.add(run);
-      void run.finally(() => this.inflight.delete(run));
+      if (batches.length === 0) continue;
+      for (const run of this.runBatches(worker, batches)) {
+        this.inflight.add(run);
+        void run.finally(() => this.inflight.delete(run));
+      }
     }
   }
 
-  private async runBatch(worker: PoolWorker, batch: Job[]): Promise<void> {
+  /**
+   * The batches `worker` takes now (out of the queue): one, or with `bundle` up to that many of different graphs, its
+   * part of the graphs waiting beside the other `idle` workers'. An encoder's batch always goes alone.
+   */
+  private takeBundle(worker: PoolWorker, idle: readonly PoolWorker[]): Job[][] {
+    const batches: Job[][] = [];
+    // each graph once: what is left of a graph after its batch is the other idle workers' share
+    const bundled = new Set<string>();
+    for (let room = 1; batches.length < room; ) {
+      const head = this.nextFor(worker, bundled);
+      if (!head || (batches.length > 0 && isEncoder(head.model))) break;
+      bundled.add(head.key);
+      batches.push(this.takeBatch(head, idle.filter((w) => this.mayRun(w, head.model)).length));
+      if (isEncoder(head.model)) break;
+      if (batches.length === 1 && this.bundle > 1) {
+        const graphs = new Set(this.queue.filter((j) => !isEncoder(j.model) && !bundled.has(j.key) && this.mayRun(worker, j.model)).map((j) => j.key));
+        room = 1 + Math.min(this.bundle - 1, Math.ceil(graphs.size / idle.length));
+      }
+    }
+    return batches;
+  }
+
+  /** Takes `head`'s call out of the queue: its graph's jobs, this worker's share when `able` idle workers may run them, within the caps. */
+  private takeBatch(head: Job, able: number): Job[] {
+    const same = this.queue.filter((j) => j.key === head.key);
+    const share = Math.ceil(same.length / able);
+    const modelCap = isEncoder(head.model) ? (head.model.maxBatch ?? Infinity) : Infinity;
+    const n = Math.max(1, Math.min(share, this.maxBatch, modelCap, Math.floor(this.maxBatchSteps / head.steps)));
+    const batch = same.slice(0, n);
+    const taken = new Set(batch);
+    this.queue = this.queue.filter((j) => !taken.has(j));
+    return batch;
+  }
+
+  /** Hands `batches` to `worker` (one message for all), and settles each batch's jobs with its answer. */
+  private runBatches(worker: PoolWorker, batches: Job[][]): Array<Promise<void>> {
+    const prepared = batches.map((b) => this.prepare(b));
+    for (const b of batches) worker.running.push(b[0]!.model.modelPath);
+    this._stats.handOvers++;
+    const replies =
+      prepared.length === 1
+        ? [worker.call(prepared[0]!.msg, prepared[0]!.transfer)]
+        : worker.callMany(prepared.map((p) => p.msg), prepared.flatMap((p) => p.transfer));
+    return batches.map((b, i) => this.finish(worker, b, prepared[i]!.shared, replies[i]!));
+  }
+
+  /** A batch's run message: its inputs stacked, its states shared or stacked. */
+  private prepare(batch: Job[]): { msg: WithoutId<RunMessage>; transfer: ArrayBuffer[]; shared: boolean } {
     const { model, steps } = batch[0]!;
-    worker.runningPath = model.modelPath;
     const features = stack(batch.map((j) => j.features), inputFloats(model, steps));
     const stateful = batch[0]!.state !== undefined;
     const stateSize = stateful ? (model as StatefulPoolModel).stateSize : 0;
     // live streams keep their states in shared buffers that the worker updates in place; other states travel
     const shared = stateful && batch.every((j) => isSharedState(j.state!, stateSize));
     const state = stateful && !shared ? stack(batch.map((j) => j.state!), stateSize) : undefined;
+    const transfer = [features.buffer as ArrayBuffer];
+    if (state) transfer.push(state.buffer as ArrayBuffer);
+    const states = shared ? { sharedStates: batch.map((j) => j.state!.buffer as SharedArrayBuffer) } : state ? { state } : {};
+    return { msg: { type: 'run', model: ref(model), batch: batch.length, steps, features, ...states }, transfer, shared };
+  }
+
+  private async finish(worker: PoolWorker, batch: Job[], shared: boolean, reply: Promise<FromWorker>): Promise<void> {
+    const { model, steps } = batch[0]!;
+    const stateful = batch[0]!.state !== undefined;
+    const stateSize = stateful ? (model as StatefulPoolModel).stateSize : 0;
     try {
-      const transfer = [features.buffer as ArrayBuffer];
-      if (state) transfer.push(state.buffer as ArrayBuffer);
-      const states = shared ? { sharedStates: batch.map((j) => j.state!.buffer as SharedArrayBuffer) } : state ? { state } : {};
-      const msg = await worker.call({ type: 'run', model: ref(model), batch: batch.length, steps, features, ...states }, transfer);
+      const msg = await reply;
       const err = replyError(msg);
       if (err) throw err;
       if (msg.type !== 'result') throw new AurisError('INFERENCE_FAILED', `unexpected worker reply ${msg.type}`);
@@ -479,7 +546,7 @@ export class InferencePool {
     } catch (e) {
       for (const j of batch) j.reject(e as Error);
     } finally {
-      worker.runningPath = undefined;
+      worker.running.splice(worker.running.indexOf(model.modelPath), 1);
       this.schedule();
     }
   }

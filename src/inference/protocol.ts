@@ -42,7 +42,9 @@ export type ToWorker =
        * states neither travel nor become garbage on the main thread at every step.
        */
       sharedStates?: SharedArrayBuffer[];
-    };
+    }
+  /** Several `run` messages in one (each answered by its own result): one hand-over, one wake-up of the worker. */
+  | { type: 'runs'; id: number; runs: Array<Extract<ToWorker, { type: 'run' }>> };
 
 export type FromWorker =
   | { type: 'loaded'; id: number }

@@ -99,8 +99,24 @@ port.on('message', (msg: ToWorker) => {
     );
     return;
   }
+  if (msg.type === 'runs') {
+    // several batches in one message (the pool's hand-over to a busy stream engine): run one after the other
+    const all = msg.runs.reduce<Promise<void>>((prev, r) => prev.then(() => runBatch(r)), Promise.resolve());
+    running.add(all);
+    void all.finally(() => running.delete(all));
+    return;
+  }
+  const run = runBatch(msg);
+  running.add(run);
+  void run.finally(() => running.delete(run));
+});
+
+type RunMessage = Extract<ToWorker, { type: 'run' }>;
+
+/** Runs one batch and replies with its result (or its error); never rejects. */
+function runBatch(msg: RunMessage): Promise<void> {
   const { id, model, batch, steps, features, sharedStates } = msg;
-  const run = session(model)
+  return session(model)
     .then(async (s) => {
       const t0 = performance.now();
       const state = sharedStates ? gather(sharedStates) : msg.state;
@@ -143,9 +159,8 @@ port.on('message', (msg: ToWorker) => {
       reply({ type: 'result', id, probs, dims, ms: performance.now() - t0, ...(newState ? { state: newState } : {}) }, transfer);
     })
     .catch((e) => errorReply(id, e));
-  running.add(run);
-  void run.finally(() => running.delete(run));
-});
+}
+
 
 /** The streams' states side by side ([batch][stateSize]), the graph's state input. */
 function gather(states: SharedArrayBuffer[]): Float32Array {

@@ -1,11 +1,12 @@
 /**
  * The live-stream inference engine, built the same way by the app (src/app.ts) and by a stand-alone gRPC server
- * (src/grpc/server.ts): every model preloaded, big batches, calls handed over at once, encoder lanes
+ * (src/grpc/server.ts): every model preloaded, big batches, calls handed over at once (several graphs' batches in
+ * one message), encoder lanes
  * (src/inference/env.ts streamWorkers).
  */
 import { InferenceEngine } from '../inference/engine';
 import { streamWorkers } from '../inference/env';
-import { STREAM_DISPATCH_INTERVAL_MS } from './hub';
+import { STREAM_BUNDLE, STREAM_DISPATCH_INTERVAL_MS } from './hub';
 
 export interface StreamEngineOptions {
   /** Models directory (default $AURIS_MODELS_DIR or <package>/models). */
@@ -18,6 +19,8 @@ export interface StreamEngineOptions {
   maxBatch?: number;
   /** Least time between two hand-overs of model calls to the workers, ms (default STREAM_DISPATCH_INTERVAL_MS). */
   dispatchIntervalMs?: number;
+  /** Most batches of network calls handed to a worker in one message (default STREAM_BUNDLE). */
+  bundle?: number;
 }
 
 export function createStreamEngine(options: StreamEngineOptions = {}): Promise<InferenceEngine> {
@@ -26,6 +29,7 @@ export function createStreamEngine(options: StreamEngineOptions = {}): Promise<I
     preload: 'all',
     maxBatch: options.maxBatch ?? 64,
     dispatchIntervalMs: options.dispatchIntervalMs ?? STREAM_DISPATCH_INTERVAL_MS,
+    bundle: options.bundle ?? STREAM_BUNDLE,
     ...streamWorkers(options.inferenceThreads, options.encoderLanes),
   });
 }

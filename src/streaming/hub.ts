@@ -74,6 +74,13 @@ export const DEFAULT_STREAM_LIMITS: StreamLimits = {
  */
 export const STREAM_DISPATCH_INTERVAL_MS = 0;
 
+/**
+ * Most batches of network calls the stream engine hands a worker in one message (InferencePool `bundle`). 300 live
+ * streams make about 1 500 hand-overs a second one at a time; four at a time, a third as many, and finals-only p99 at
+ * 300 streams fell from 59-186 to 61-90 ms (docs/streaming.md, session 49).
+ */
+export const STREAM_BUNDLE = 4;
+
 /** pino-compatible subset (Fastify's logger fits). */
 export interface StreamLogger {
   info(obj: object, msg?: string): void;

@@ -112,6 +112,29 @@ describe('inference pool', () => {
     }
   });
 
+  it('with bundle, hands a busy worker the batches of several graphs in one message, each answered as before', async () => {
+    const pool = new InferencePool({ size: 1, maxBatch: 8, bundle: 4 });
+    try {
+      const sp = reg.get('speech');
+      await pool.run(sp, randomFeatures(30, 1), 30); // warm-up: session creation
+      const before = pool.stats;
+      const running = pool.run(sp, randomFeatures(30, 2), 30);
+      await new Promise((r) => setImmediate(r));
+      // three graphs (window lengths) queue behind it, two jobs of one of them
+      const queued = [31, 32, 33, 33].map((steps, i) => pool.run(sp, randomFeatures(steps, 10 + i), steps));
+      const outs = await Promise.all([running, ...queued]);
+      assert.deepEqual(outs.map((o) => o.length / 3), [30, 31, 32, 33, 33]);
+      const after = pool.stats;
+      assert.equal(after.calls - before.calls, 4, 'one call per graph');
+      assert.equal(after.handOvers - before.handOvers, 2, 'the running one, then the three others together');
+      // the same answers as one by one
+      const alone = await pool.run(sp, randomFeatures(32, 11), 32);
+      assert.deepEqual(Array.from(outs[2]!), Array.from(alone));
+    } finally {
+      await pool.close();
+    }
+  });
+
   it('spreads jobs over idle workers before batching', async () => {
     const pool = new InferencePool({ size: 2 });
     try {
