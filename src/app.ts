@@ -44,6 +44,8 @@ export interface StreamingOptions extends Partial<StreamLimits> {
   maxBatch?: number;
   /** Least time between two hand-overs of model calls to the workers, ms: calls made meanwhile are batched (default 0: at once; docs/streaming.md). */
   dispatchIntervalMs?: number;
+  /** Most batches of network calls handed to a worker in one message (default 4; 1: one batch per message as before session 49). */
+  bundle?: number;
   /** On close(): how long open streams may take to end, ms (default 5000). */
   shutdownGraceMs?: number;
 }
