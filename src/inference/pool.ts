@@ -9,7 +9,8 @@
  *
  * Jobs wait in a main-thread queue until a worker is free; jobs for the same model and
  * window length are then batched into one [B, T, 64] call (e.g. the channels of a stereo
- * file, or windows that queued up while the workers were busy).
+ * file, or windows that queued up while the workers were busy). With `bundle`, a free worker is handed the
+ * batches of several such graphs in one message (the stream engine: fewer wake-ups of a busy machine).
  */
 import * as path from 'node:path';
 import { Worker } from 'node:worker_threads';

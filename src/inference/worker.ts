@@ -17,7 +17,7 @@ const HAND_BACK_BYTES = 64 * 1024;
 const settings = (workerData ?? { encoderThreads: 1 }) as WorkerSettings;
 
 const sessions = new Map<string, Promise<ort.InferenceSession>>();
-/** The runs under way (the pool sends one batch at a time; a released session is disposed of once they are over). */
+/** The runs under way (a message holds one batch, or a bundle run in turn; a released session is disposed of once they are over). */
 const running = new Set<Promise<unknown>>();
 
 const sessionKey = (model: ModelRef): string => `${model.name}\0${model.modelPath}`;
@@ -160,7 +160,6 @@ function runBatch(msg: RunMessage): Promise<void> {
     })
     .catch((e) => errorReply(id, e));
 }
-
 
 /** The streams' states side by side ([batch][stateSize]), the graph's state input. */
 function gather(states: SharedArrayBuffer[]): Float32Array {
