@@ -29,6 +29,8 @@ export abstract class LiveRunner {
   protected held = false;
   /** Model calls made. */
   calls = 0;
+  /** A stateful graph's state after the steps fed so far (undefined before the first call and while a call has it). */
+  protected graphState: Float32Array | undefined;
 
   constructor(
     model: RunnerModel,
@@ -45,6 +47,13 @@ export abstract class LiveRunner {
   hold(on: boolean): void {
     this.held = on;
     if (!on) this.pump();
+  }
+
+  /** Stops at once: no new call, the buffered features and the graph's state dropped (a call in flight is ignored). */
+  close(): void {
+    this.closed = true;
+    this.buf.clear();
+    this.graphState = undefined;
   }
 
   /** Starts the next model call when one is due (and none is in flight). */
@@ -82,9 +91,6 @@ export abstract class LiveRunner {
       },
     );
   }
-
-  /** A stateful graph's state after the steps fed so far (undefined before the first call and while a call has it). */
-  protected graphState: Float32Array | undefined;
 
   /**
    * Feeds `features` of steps [a, a + steps) to a stateful graph from the state after step a (a zero state in a shared

@@ -124,6 +124,14 @@ interface Job {
 type WithoutId<T> = T extends unknown ? Omit<T, 'id'> : never;
 type RunMessage = Extract<ToWorker, { type: 'run' }>;
 
+/** A batch ready to hand over: its run message and buffers to transfer, and how its states travel (stateSize 0: none). */
+interface PreparedBatch {
+  msg: WithoutId<RunMessage>;
+  transfer: ArrayBuffer[];
+  stateSize: number;
+  shared: boolean;
+}
+
 interface Pending {
   resolve: (msg: FromWorker) => void;
   reject: (e: Error) => void;
@@ -490,11 +498,11 @@ export class InferencePool {
       prepared.length === 1
         ? [worker.call(prepared[0]!.msg, prepared[0]!.transfer)]
         : worker.callMany(prepared.map((p) => p.msg), prepared.flatMap((p) => p.transfer));
-    return batches.map((b, i) => this.finish(worker, b, prepared[i]!.shared, replies[i]!));
+    return batches.map((b, i) => this.finish(worker, b, prepared[i]!, replies[i]!));
   }
 
   /** A batch's run message: its inputs stacked, its states shared or stacked. */
-  private prepare(batch: Job[]): { msg: WithoutId<RunMessage>; transfer: ArrayBuffer[]; shared: boolean } {
+  private prepare(batch: Job[]): PreparedBatch {
     const { model, steps } = batch[0]!;
     const features = stack(batch.map((j) => j.features), inputFloats(model, steps));
     const stateful = batch[0]!.state !== undefined;
@@ -505,13 +513,13 @@ export class InferencePool {
     const transfer = [features.buffer as ArrayBuffer];
     if (state) transfer.push(state.buffer as ArrayBuffer);
     const states = shared ? { sharedStates: batch.map((j) => j.state!.buffer as SharedArrayBuffer) } : state ? { state } : {};
-    return { msg: { type: 'run', model: ref(model), batch: batch.length, steps, features, ...states }, transfer, shared };
+    return { msg: { type: 'run', model: ref(model), batch: batch.length, steps, features, ...states }, transfer, stateSize, shared };
   }
 
-  private async finish(worker: PoolWorker, batch: Job[], shared: boolean, reply: Promise<FromWorker>): Promise<void> {
+  /** Settles a batch's jobs with the worker's answer to its run message. */
+  private async finish(worker: PoolWorker, batch: Job[], { stateSize, shared }: PreparedBatch, reply: Promise<FromWorker>): Promise<void> {
     const { model, steps } = batch[0]!;
-    const stateful = batch[0]!.state !== undefined;
-    const stateSize = stateful ? (model as StatefulPoolModel).stateSize : 0;
+    const stateful = stateSize > 0;
     try {
       const msg = await reply;
       const err = replyError(msg);

@@ -43,12 +43,6 @@ export class HeadRunner extends EarlyRunner {
     this.stride = Math.max(1, Math.floor(options.stride ?? 1));
   }
 
-  close(): void {
-    this.closed = true;
-    this.buf.clear();
-    this.graphState = undefined;
-  }
-
   protected pump(): void {
     if (this.inFlight || this.closed || this.failed || this.held || this.ended) return;
     const a = this.fed;

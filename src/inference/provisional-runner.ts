@@ -103,11 +103,6 @@ export class ProvisionalRunner extends EarlyRunner {
     this.maxWindow = Math.max(align, Math.floor((options.maxWindowSteps ?? 64) / align) * align);
   }
 
-  close(): void {
-    this.closed = true;
-    this.buf.clear();
-  }
-
   /** Starts a call for the ready output steps not yet covered and whose final is not sent. */
   protected pump(): void {
     for (;;) {

@@ -111,12 +111,6 @@ export class StreamRunner extends LiveRunner {
   }
 
   /** Drops the buffers; pending and later outputs are discarded. */
-  close(): void {
-    this.closed = true;
-    this.buf.clear();
-    this.graphState = undefined;
-  }
-
   protected pump(): void {
     if (this.inFlight || this.closed || this.failed || this.held) return;
     const st = this.stateful;
