@@ -110,6 +110,7 @@ export async function startApp(opts: AppOptions = {}): Promise<AurisApp> {
           authThrottle: rest.authThrottle,
           connections: config.grpc,
           idleConnectionMs: config.grpc.idleTimeoutMs,
+          connectionWindowBytes: config.grpc.connectionWindowBytes,
         });
       }
     }

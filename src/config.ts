@@ -94,6 +94,8 @@ export interface GrpcConnectionConfig {
   handshakeTimeoutMs: number;
   /** A connection with no call for this long is closed, ms. */
   idleTimeoutMs: number;
+  /** Each connection's HTTP/2 receive window, shared by its streams, bytes. */
+  connectionWindowBytes: number;
 }
 
 export interface Config {
@@ -202,6 +204,7 @@ export const OPTIONS: readonly OptionDef[] = [
   { path: 'grpc.maxConnectionsPerAddress', flag: '--grpc-max-connections-per-address', env: 'GRPC_MAX_CONNECTIONS_PER_ADDRESS', kind: 'int', min: 1, def: () => 64, doc: 'open connections to the gRPC port per client address (IPv6: per /64)' },
   { path: 'grpc.handshakeTimeoutMs', flag: '--grpc-handshake-timeout-ms', env: 'GRPC_HANDSHAKE_TIMEOUT_MS', kind: 'int', min: 100, def: () => 10_000, doc: 'a gRPC connection that has not sent the HTTP/2 preface within this is closed, ms' },
   { path: 'grpc.idleTimeoutMs', flag: '--grpc-idle-timeout-ms', env: 'GRPC_IDLE_TIMEOUT_MS', kind: 'int', min: 100, def: () => 300_000, doc: 'a gRPC connection without a call for this long is closed (GOAWAY), ms' },
+  { path: 'grpc.connectionWindowBytes', flag: '--grpc-connection-window-bytes', env: 'GRPC_CONNECTION_WINDOW_BYTES', kind: 'int', min: 65_535, def: () => 16 * 1024 * 1024, doc: "each gRPC connection's HTTP/2 receive window, shared by its streams, bytes (each stream's own stays 64 KiB; at most 2 GiB - 1)" },
   { path: 'callbacks.timeoutMs', flag: '--callback-timeout-ms', env: 'CALLBACK_TIMEOUT_MS', kind: 'int', min: 1, def: () => 10_000, doc: 'callback attempt timeout, ms' },
   { path: 'callbacks.retries', flag: '--callback-retries', env: 'CALLBACK_RETRIES', kind: 'int', min: 0, def: () => 3, doc: 'callback retries after 5xx / timeout / network error' },
   { path: 'callbacks.backoffMs', flag: '--callback-backoff-ms', env: 'CALLBACK_BACKOFF_MS', kind: 'int', min: 0, def: () => 1000, doc: 'first callback retry delay, ms (doubles each retry)' },

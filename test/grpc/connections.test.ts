@@ -7,11 +7,14 @@
  */
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
+import * as http2 from 'node:http2';
 import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { createClient, listModels } from '../../src/grpc/client';
 import { GrpcConnectionGate } from '../../src/grpc/connections';
+import { DEFAULT_CONNECTION_WINDOW_BYTES } from '../../src/grpc/server';
+import { API_KEY, startServer } from './helpers';
 import { fakeWav, KEY_A, tempDir, waitFor } from '../http/helpers';
 
 const CLI = join(__dirname, '../../src/cli/main.js');
@@ -111,5 +114,39 @@ describe('GrpcConnectionGate', () => {
     assert.equal(stats.refused, 1);
     assert.equal(stats.silentClosed, 1);
     for (const s of [...a, talker, late]) s.socket.destroy();
+  });
+});
+
+/** The connection-level window the server grants a new HTTP/2 client, once its window update has arrived. */
+async function grantedConnectionWindow(port: number): Promise<number> {
+  const session = http2.connect(`http://127.0.0.1:${port}`);
+  session.on('error', () => undefined);
+  try {
+    await new Promise<void>((resolve, reject) => {
+      session.once('remoteSettings', () => resolve());
+      session.once('error', reject);
+    });
+    // The window update follows the server's settings; a ping's answer comes after both.
+    await new Promise<void>((resolve, reject) => session.ping((err) => (err ? reject(err) : resolve())));
+    return session.state.remoteWindowSize ?? NaN;
+  } finally {
+    session.destroy();
+  }
+}
+
+describe('gRPC connections: flow-control window (docs/streaming.md "Flow control")', () => {
+  it("a connection's streams share a 16 MiB receive window by default, so a pause of the server does not stop 40 clients' audio within 50 ms; configurable, and 64 KiB is HTTP/2's own", async () => {
+    const wide = await startServer();
+    const narrow = await startServer({ connectionWindowBytes: 65_535 });
+    try {
+      assert.equal(await grantedConnectionWindow(wide.port), DEFAULT_CONNECTION_WINDOW_BYTES);
+      assert.equal(await grantedConnectionWindow(narrow.port), 65_535);
+      // Streams on the wide connection work as before.
+      const models = await listModels(wide.client, API_KEY);
+      assert.ok(models.models.some((m) => m.name === 'speech'));
+    } finally {
+      await wide.close();
+      await narrow.close();
+    }
   });
 });
