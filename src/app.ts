@@ -46,6 +46,8 @@ export interface StreamingOptions extends Partial<StreamLimits> {
   dispatchIntervalMs?: number;
   /** Most batches of network calls handed to a worker in one message (default 4; 1: one batch per message as before session 49). */
   bundle?: number;
+  /** Hand-overs a stream engine's worker may hold at once (default 2; 1: a worker waits for the main thread between calls, as before session 50). */
+  depth?: number;
   /** On close(): how long open streams may take to end, ms (default 5000). */
   shutdownGraceMs?: number;
 }

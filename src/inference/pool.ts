@@ -50,6 +50,14 @@ export interface InferencePoolOptions {
    * and runs them one after the other. Encoder windows always go alone.
    */
   bundle?: number;
+  /**
+   * Hand-overs a worker may hold at once (default 1: a worker gets its next batches once it has answered). With 2, a
+   * busy worker is handed its next batches while it runs, and starts them as soon as it is done instead of waiting for
+   * the main thread to take its answer and hand over again: on a full machine that turn is most of a call's round trip
+   * (docs/streaming.md, session 50). Idle workers are served first, and a worker running an encoder's window gets
+   * nothing more, so that no network call waits behind a 10-40 ms encoder call.
+   */
+  depth?: number;
 }
 
 export interface GraphStats {
@@ -132,6 +140,12 @@ interface PreparedBatch {
   shared: boolean;
 }
 
+/** One message's batches to a worker, while some are unanswered. */
+interface HandOver {
+  left: number;
+  encoder: boolean;
+}
+
 interface Pending {
   resolve: (msg: FromWorker) => void;
   reject: (e: Error) => void;
@@ -143,6 +157,9 @@ class PoolWorker {
   encoderLane: boolean | undefined;
   /** The model files of the batches handed to it and not answered yet (empty: idle). */
   readonly running: string[] = [];
+  /** Hand-overs not fully answered yet, and whether one of them is an encoder's window. */
+  handOvers = 0;
+  encoderRunning = false;
   dead = false;
   private nextId = 1;
   private readonly pending = new Map<number, Pending>();
@@ -182,10 +199,6 @@ class PoolWorker {
     const tooLate = await Promise.race([exited.then(() => false), late]);
     clearTimeout(timer);
     if (tooLate) await this.worker.terminate();
-  }
-
-  get busy(): boolean {
-    return this.running.length > 0;
   }
 
   /** Sends several runs in one message (one hand-over, one wake-up); each resolves with its own reply. */
@@ -275,6 +288,7 @@ export class InferencePool {
   private scheduled = false;
   private readonly dispatchIntervalMs: number;
   private readonly bundle: number;
+  private readonly depth: number;
   private lastDispatchAt = -Infinity;
   private intervalTimer: NodeJS.Timeout | undefined;
   private closed = false;
@@ -295,6 +309,7 @@ export class InferencePool {
     this.maxBatchSteps = Math.max(1, options.maxBatchSteps ?? 8192);
     this.dispatchIntervalMs = Math.max(0, options.dispatchIntervalMs ?? 0);
     this.bundle = Math.max(1, Math.floor(options.bundle ?? 1));
+    this.depth = Math.max(1, Math.floor(options.depth ?? 1));
     const lanes = options.encoderLanes ?? 0;
     if (!Number.isInteger(lanes) || lanes < 0) throw new AurisError('INVALID_ARGUMENT', `encoder lanes must be a non-negative integer, got ${lanes}`);
     this.encoderLanes = lanes;
@@ -441,7 +456,8 @@ export class InferencePool {
       for (const j of this.queue.splice(0)) j.reject(e as Error);
       return;
     }
-    const idle = this.workers.filter((w) => !w.busy && !w.dead);
+    // the workers that may take a hand-over now, idle ones first
+    const idle = this.workers.filter((w) => !w.dead && w.handOvers < this.depth && !w.encoderRunning).sort((a, b) => a.handOvers - b.handOvers);
     if (idle.length > 0) this.lastDispatchAt = performance.now();
     while (idle.length > 0 && this.queue.length > 0) {
       const worker = idle[0]!;
@@ -493,12 +509,16 @@ export class InferencePool {
   private runBatches(worker: PoolWorker, batches: Job[][]): Array<Promise<void>> {
     const prepared = batches.map((b) => this.prepare(b));
     for (const b of batches) worker.running.push(b[0]!.model.modelPath);
+    const encoder = isEncoder(batches[0]![0]!.model);
+    worker.handOvers++;
+    if (encoder) worker.encoderRunning = true;
     this._stats.handOvers++;
     const replies =
       prepared.length === 1
         ? [worker.call(prepared[0]!.msg, prepared[0]!.transfer)]
         : worker.callMany(prepared.map((p) => p.msg), prepared.flatMap((p) => p.transfer));
-    return batches.map((b, i) => this.finish(worker, b, prepared[i]!, replies[i]!));
+    const handOver: HandOver = { left: batches.length, encoder };
+    return batches.map((b, i) => this.finish(worker, handOver, b, prepared[i]!, replies[i]!));
   }
 
   /** A batch's run message: its inputs stacked, its states shared or stacked. */
@@ -517,7 +537,7 @@ export class InferencePool {
   }
 
   /** Settles a batch's jobs with the worker's answer to its run message. */
-  private async finish(worker: PoolWorker, batch: Job[], { stateSize, shared }: PreparedBatch, reply: Promise<FromWorker>): Promise<void> {
+  private async finish(worker: PoolWorker, handOver: HandOver, batch: Job[], { stateSize, shared }: PreparedBatch, reply: Promise<FromWorker>): Promise<void> {
     const { model, steps } = batch[0]!;
     const stateful = stateSize > 0;
     try {
@@ -556,6 +576,10 @@ export class InferencePool {
       for (const j of batch) j.reject(e as Error);
     } finally {
       worker.running.splice(worker.running.indexOf(model.modelPath), 1);
+      if (--handOver.left === 0) {
+        worker.handOvers--;
+        if (handOver.encoder) worker.encoderRunning = false;
+      }
       this.schedule();
     }
   }

@@ -6,7 +6,7 @@
  */
 import { InferenceEngine } from '../inference/engine';
 import { streamWorkers } from '../inference/env';
-import { STREAM_BUNDLE, STREAM_DISPATCH_INTERVAL_MS } from './hub';
+import { STREAM_BUNDLE, STREAM_DEPTH, STREAM_DISPATCH_INTERVAL_MS } from './hub';
 
 export interface StreamEngineOptions {
   /** Models directory (default $AURIS_MODELS_DIR or <package>/models). */
@@ -21,6 +21,8 @@ export interface StreamEngineOptions {
   dispatchIntervalMs?: number;
   /** Most batches of network calls handed to a worker in one message (default STREAM_BUNDLE). */
   bundle?: number;
+  /** Hand-overs a worker may hold at once (default STREAM_DEPTH). */
+  depth?: number;
 }
 
 export function createStreamEngine(options: StreamEngineOptions = {}): Promise<InferenceEngine> {
@@ -30,6 +32,7 @@ export function createStreamEngine(options: StreamEngineOptions = {}): Promise<I
     maxBatch: options.maxBatch ?? 64,
     dispatchIntervalMs: options.dispatchIntervalMs ?? STREAM_DISPATCH_INTERVAL_MS,
     bundle: options.bundle ?? STREAM_BUNDLE,
+    depth: options.depth ?? STREAM_DEPTH,
     ...streamWorkers(options.inferenceThreads, options.encoderLanes),
   });
 }

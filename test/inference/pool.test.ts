@@ -135,6 +135,30 @@ describe('inference pool', () => {
     }
   });
 
+  it('with depth 2, hands a running worker its next batch before it answers, with the same answers', async () => {
+    for (const depth of [1, 2]) {
+      const pool = new InferencePool({ size: 1, maxBatch: 8, depth });
+      try {
+        const sp = reg.get('speech');
+        await pool.run(sp, randomFeatures(30, 1), 30); // warm-up: session creation
+        const before = pool.stats;
+        let longDone = false;
+        const long = pool.run(sp, randomFeatures(4000, 2), 4000).finally(() => (longDone = true)); // ~0.1-0.5 s
+        await new Promise((r) => setImmediate(r));
+        const second = pool.run(sp, randomFeatures(31, 3), 31);
+        await new Promise((r) => setImmediate(r));
+        assert.equal(longDone, false, 'the long call still runs');
+        assert.equal(pool.stats.handOvers - before.handOvers, depth, depth === 2 ? 'the second batch handed to the busy worker' : 'the second waits');
+        const outs = await Promise.all([long, second]);
+        assert.deepEqual(outs.map((o) => o.length / 3), [4000, 31]);
+        const alone = await pool.run(sp, randomFeatures(31, 3), 31);
+        assert.deepEqual(Array.from(outs[1]!), Array.from(alone));
+      } finally {
+        await pool.close();
+      }
+    }
+  });
+
   it('spreads jobs over idle workers before batching', async () => {
     const pool = new InferencePool({ size: 2 });
     try {
