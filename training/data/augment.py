@@ -13,6 +13,7 @@ import soundfile as sf
 from scipy import signal
 
 from training.data import clips as D
+from training.data import speakers as S
 from training.features import STEP, logmel_fast
 
 SR = 16000
@@ -95,6 +96,16 @@ def crop(x, n, rng):
     return x[s:s + n]
 
 
+def _task_split(task: str, c) -> str:
+    """A clip's split; emotions' are the speaker recipe's held-out speakers (emotions 1.1.0, its validation clips)."""
+    return S.split(c) if task == "emotions" else D.task_split(task, c)
+
+
+def _task_label(task: str, c) -> str | None:
+    """A clip's label; only emotions' causal head (recipes/causal.py) synthesises emotions sequences."""
+    return S.label("emotions", c) if task == "emotions" else D.task_label(task, c)
+
+
 class Pools:
     """Clips of one split grouped for sampling."""
 
@@ -103,12 +114,12 @@ class Pools:
         self.music = [c for c in self.clips if c.kind == "music"]
         self.other = [c for c in self.clips if c.kind == "other"]
         self.by = {}
-        for task in ("speech", "gender", "arousal"):
+        for task in ("speech", "gender", "arousal", "emotions"):
             t = {}
             for c in clips:
-                if D.task_split(task, c) != split:
+                if _task_split(task, c) != split:
                     continue
-                lab = D.task_label(task, c)
+                lab = _task_label(task, c)
                 if lab is None:
                     continue
                 key = (lab, c.source) if task == "speech" else (lab, c.source, c.speaker)
@@ -135,7 +146,7 @@ class Synth:
         self.p, self.st, self.task, self.L = pools, store, task, steps
         self.high_p = high_p  # gender: share of draws from the speaker's high-arousal clips
         self.variants = variants or {}  # clip idx -> pitch-shifted int16 versions (see voice_variants.py)
-        self.classes = {"speech": D.SPEECH_CLASSES, "gender": D.GENDER_CLASSES, "arousal": D.AROUSAL_CLASSES}[task]
+        self.classes = {"speech": D.SPEECH_CLASSES, "gender": D.GENDER_CLASSES, "arousal": D.AROUSAL_CLASSES, "emotions": S.EMOTION_CLASSES}[task]
         self.keys = list(pools.by[task].keys())
 
     # ---- clip choice

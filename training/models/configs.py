@@ -7,6 +7,8 @@ LONGFORM = {
     "speech": dict(c1=32, c2=96, dil=(1, 2, 4), norm_k=31),
     "gender": dict(c1=32, c2=64, dil=(1, 2, 4, 8), norm_k=63),
     "arousal": dict(c1=32, c2=64, dil=(1, 2, 4, 8), norm_k=63, norm="max", dropout=0.2),
+    # emotions' causal head only (recipes/causal.py; emotions' network is a speaker-recipe one): arousal's widths
+    "emotions": dict(c1=32, c2=64, dil=(1, 2, 4, 8), norm_k=63, norm="max", dropout=0.2),
 }
 
 # recipes/speaker.py (gender 1.3.0's member 3, emotions 1.x, the 2.x candidates): gain normalisation by the local

@@ -33,7 +33,18 @@ from training.recipes.train_step import weighted_step
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # per task: the longform recipe step whose cached examples (and widths) a head is trained on
-RECIPES = {"speech": ("1.1.0.json", "network"), "arousal": ("1.0.1.json", "network"), "gender": ("2.3.0.json", "member1")}
+RECIPES = {"speech": ("1.1.0.json", "network"), "arousal": ("1.0.1.json", "network"), "gender": ("2.3.0.json", "member1"),
+           # emotions' network came from the speaker recipe (feature bank), which makes no sequences: its head takes
+           # arousal's longform synthesis with emotions' labels, corpora and held-out speakers (data/clips.task_split)
+           "emotions": ("../arousal/1.0.1.json", "network")}
+# hyperparameters a task's head changes in the recipe step it borrows
+OVERRIDES = {"emotions": {"task": "emotions", "add_sources": ["ased", "nemo", "ettsdb"]}}
+
+
+def task_classes(task: str) -> list:
+    from training.data.speakers import EMOTION_CLASSES
+    from training.validate.evaluation import CLASSES
+    return {**CLASSES, "emotions": EMOTION_CLASSES}[task]
 
 
 class CausalBlock(nn.Module):
@@ -99,18 +110,25 @@ def train(task: str, examples: int, epochs: int, lookahead: int, dil, lr: float,
     from training.data import clips as D
     from training.recipes import longform as L
     from training.recipes.config import LongformRecipe, from_dict, recipe_step
-    from training.validate.evaluation import CLASSES
 
     recipe, name = RECIPES[task]
     step = recipe_step(os.path.join(ROOT, "training", "recipes", task, recipe), name)
-    r = from_dict(LongformRecipe, step["hyperparameters"])
+    hp = dict(step["hyperparameters"])
+    over = dict(OVERRIDES.get(task, {}))
+    hp["sources"] = list(hp.get("sources", [])) + over.pop("add_sources", [])
+    r = from_dict(LongformRecipe, {**hp, **over})
     cfg = r.model_config()  # the shipped network's widths and gain window; its dilations unless given
     clips = D.load_clips()
     store = D.AudioStore(clips)
-    X, Y, W = L.feature_cache(r.task, r.clip_table(clips), store, examples, r.seed, workers=threads,
+    table = r.clip_table(clips)
+    if task == "emotions":  # never a clip of the provisional validation (its held-out speakers), whatever the split says
+        from training.validate import provisional as PV
+        held = {row["path"] for row in PV._rows(task)}
+        table = [c for c in table if c.path not in held]
+    X, Y, W = L.feature_cache(r.task, table, store, examples, r.seed, workers=threads,
                               use_variants=r.variants, high_p=r.gender_high_p)
     torch.manual_seed(seed)
-    model = CausalNet(len(CLASSES[task]), c1=cfg.get("c1", 32), c2=c2 or cfg.get("c2", 64), dil=dil or cfg.get("dil", (1, 2, 4, 8)),
+    model = CausalNet(len(task_classes(task)), c1=cfg.get("c1", 32), c2=c2 or cfg.get("c2", 64), dil=dil or cfg.get("dil", (1, 2, 4, 8)),
                       norm_k=cfg.get("norm_k", 31), dropout=cfg.get("dropout", 0.1), lookahead=lookahead)
     Xt, Yt, Wt = torch.from_numpy(X), torch.from_numpy(Y.astype(np.int64)), torch.from_numpy(W.astype(np.float32))
     bs = 64
@@ -190,10 +208,9 @@ def ship(run: str, models_dir: str, also: list[str] = (), stride: int = 1) -> di
     """Exports a trained head (`run`: model.pt and report.json of `train`) as models/<task>/provisional.onnx, checks the
     graph against the network, and records it in models/<task>/provisional.json: `head` (the graph, read by the
     service: src/inference/registry.ts) and `head_validation` (the report's figures)."""
-    from training.validate.evaluation import CLASSES
     rep = json.load(open(os.path.join(run, "report.json")))
     task = rep["task"]
-    net = CausalNet(len(CLASSES[task]), c1=rep.get("c1", 32), c2=rep.get("channels", 64), dil=tuple(rep["dilations"]),
+    net = CausalNet(len(task_classes(task)), c1=rep.get("c1", 32), c2=rep.get("channels", 64), dil=tuple(rep["dilations"]),
                     norm_k=rep.get("norm_k", 31), lookahead=rep["lookahead_steps"])
     net.load_state_dict(torch.load(os.path.join(run, "model.pt")))
     net.eval()
