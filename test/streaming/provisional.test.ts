@@ -6,6 +6,8 @@
  */
 import { strict as assert } from 'node:assert';
 import { execFileSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import WebSocket from 'ws';
@@ -15,6 +17,7 @@ import type { StepResultMsg, StreamConfigMsg } from '../../src/grpc/proto';
 import { KEY_A, splitProvisional, startStreamingApp, wsStream } from '../websocket/helpers';
 import { errorCodeOf, splitProvisional as splitGrpc } from '../grpc/helpers';
 
+const MODELS_DIR = path.join(__dirname, '..', '..', '..', 'models');
 const FIXTURE = path.join(__dirname, '..', '..', '..', 'test', 'fixtures', 'demo.flac');
 /** Two espeak-ng voices taking turns (test/fixtures/models/make.sh): A 0-4.38 s, B 4.98-10.01 s, ... */
 const TWO_VOICES = path.join(__dirname, '..', '..', '..', 'test', 'fixtures', 'models', 'two-voices.flac');
@@ -57,6 +60,48 @@ function positions(messages: Array<Record<string, unknown>>): Map<number, { prov
     at.set(m.timestamp as number, e);
   });
   return at;
+}
+
+/** 1.5 s of digital silence, 1 s of a steady 440 Hz tone (mostly not speech, not silent), then 2.5 s of speech. */
+function skipAudio(speech: Buffer): Buffer {
+  const tone = Buffer.alloc(16000 * 2);
+  for (let i = 0; i < 16000; i++) tone.writeInt16LE(Math.round(6000 * Math.sin((2 * Math.PI * 440 * i) / 16000)), i * 2);
+  return Buffer.concat([Buffer.alloc(16000 * 3), tone, speech.subarray(0, 16000 * 2 * 2.5)]);
+}
+
+/**
+ * Streams `audio` twice, with raw values (every provisional answer shows, so every one is computed) and without; the
+ * windows each named graph ran in each, and checks that both sent the same provisional messages (raw values left out)
+ * wherever both sent a step's messages, over silence, no_speech and speech.
+ */
+async function skippedCalls(app: Awaited<ReturnType<typeof startStreamingApp>>, q: Record<string, string>, audio: Buffer, graphsOf: Record<string, string>): Promise<{ computed: Record<string, number>; skipping: Record<string, number> }> {
+  const graphs = (): Record<string, { windows: number }> => app.hub!.engine.pool.stats.byGraph;
+  const count = (before: Record<string, { windows: number }>): Record<string, number> =>
+    Object.fromEntries(Object.entries(graphsOf).map(([k, g]) => [k, (graphs()[g]?.windows ?? 0) - (before[g]?.windows ?? 0)]));
+  const b0 = graphs();
+  const withRaw = splitProvisional(await wsPaced(app.wsUrl, { ...q, include_raw_values: 'true' }, audio)).provisional;
+  const computed = count(b0);
+  const b1 = graphs();
+  const plain = splitProvisional(await wsPaced(app.wsUrl, q, audio)).provisional;
+  const skipping = count(b1);
+  const byStep = (msgs: typeof plain): Map<number, string[]> => {
+    const m = new Map<number, string[]>();
+    for (const p of msgs) m.set(p.timestamp, [...(m.get(p.timestamp) ?? []), JSON.stringify(p.results)]);
+    return m;
+  };
+  const a = byStep(withRaw);
+  let compared = 0;
+  const labels = new Set<string>();
+  for (const [t, msgs] of byStep(plain)) {
+    const other = a.get(t);
+    if (!other || other.length !== msgs.length) continue;
+    assert.deepEqual(msgs, other, `step ${t}`);
+    compared++;
+    for (const m of msgs) for (const r of Object.values(JSON.parse(m) as Record<string, { result: string }>)) labels.add(r.result);
+  }
+  assert.ok(compared > 0.8 * (audio.length / 2 / 1024), `compared ${compared} steps`);
+  for (const l of ['silence', 'no_speech', 'speech']) assert.ok(labels.has(l), `a compared step labelled ${l}: ${[...labels].join(', ')}`);
+  return { computed, skipping };
 }
 
 describe('provisional results', () => {
@@ -105,15 +150,13 @@ describe('provisional results', () => {
     }
   });
 
-  it('emotions answers in a tier of its own, after gender: {speech}, {speech, gender}, then all three', async () => {
+  it('emotions answers with gender (both from causal heads fed a call every 2 steps): {speech}, then {speech, gender, emotions}', async () => {
     const messages = await wsPaced(app.wsUrl, { models: 'speech,gender,emotions', output_period: '64', sample_rate: '16000' }, pcm.subarray(0, 16000 * 2 * 3));
     const { provisional } = splitProvisional(messages);
     const byStep = new Map<number, string[][]>();
     for (const p of provisional) byStep.set(p.timestamp, [...(byStep.get(p.timestamp) ?? []), Object.keys(p.results)]);
-    assert.ok([...byStep.values()].some((kinds) => kinds.length === 3), 'no step with three provisional messages');
-    for (const kinds of byStep.values()) {
-      assert.deepEqual(kinds, [['speech'], ['speech', 'gender'], ['speech', 'gender', 'emotions']].slice(0, kinds.length));
-    }
+    assert.ok([...byStep.values()].some((kinds) => kinds.length === 2), 'no step with both provisional messages');
+    for (const kinds of byStep.values()) assert.deepEqual(kinds, [['speech'], ['speech', 'gender', 'emotions']].slice(0, kinds.length));
   });
 
   it('output period 512 ms: speech (its causal head, no lookahead) answers first, then gender (its head hears 128 ms more): two messages per step', async () => {
@@ -129,53 +172,19 @@ describe('provisional results', () => {
     for (const kinds of byStep.values()) assert.deepEqual(kinds, [['speech'], ['speech', 'gender']].slice(0, kinds.length));
   });
 
-  it('no provisional model call where its answer cannot show (silence, and no_speech for emotions): the same messages, fewer calls; speech and gender from their causal heads', async () => {
-    // 1.5 s of digital silence, 1 s of a steady 440 Hz tone (mostly not speech, not silent), then speech
-    const tone = Buffer.alloc(16000 * 2);
-    for (let i = 0; i < 16000; i++) tone.writeInt16LE(Math.round(6000 * Math.sin((2 * Math.PI * 440 * i) / 16000)), i * 2);
-    const audio = Buffer.concat([Buffer.alloc(16000 * 3), tone, pcm.subarray(0, 16000 * 2 * 2.5)]);
-    const q = { models: 'speech,gender,emotions', output_period: '64', sample_rate: '16000' };
-    const graphs = (): Record<string, { windows: number }> => app.hub!.engine.pool.stats.byGraph;
-    const windows = (before: Record<string, { windows: number }>, g: string): number => (graphs()[g]?.windows ?? 0) - (before[g]?.windows ?? 0);
-    const count = (before: Record<string, { windows: number }>): Record<string, number> => ({
-      speech: windows(before, 'speech/model.onnx'),
-      speechHead: windows(before, 'speech/provisional.onnx'),
-      gender: windows(before, 'gender/model.onnx'),
-      genderHead: windows(before, 'gender/provisional.onnx'),
-      emotions: windows(before, 'emotions/model.onnx'),
+  it('no provisional model call where its answer cannot show (silence): the same messages; speech, gender and emotions from their causal heads', async () => {
+    const { computed, skipping } = await skippedCalls(app, { models: 'speech,gender,emotions', output_period: '64', sample_rate: '16000' }, skipAudio(pcm), {
+      speech: 'speech/model.onnx',
+      speechHead: 'speech/provisional.onnx',
+      gender: 'gender/model.onnx',
+      genderHead: 'gender/provisional.onnx',
+      emotions: 'emotions/model.onnx',
+      emotionsHead: 'emotions/provisional.onnx',
     });
-    // with raw values asked for, every provisional answer shows (raw), so every one is computed
-    const b0 = graphs();
-    const withRaw = splitProvisional(await wsPaced(app.wsUrl, { ...q, include_raw_values: 'true' }, audio)).provisional;
-    const computed = count(b0);
-    const b1 = graphs();
-    const plain = splitProvisional(await wsPaced(app.wsUrl, q, audio)).provisional;
-    const skipping = count(b1);
-    // speech and gender answer from their causal heads (stateful graphs: every step is fed, none re-run in a window),
-    // so their whole-file networks run only for the finals' last steps; emotions (a window per 4 steps) skips at
-    // least the silent groups, and the tone's where speech says so
-    for (const head of ['speechHead', 'genderHead']) assert.ok(computed[head]! > 0 && skipping[head]! > 0, `${head} ran ${computed[head]} / ${skipping[head]} times`);
-    for (const net of ['speech', 'gender']) assert.ok(computed[net]! <= 2 && skipping[net]! <= 2, `${net} windows ${computed[net]} / ${skipping[net]}`);
-    assert.ok(skipping.emotions! <= computed.emotions! - 5, `emotions provisional windows ${skipping.emotions} vs ${computed.emotions}`);
-    // the same answers: each step's provisional messages, raw values left out, where both runs sent them
-    const byStep = (msgs: typeof plain): Map<number, string[]> => {
-      const m = new Map<number, string[]>();
-      for (const p of msgs) m.set(p.timestamp, [...(m.get(p.timestamp) ?? []), JSON.stringify(p.results)]);
-      return m;
-    };
-    const a = byStep(withRaw);
-    const b = byStep(plain);
-    let compared = 0;
-    const labels = new Set<string>();
-    for (const [t, msgs] of b) {
-      const other = a.get(t);
-      if (!other || other.length !== msgs.length) continue;
-      assert.deepEqual(msgs, other, `step ${t}`);
-      compared++;
-      for (const m of msgs) for (const r of Object.values(JSON.parse(m) as Record<string, { result: string }>)) labels.add(r.result);
-    }
-    assert.ok(compared > 0.8 * (audio.length / 2 / 1024), `compared ${compared} steps`);
-    for (const l of ['silence', 'no_speech', 'speech']) assert.ok(labels.has(l), `a compared step labelled ${l}: ${[...labels].join(', ')}`);
+    // the heads are stateful graphs: every step is fed, none re-run in a window, so the whole-file networks run only
+    // for the finals' last steps
+    for (const head of ['speechHead', 'genderHead', 'emotionsHead']) assert.ok(computed[head]! > 0 && skipping[head]! > 0, `${head} ran ${computed[head]} / ${skipping[head]} times`);
+    for (const net of ['speech', 'gender', 'emotions']) assert.ok(computed[net]! <= 2 && skipping[net]! <= 2, `${net} windows ${computed[net]} / ${skipping[net]}`);
   });
 
   it('speakers: the speaker of the latest window ending by the step plus the manifest\'s lookahead, in the last tier (speaker_1 at confidence 0 before the first window); the finals as before', async () => {
@@ -270,5 +279,39 @@ describe('provisional results', () => {
     } finally {
       client.close();
     }
+  });
+});
+
+describe('provisional results of a model without a causal head (its window plan)', () => {
+  // every shipped model with provisional answers has a head since session 50; the window plan (src/inference/
+  // provisional-runner.ts) still answers a model whose provisional.json has none: here emotions in a copy of models/
+  let app: Awaited<ReturnType<typeof startStreamingApp>>;
+  let modelsDir: string;
+  before(async () => {
+    modelsDir = fs.mkdtempSync(path.join(os.tmpdir(), 'auris-models-nohead-'));
+    fs.cpSync(MODELS_DIR, modelsDir, { recursive: true });
+    const file = path.join(modelsDir, 'emotions', 'provisional.json');
+    const doc = JSON.parse(fs.readFileSync(file, 'utf8')) as Record<string, unknown>;
+    delete doc['head'];
+    fs.writeFileSync(file, JSON.stringify(doc));
+    app = await startStreamingApp({}, { modelsDir });
+  });
+  after(async () => {
+    await app?.cleanup();
+    fs.rmSync(modelsDir, { recursive: true, force: true });
+  });
+
+  it('no window call where its answer cannot show (silence, and no_speech): the same messages, fewer calls; emotions in a tier of its own, 4 steps after speech', async () => {
+    const pcm = demoPcm(4);
+    const q = { models: 'speech,emotions', output_period: '64', sample_rate: '16000' };
+    const { computed, skipping } = await skippedCalls(app, q, skipAudio(pcm), { emotions: 'emotions/model.onnx', emotionsHead: 'emotions/provisional.onnx' });
+    assert.equal(computed.emotionsHead, 0, 'no head without provisional.json head');
+    // a window per 4 steps, skipped over the silent groups and the tone's where speech says so
+    assert.ok(skipping.emotions! <= computed.emotions! - 5, `emotions provisional windows ${skipping.emotions} vs ${computed.emotions}`);
+    const { provisional } = splitProvisional(await wsPaced(app.wsUrl, q, pcm.subarray(0, 16000 * 2 * 3)));
+    const byStep = new Map<number, string[][]>();
+    for (const p of provisional) byStep.set(p.timestamp, [...(byStep.get(p.timestamp) ?? []), Object.keys(p.results)]);
+    assert.ok([...byStep.values()].some((kinds) => kinds.length === 2), 'no step with both provisional messages');
+    for (const kinds of byStep.values()) assert.deepEqual(kinds, [['speech'], ['speech', 'emotions']].slice(0, kinds.length));
   });
 });

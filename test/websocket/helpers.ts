@@ -15,7 +15,7 @@ import { checkStepOrder, type StepMessage } from '../streaming/order';
 export const KEY_A = 'ws-test-key-aaaa-0001';
 export const KEY_B = 'ws-test-key-bbbb-0002';
 
-export async function startStreamingApp(streaming: StreamingOptions = {}): Promise<AurisApp & { wsUrl: string; cleanup(): Promise<void> }> {
+export async function startStreamingApp(streaming: StreamingOptions = {}, config: { modelsDir?: string } = {}): Promise<AurisApp & { wsUrl: string; cleanup(): Promise<void> }> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'auris-ws-test-'));
   const app = await startApp({
     logger: false,
@@ -30,6 +30,7 @@ export async function startStreamingApp(streaming: StreamingOptions = {}): Promi
         { key: KEY_B, organizationId: 'org-b', projectId: 'proj-b' },
       ],
       logLevel: 'silent',
+      ...config,
     }),
     streaming: { inferenceThreads: 1, ...streaming },
   });

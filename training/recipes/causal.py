@@ -105,8 +105,19 @@ class CausalNet(nn.Module):
         return p[idx]
 
 
+def teacher_probs(task: str, X: np.ndarray, batch: int = 256) -> np.ndarray:
+    """The shipped network's per-step probabilities [N, steps, C] on cached examples [N, frames, 64] (it hears both
+    sides of each step, as a file does)."""
+    import onnxruntime as ort
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = torch.get_num_threads()
+    sess = ort.InferenceSession(os.path.join(ROOT, "models", task, "model.onnx"), so)
+    name = sess.get_inputs()[0].name
+    return np.concatenate([sess.run(None, {name: X[i:i + batch].astype(np.float32)})[0] for i in range(0, len(X), batch)])
+
+
 def train(task: str, examples: int, epochs: int, lookahead: int, dil, lr: float, seed: int, threads: int,
-          c2: int | None = None) -> CausalNet:
+          c2: int | None = None, distill: float = 0.0) -> CausalNet:
     from training.data import clips as D
     from training.recipes import longform as L
     from training.recipes.config import LongformRecipe, from_dict, recipe_step
@@ -131,6 +142,8 @@ def train(task: str, examples: int, epochs: int, lookahead: int, dil, lr: float,
     model = CausalNet(len(task_classes(task)), c1=cfg.get("c1", 32), c2=c2 or cfg.get("c2", 64), dil=dil or cfg.get("dil", (1, 2, 4, 8)),
                       norm_k=cfg.get("norm_k", 31), dropout=cfg.get("dropout", 0.1), lookahead=lookahead)
     Xt, Yt, Wt = torch.from_numpy(X), torch.from_numpy(Y.astype(np.int64)), torch.from_numpy(W.astype(np.float32))
+    # distill > 0: the head also learns the shipped network's answers (KL to its probabilities, weighted by distill)
+    Tt = torch.from_numpy(teacher_probs(task, X)) if distill > 0 else None
     bs = 64
     per_epoch = (len(X) + bs - 1) // bs
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=1e-2)
@@ -151,6 +164,10 @@ def train(task: str, examples: int, epochs: int, lookahead: int, dil, lr: float,
             logits, yb, wb = logits[:, :, R:], yb[:, :S - R], wb[:, :S - R]  # step s answered by output s + R
             w = wb * (yb >= 0).float()
             loss = F.cross_entropy(logits, yb.clamp(min=0), reduction="none", label_smoothing=0.05)
+            if Tt is not None:
+                tb = Tt[idx][:, :S - R].permute(0, 2, 1)  # [B, C, S - R], the network's answer for step s
+                kl = (tb * (torch.log(tb.clamp(min=1e-6)) - F.log_softmax(logits, dim=1))).sum(1)
+                loss = loss + distill * kl
             t, c = weighted_step(model, ema, opt, sched, loss, w)
             tot, cnt = tot + t, cnt + c
         print(f"[causal {task}] epoch {ep + 1}/{epochs} loss {tot / max(cnt, 1):.4f} ({time.time() - t0:.0f}s)", flush=True)
@@ -201,6 +218,8 @@ def _also_row(other: dict, shipped: dict) -> tuple[str, dict]:
     key, row = _head_row(other)
     if other.get("channels", 64) != shipped.get("channels", 64):
         key += f", {other.get('channels', 64)} channels"
+    if other.get("distill", 0) != shipped.get("distill", 0):
+        key += ", labels only" if not other.get("distill") else f", distilled (weight {other['distill']})"
     return key, row
 
 
@@ -221,6 +240,7 @@ def ship(run: str, models_dir: str, also: list[str] = (), stride: int = 1) -> di
     head["made_by"] = f"python -m training.recipes.causal train --examples {rep['examples']} --epochs {rep['epochs']} " \
                       f"--lookahead {rep['lookahead_steps']} --dilations {','.join(str(d) for d in rep['dilations'])} " \
                       f"--channels {rep.get('channels', 64)} --task {task} " \
+                      + (f"--distill {rep['distill']} " if rep.get("distill") else "") + \
                       f"--out RUN && python -m training.recipes.causal ship --run RUN --stride {stride}"
     path = os.path.join(models_dir, task, "provisional.json")
     doc = json.load(open(path))
@@ -246,6 +266,7 @@ def main(argv=None) -> None:
     t.add_argument("--channels", type=int, default=None, help="the residual blocks' width (default: the shipped network's)")
     t.add_argument("--lr", type=float, default=0.003)
     t.add_argument("--seed", type=int, default=1)
+    t.add_argument("--distill", type=float, default=0.0, help="weight of the KL to the shipped network's step probabilities")
     t.add_argument("--threads", type=int, default=2)
     t.add_argument("--out", default=os.path.join(ROOT, "training", "runs", "causal-speech"))
     s = sub.add_parser("ship", help="export a trained head into models/<task>/ (provisional.onnx, provisional.json)")
@@ -259,10 +280,11 @@ def main(argv=None) -> None:
         return
     torch.set_num_threads(a.threads)
     dil = tuple(int(v) for v in a.dilations.split(",")) if a.dilations else None
-    model = train(a.task, a.examples, a.epochs, a.lookahead, dil, a.lr, a.seed, a.threads, a.channels)
+    model = train(a.task, a.examples, a.epochs, a.lookahead, dil, a.lr, a.seed, a.threads, a.channels, a.distill)
     os.makedirs(a.out, exist_ok=True)
     torch.save(model.state_dict(), os.path.join(a.out, "model.pt"))
     res = {"task": a.task, "examples": a.examples, "epochs": a.epochs, "lookahead_steps": a.lookahead, "dilations": model.dil,
+           **({"distill": a.distill} if a.distill > 0 else {}),
            "c1": model.conv1.out_channels, "channels": model.proj.out_channels, "norm_k": model.norm_k,
            "past_context_steps": model.past_context_steps(), **evaluate(a.task, model)}
     with open(os.path.join(a.out, "report.json"), "w") as fh:
