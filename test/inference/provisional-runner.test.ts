@@ -34,7 +34,7 @@ describe('provisional plans', () => {
     assert.deepEqual(provisionalPlan({ ...speakerLike, provisional: own }, 1, SLOW_PROVISIONAL), SLOW_PROVISIONAL);
   });
 
-  it('each scored model runs the plan its validation chose (models/<task>/provisional.json, read by the registry; emotions waits 4 steps)', () => {
+  it('each scored model runs the plan its validation chose (models/<task>/provisional.json, read by the registry; used where no head is shipped: there emotions waits 4 steps)', () => {
     const registry = ModelRegistry.loadSync();
     for (const task of ['speech', 'gender', 'arousal', 'emotions']) {
       const scored = JSON.parse(fs.readFileSync(path.join(MODELS, task, 'provisional.json'), 'utf8')) as { shipped: { lookahead_steps: number; stride_steps: number; left_context_steps: number } };
