@@ -35,7 +35,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 # per task: the longform recipe step whose cached examples (and widths) a head is trained on
 RECIPES = {"speech": ("1.1.0.json", "network"), "arousal": ("1.0.1.json", "network"), "gender": ("2.3.0.json", "member1"),
            # emotions' network came from the speaker recipe (feature bank), which makes no sequences: its head takes
-           # arousal's longform synthesis with emotions' labels, corpora and held-out speakers (data/clips.task_split)
+           # arousal's longform synthesis with emotions' labels, corpora and held-out speakers (data/augment._task_split)
            "emotions": ("../arousal/1.0.1.json", "network")}
 # hyperparameters a task's head changes in the recipe step it borrows
 OVERRIDES = {"emotions": {"task": "emotions", "add_sources": ["ased", "nemo", "ettsdb"]}}
