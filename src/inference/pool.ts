@@ -140,10 +140,10 @@ interface PreparedBatch {
   shared: boolean;
 }
 
-/** One message's batches to a worker, while some are unanswered. */
+/** One message's batches to a worker, while some are unanswered: the model files of those, and whether it is an encoder's window. */
 interface HandOver {
-  left: number;
-  encoder: boolean;
+  readonly running: string[];
+  readonly encoder: boolean;
 }
 
 interface Pending {
@@ -155,11 +155,8 @@ class PoolWorker {
   readonly worker: Worker;
   /** With lanes: an encoder lane (true: encoders first, then anything) or a network worker (false: never an encoder); undefined: no lanes. */
   encoderLane: boolean | undefined;
-  /** The model files of the batches handed to it and not answered yet (empty: idle). */
-  readonly running: string[] = [];
-  /** Hand-overs not fully answered yet, and whether one of them is an encoder's window. */
-  handOvers = 0;
-  encoderRunning = false;
+  /** The messages handed to it with batches not answered yet (empty: idle). */
+  readonly handOvers = new Set<HandOver>();
   dead = false;
   private nextId = 1;
   private readonly pending = new Map<number, Pending>();
@@ -375,7 +372,7 @@ export class InferencePool {
   async releaseSessions(models: readonly PoolModel[]): Promise<boolean> {
     const paths = new Set(models.map((m) => m.modelPath));
     if (this.closed || paths.size === 0) return false;
-    const busy = this.queue.some((j) => paths.has(j.model.modelPath)) || this.workers.some((w) => w.running.some((p) => paths.has(p)));
+    const busy = this.queue.some((j) => paths.has(j.model.modelPath)) || this.workers.some((w) => [...w.handOvers].some((h) => h.running.some((p) => paths.has(p))));
     if (busy) return false;
     const replies = await Promise.all(
       this.workers.filter((w) => !w.dead && models.some((m) => this.mayRun(w, m))).map((w) => w.call({ type: 'release', models: models.filter((m) => this.mayRun(w, m)).map(ref) })),
@@ -457,7 +454,9 @@ export class InferencePool {
       return;
     }
     // the workers that may take a hand-over now, idle ones first
-    const idle = this.workers.filter((w) => !w.dead && w.handOvers < this.depth && !w.encoderRunning).sort((a, b) => a.handOvers - b.handOvers);
+    const idle = this.workers
+      .filter((w) => !w.dead && w.handOvers.size < this.depth && ![...w.handOvers].some((h) => h.encoder))
+      .sort((a, b) => a.handOvers.size - b.handOvers.size);
     if (idle.length > 0) this.lastDispatchAt = performance.now();
     while (idle.length > 0 && this.queue.length > 0) {
       const worker = idle[0]!;
@@ -508,16 +507,13 @@ export class InferencePool {
   /** Hands `batches` to `worker` (one message for all), and settles each batch's jobs with its answer. */
   private runBatches(worker: PoolWorker, batches: Job[][]): Array<Promise<void>> {
     const prepared = batches.map((b) => this.prepare(b));
-    for (const b of batches) worker.running.push(b[0]!.model.modelPath);
-    const encoder = isEncoder(batches[0]![0]!.model);
-    worker.handOvers++;
-    if (encoder) worker.encoderRunning = true;
+    const handOver: HandOver = { running: batches.map((b) => b[0]!.model.modelPath), encoder: isEncoder(batches[0]![0]!.model) };
+    worker.handOvers.add(handOver);
     this._stats.handOvers++;
     const replies =
       prepared.length === 1
         ? [worker.call(prepared[0]!.msg, prepared[0]!.transfer)]
         : worker.callMany(prepared.map((p) => p.msg), prepared.flatMap((p) => p.transfer));
-    const handOver: HandOver = { left: batches.length, encoder };
     return batches.map((b, i) => this.finish(worker, handOver, b, prepared[i]!, replies[i]!));
   }
 
@@ -575,11 +571,8 @@ export class InferencePool {
     } catch (e) {
       for (const j of batch) j.reject(e as Error);
     } finally {
-      worker.running.splice(worker.running.indexOf(model.modelPath), 1);
-      if (--handOver.left === 0) {
-        worker.handOvers--;
-        if (handOver.encoder) worker.encoderRunning = false;
-      }
+      handOver.running.splice(handOver.running.indexOf(model.modelPath), 1);
+      if (handOver.running.length === 0) worker.handOvers.delete(handOver);
       this.schedule();
     }
   }

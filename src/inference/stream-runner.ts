@@ -110,7 +110,6 @@ export class StreamRunner extends LiveRunner {
     this.pump();
   }
 
-  /** Drops the buffers; pending and later outputs are discarded. */
   protected pump(): void {
     if (this.inFlight || this.closed || this.failed || this.held) return;
     const st = this.stateful;
