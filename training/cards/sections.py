@@ -290,7 +290,9 @@ output step, so gender's answer then comes 128 ms after speech's (and arousal's)
 Session 50: the head replaced the window plan (0.467 with 256 ms of lookahead, the last window row), the last model
 of the four whose provisional answers heard more than the 128 ms issue 30 allows. This network comes from the speaker
 recipe, which makes no long sequences, so the head learns on arousal's synthesised sequences with emotions' labels,
-corpora and training speakers (the validation clips kept out: training/data/augment.py, training/recipes/causal.py),
+corpora and training speakers (the table above; the validation clips kept out: training/data/augment.py,
+training/recipes/causal.py; mixed, as arousal's are, with the training split's music and other clips: game soundtracks
+and sfx, ESC-10 folds 1-3, librosa, whose sources and licences models/arousal/MODEL_CARD.md lists),
 and, with weight 1, the KL divergence to this network's own step probabilities on the same sequences (`--distill 1`):
 0.482, 2.8 points under the final, at half the lookahead of the window plan; trained on the labels alone it scored
 0.447 (outside the 5 points). The final changes more of its labels than of the window plan's (43.5 % against
