@@ -333,7 +333,9 @@ class CausalStream(nn.Module):
     def _conv(h, c):
         w, b, k, d = c
         if k > 1:
-            h = torch.cat([h[:, j * d:h.shape[1] - (k - 1 - j) * d] for j in range(k)], dim=2)
+            # taps cut with constant ends counted from the end (as training/export/streaming.py does): an end computed
+            # from h's length exports as 4-7 shape nodes per tap, a quarter less time per call in the service
+            h = torch.cat([h[:, j * d:-(k - 1 - j) * d] if j < k - 1 else h[:, j * d:] for j in range(k)], dim=2)
         return torch.matmul(h, w) + b
 
     def forward(self, features, state):
