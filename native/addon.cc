@@ -15,6 +15,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   InitStreamFrontend(env, exports);
   InitResampler(env, exports);
   InitFeatures(env, exports);
+  InitStates(env, exports);
   return exports;
 }
 

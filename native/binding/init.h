@@ -15,5 +15,7 @@ void InitStreamFrontend(Napi::Env env, Napi::Object exports);
 void InitResampler(Napi::Env env, Napi::Object exports);
 /** computeFeatures(samples16k): the framer's features of a whole signal (framer.h). */
 void InitFeatures(Napi::Env env, Napi::Object exports);
+/** gatherStates(views, out), scatterStates(src, views): live streams' model states to and from a batch (memcpy). */
+void InitStates(Napi::Env env, Napi::Object exports);
 
 }  // namespace auris::binding

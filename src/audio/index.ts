@@ -7,6 +7,7 @@
  *   FileFrontend.open(source, options)  -> chunked features of a file, off the main thread
  *   new StreamFrontend(options)         -> features of raw PCM pushed in chunks
  *   decodeAll / resample / computeFeatures: helpers for tests and benchmarks
+ *   nativeStateCopy()                   -> memcpy of live streams' model states (the inference workers)
  *
  * The addon is loaded on first use, so importing this module never fails; a missing or
  * broken build is reported with the fix (`npm run setup`).
@@ -79,6 +80,8 @@ interface NativeAddon {
   StreamFrontend: new (options: StreamOptions) => NativeStreamFrontend;
   streamCount?(): number;
   trimMemory?(): Promise<boolean>;
+  gatherStates(views: Float32Array[], out: Float32Array): void;
+  scatterStates(src: Float32Array, views: Float32Array[]): void;
   versions: Record<string, string>;
 }
 
@@ -129,6 +132,24 @@ function nativeFileFrontendClass(): NativeFileFrontendClass {
   const cls = n.FileFrontend;
   if (!cls) throw new Error('the native addon has no FileFrontend class; rebuild it with `npm run setup`');
   return cls;
+}
+
+/** Copies between streams' model states and one batch ([views.length][per], side by side). */
+export interface StateCopy {
+  gather(views: Float32Array[], out: Float32Array): void;
+  scatter(src: Float32Array, views: Float32Array[]): void;
+}
+
+/**
+ * The addon's state copies (memcpy): the inference workers keep live streams' states in SharedArrayBuffers, which
+ * V8's own copies treat element by element (docs/streaming.md, session 51). Loads the addon.
+ */
+export function nativeStateCopy(): StateCopy {
+  const n = native();
+  return {
+    gather: (views, out) => sync(() => n.gatherStates(views, out)),
+    scatter: (src, views) => sync(() => n.scatterStates(src, views)),
+  };
 }
 
 /** Versions of the native libraries (libsndfile, mpg123 API, libsoxr). Loads the addon. */
