@@ -18,7 +18,7 @@ export interface ServerUsage {
   cpuSec: number;
   /** CPU seconds per thread id (Linux); the main thread's id is the server's pid. */
   threadCpuSec?: Record<string, number>;
-  pool: { calls: number; windows: number; steps: number; busyMs: number; encoderWindows?: number; encoderBusyMs?: number; byGraph?: Record<string, { busyMs: number; calls: number; windows: number }> };
+  pool: { calls: number; windows: number; steps: number; busyMs: number; encoderWindows?: number; encoderBusyMs?: number; windowsBehind?: number; byGraph?: Record<string, { busyMs: number; calls: number; windows: number }> };
   /** Inference round trips since the last report, ms. */
   /** Round trips of the networks' calls and, apart, of the pretrained encoders' windows. */
   inferenceMs: { networks: Trips; encoders: Trips };

@@ -4,7 +4,7 @@
  * job workers. Prints {"port", "url", "pid"} as one JSON line once listening (port: gRPC, url:
  * REST/WebSocket); on stdin "cpu\n" reports its CPU time, inference round trips, event-loop delay, worker
  * messages and main-thread GCs since the last report ("mem\n": memory); exits on SIGTERM after a clean shutdown.
- * Options from the environment: AURIS_INFERENCE_THREADS (engine workers), GRPC_MAX_BATCH, GRPC_DISPATCH_INTERVAL_MS, GRPC_DEPTH (hand-overs a worker may hold), GRPC_BUNDLE (batches per hand-over),
+ * Options from the environment: AURIS_INFERENCE_THREADS (engine workers), GRPC_MAX_BATCH, GRPC_DISPATCH_INTERVAL_MS, GRPC_DEPTH (hand-overs a worker may hold), GRPC_BUNDLE (batches per hand-over), GRPC_BEHIND_WAIT_MS (queue wait over which the provisional heads slow down; Infinity: never),
  * GRPC_STATEFUL=0 (windowed calls only, no stateful streaming graphs: the reference).
  */
 import * as fs from 'node:fs';
@@ -136,13 +136,14 @@ async function main(): Promise<void> {
   const dispatchIntervalMs = process.env['GRPC_DISPATCH_INTERVAL_MS'] ? Number(process.env['GRPC_DISPATCH_INTERVAL_MS']) : undefined;
   const depth = process.env['GRPC_DEPTH'] ? Number(process.env['GRPC_DEPTH']) : undefined;
   const bundle = process.env['GRPC_BUNDLE'] ? Number(process.env['GRPC_BUNDLE']) : undefined;
+  const behindWaitMs = process.env['GRPC_BEHIND_WAIT_MS'] ? Number(process.env['GRPC_BEHIND_WAIT_MS']) : undefined;
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'auris-bench-stream-'));
   const app = await startApp({
     logger: false,
     startWorker: false,
     startDispatcher: false,
     config: defaultConfig({ host: '127.0.0.1', port: 0, grpcPort: 0, dataDir, concurrency: 0, apiKeys: [{ key: BENCH_KEY, organizationId: 'bench', projectId: 'bench' }], logLevel: 'silent' }),
-    streaming: { maxStreams: 100_000, maxStreamsPerKey: 100_000, statefulModels: process.env['GRPC_STATEFUL'] !== '0', ...(maxBatch ? { maxBatch } : {}), ...(dispatchIntervalMs !== undefined ? { dispatchIntervalMs } : {}), ...(depth !== undefined ? { depth } : {}), ...(bundle !== undefined ? { bundle } : {}) },
+    streaming: { maxStreams: 100_000, maxStreamsPerKey: 100_000, statefulModels: process.env['GRPC_STATEFUL'] !== '0', ...(maxBatch ? { maxBatch } : {}), ...(dispatchIntervalMs !== undefined ? { dispatchIntervalMs } : {}), ...(depth !== undefined ? { depth } : {}), ...(bundle !== undefined ? { bundle } : {}), ...(behindWaitMs !== undefined ? { behindWaitMs } : {}) },
   });
   const hub = app.hub!;
   const engine = hub.engine;

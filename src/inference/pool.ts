@@ -58,7 +58,15 @@ export interface InferencePoolOptions {
    * nothing more, so that no network call waits behind a 10-40 ms encoder call.
    */
   depth?: number;
+  /**
+   * The pool is `behind` while the jobs handed over lately waited longer than this in the queue, ms (default: never).
+   * The stream engine's provisional heads then call every other group of steps (src/pipeline/provisional-results.ts).
+   */
+  behindWaitMs?: number;
 }
+
+/** Weight of each handed-over job in the pool's running mean of queue waits: about the last hundred jobs count. */
+const WAIT_WEIGHT = 0.01;
 
 export interface GraphStats {
   busyMs: number;
@@ -80,6 +88,8 @@ export interface PoolStats {
   /** Of these: pretrained-encoder windows embedded, and the workers' time on them. */
   encoderWindows: number;
   encoderBusyMs: number;
+  /** Windows handed over while the pool was `behind` (behindWaitMs). */
+  windowsBehind: number;
   /** Per graph (`<model>/<file>`, e.g. `gender/stream.onnx`): workers' time (ms), calls and windows: where inference goes. */
   byGraph: Record<string, GraphStats>;
 }
@@ -127,6 +137,8 @@ interface Job {
   urgent?: boolean;
   resolve: (out: StatefulResult) => void;
   reject: (e: Error) => void;
+  /** performance.now() when it was queued. */
+  queuedAt: number;
 }
 
 type WithoutId<T> = T extends unknown ? Omit<T, 'id'> : never;
@@ -286,12 +298,15 @@ export class InferencePool {
   private readonly dispatchIntervalMs: number;
   private readonly bundle: number;
   private readonly depth: number;
+  private readonly behindWaitMs: number;
+  /** How long the jobs handed over lately waited in the queue, ms (a running mean, each job weighing WAIT_WEIGHT). */
+  private recentWaitMs = 0;
   private lastDispatchAt = -Infinity;
   private intervalTimer: NodeJS.Timeout | undefined;
   private closed = false;
   /** Batches handed to a worker and not yet answered. */
   private readonly inflight = new Set<Promise<void>>();
-  private readonly _stats: PoolStats = { calls: 0, handOvers: 0, windows: 0, steps: 0, busyMs: 0, encoderWindows: 0, encoderBusyMs: 0, byGraph: {} };
+  private readonly _stats: PoolStats = { calls: 0, handOvers: 0, windows: 0, steps: 0, busyMs: 0, encoderWindows: 0, encoderBusyMs: 0, windowsBehind: 0, byGraph: {} };
 
   constructor(options: InferencePoolOptions = {}) {
     const size = options.size ?? defaultInferenceThreads();
@@ -307,9 +322,15 @@ export class InferencePool {
     this.dispatchIntervalMs = Math.max(0, options.dispatchIntervalMs ?? 0);
     this.bundle = Math.max(1, Math.floor(options.bundle ?? 1));
     this.depth = Math.max(1, Math.floor(options.depth ?? 1));
+    this.behindWaitMs = options.behindWaitMs ?? Infinity;
     const lanes = options.encoderLanes ?? 0;
     if (!Number.isInteger(lanes) || lanes < 0) throw new AurisError('INVALID_ARGUMENT', `encoder lanes must be a non-negative integer, got ${lanes}`);
     this.encoderLanes = lanes;
+  }
+
+  /** Whether the jobs handed over lately waited longer than `behindWaitMs` (the workers are behind the load). */
+  get behind(): boolean {
+    return this.recentWaitMs > this.behindWaitMs;
   }
 
   get stats(): Readonly<PoolStats> {
@@ -414,7 +435,7 @@ export class InferencePool {
       );
     }
     return new Promise<StatefulResult>((resolve, reject) => {
-      const job: Job = { key: `${model.modelPath}\0${steps}`, model, steps, features, resolve, reject };
+      const job: Job = { key: `${model.modelPath}\0${steps}`, model, steps, features, resolve, reject, queuedAt: performance.now() };
       if (state) job.state = state;
       if (urgent) job.urgent = true;
       this.queue.push(job);
@@ -499,6 +520,9 @@ export class InferencePool {
     const modelCap = isEncoder(head.model) ? (head.model.maxBatch ?? Infinity) : Infinity;
     const n = Math.max(1, Math.min(share, this.maxBatch, modelCap, Math.floor(this.maxBatchSteps / head.steps)));
     const batch = same.slice(0, n);
+    if (this.behind) this._stats.windowsBehind += batch.length;
+    const now = performance.now();
+    for (const j of batch) this.recentWaitMs += (now - j.queuedAt - this.recentWaitMs) * WAIT_WEIGHT;
     const taken = new Set(batch);
     this.queue = this.queue.filter((j) => !taken.has(j));
     return batch;

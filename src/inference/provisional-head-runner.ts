@@ -7,7 +7,8 @@
  *
  * Same contract as ProvisionalRunner for ProvisionalResults: outputs in increasing step order, one call in flight (the
  * steps that arrive meanwhile join the next call), whole groups of `stride` steps per call (a head that may wait for
- * its group, as arousal's: a quarter of the calls), nothing after end(). Every step is fed (the state must see it), so
+ * its group, as arousal's: a quarter of the calls; calls ending on every other group while the inference pool is behind), nothing after
+ * end(). Every step is fed (the state must see it), so
  * there is no skipping of silent steps; outputs of steps whose final went out first are dropped by the caller.
  */
 import { AurisError } from '../errors';
@@ -22,6 +23,12 @@ export interface HeadRunnerOptions {
   delaySteps: number;
   /** Steps per call: the graph is fed whole groups of `stride` steps (default 1: every step). */
   stride?: number;
+  /**
+   * Calls end on multiples of `stride` times this (read at each call; default 1). 2 while the workers are behind: about
+   * half the calls, each of more steps, for about the same cost per call; the head's answers do not depend on how its
+   * steps are grouped.
+   */
+  groupsPerCall?: () => number;
   infer: StatefulInferFn;
   /** Receives provisional outputs, in increasing step order. */
   onOutput: OutputFn;
@@ -46,7 +53,8 @@ export class HeadRunner extends EarlyRunner {
   protected pump(): void {
     if (this.inFlight || this.closed || this.failed || this.held || this.ended) return;
     const a = this.fed;
-    const b = Math.floor(this.receivedSteps / this.stride) * this.stride;
+    const group = this.stride * (this.options.groupsPerCall?.() ?? 1);
+    const b = Math.floor(this.receivedSteps / group) * group;
     if (b <= a) return;
     const features = this.buf.copy(a, b);
     this.fed = b;

@@ -182,6 +182,9 @@ export class ProvisionalResults {
           stateSize: head.stateSize,
           delaySteps: head.delaySteps,
           stride: plan.stride,
+          // while the workers are behind, calls end on every other group: about half the calls at little more cost each,
+          // so the finals keep up; these answers come up to a group later then (docs/streaming.md, session 51)
+          groupsPerCall: () => (this.o.engine.pool.behind ? 2 : 1),
           infer: (_first, features, steps, state) => this.o.engine.inferHead(m, features, steps, state, urgent),
           onOutput: (start, probs) => {
             this.store(store, start, probs);

@@ -6,7 +6,7 @@
  */
 import { InferenceEngine } from '../inference/engine';
 import { streamWorkers } from '../inference/env';
-import { STREAM_BUNDLE, STREAM_DEPTH, STREAM_DISPATCH_INTERVAL_MS } from './hub';
+import { STREAM_BEHIND_WAIT_MS, STREAM_BUNDLE, STREAM_DEPTH, STREAM_DISPATCH_INTERVAL_MS } from './hub';
 
 export interface StreamEngineOptions {
   /** Models directory (default $AURIS_MODELS_DIR or <package>/models). */
@@ -23,6 +23,8 @@ export interface StreamEngineOptions {
   bundle?: number;
   /** Hand-overs a worker may hold at once (default STREAM_DEPTH). */
   depth?: number;
+  /** The queue wait over which the pool is behind and the provisional heads slow their cadence, ms (default STREAM_BEHIND_WAIT_MS; Infinity: never). */
+  behindWaitMs?: number;
 }
 
 export function createStreamEngine(options: StreamEngineOptions = {}): Promise<InferenceEngine> {
@@ -33,6 +35,7 @@ export function createStreamEngine(options: StreamEngineOptions = {}): Promise<I
     dispatchIntervalMs: options.dispatchIntervalMs ?? STREAM_DISPATCH_INTERVAL_MS,
     bundle: options.bundle ?? STREAM_BUNDLE,
     depth: options.depth ?? STREAM_DEPTH,
+    behindWaitMs: options.behindWaitMs ?? STREAM_BEHIND_WAIT_MS,
     ...streamWorkers(options.inferenceThreads, options.encoderLanes),
   });
 }

@@ -88,6 +88,14 @@ export const STREAM_BUNDLE = 4;
  */
 export const STREAM_DEPTH = 2;
 
+/**
+ * The stream engine's pool is behind (InferencePool `behindWaitMs`) while its jobs wait longer than this in the queue (8 and 15 ms measured alike):
+ * 3-5 ms at 100 streams of speech + arousal + gender, 30 ms and more at 300 with provisional results. The provisional
+ * heads then call every other group of steps, at two or four times the steps per call for about the same cost per
+ * call (src/pipeline/provisional-results.ts; docs/streaming.md, session 51).
+ */
+export const STREAM_BEHIND_WAIT_MS = 8;
+
 /** pino-compatible subset (Fastify's logger fits). */
 export interface StreamLogger {
   info(obj: object, msg?: string): void;

@@ -112,6 +112,32 @@ describe('inference pool', () => {
     }
   });
 
+  it('is behind while its jobs wait in the queue longer than behindWaitMs, and not once they stop waiting', async () => {
+    const pool = new InferencePool({ size: 1, maxBatch: 1, behindWaitMs: 1 });
+    try {
+      const sp = reg.get('speech');
+      await pool.run(sp, randomFeatures(30, 1), 30); // warm-up: session creation
+      assert.equal(pool.behind, false);
+      // one worker, one window a call: 40 long windows queue behind each other
+      await Promise.all(Array.from({ length: 40 }, (_, i) => pool.run(sp, randomFeatures(400, i), 400)));
+      assert.equal(pool.behind, true);
+      assert.ok(pool.stats.windowsBehind > 0);
+      // jobs that find the worker idle wait for nothing: the running mean falls back under the threshold
+      for (let i = 0; i < 800 && pool.behind; i++) await pool.run(sp, randomFeatures(2, i), 2);
+      assert.equal(pool.behind, false);
+      // without a threshold the pool is never behind
+      const never = new InferencePool({ size: 1, maxBatch: 1 });
+      try {
+        await Promise.all(Array.from({ length: 10 }, (_, i) => never.run(sp, randomFeatures(400, i), 400)));
+        assert.equal(never.behind, false);
+      } finally {
+        await never.close();
+      }
+    } finally {
+      await pool.close();
+    }
+  });
+
   it('with bundle, hands a busy worker the batches of several graphs in one message, each answered as before', async () => {
     const pool = new InferencePool({ size: 1, maxBatch: 8, bundle: 4 });
     try {

@@ -154,6 +154,50 @@ describe('real models (models/)', () => {
       assert.ok(maxDiff <= 1e-5, `${name} head: max difference ${maxDiff}`);
     });
 
+    it(`${name}: a head whose calls end on every other group while the pool is behind answers as one call does`, async (t) => {
+      const model = engine!.model(name);
+      const head = model.provisionalHead;
+      if (!head) {
+        t.skip(`${name} has no head`);
+        return;
+      }
+      const C = model.rawKeys.length;
+      const steps = 240;
+      const x = features(steps, 23);
+      const once = await engine!.inferHead(model, x.slice(), steps, sharedState(head.stateSize));
+      const out = new Float32Array(steps * C).fill(NaN);
+      const stride = Math.max(2, head.stride);
+      let groups = 1;
+      const callSteps: number[] = [];
+      await new Promise<void>((resolve, reject) => {
+        const runner = new HeadRunner({
+          model,
+          stateSize: head.stateSize,
+          delaySteps: head.delaySteps,
+          stride,
+          // behind on every other call
+          groupsPerCall: () => groups,
+          infer: (first, f, n, st) => {
+            callSteps.push(n);
+            assert.equal((first + n) % (stride * groups), 0, `a call ending at step ${first + n} ends a group of ${stride * groups}`);
+            groups = 3 - groups;
+            return engine!.inferHead(model, f, n, st);
+          },
+          onOutput: (start, probs) => out.set(probs, start * C),
+          onError: reject,
+        });
+        pushUneven(runner, x, steps, 24, () => setTimeout(resolve, 200));
+      });
+      assert.ok(callSteps.some((n) => n >= 2 * stride), 'some calls took two groups');
+      const answered = callSteps.reduce((a, n) => a + n, 0) - head.delaySteps;
+      assert.ok(answered >= steps - 4 * stride, `answered ${answered} of ${steps} steps`);
+      let maxDiff = 0;
+      for (let s = 0; s < answered; s++) {
+        for (let c = 0; c < C; c++) maxDiff = Math.max(maxDiff, Math.abs(out[s * C + c]! - once.probs[(s + head.delaySteps) * C + c]!));
+      }
+      assert.ok(maxDiff <= 1e-5, `${name} head: max difference ${maxDiff}`);
+    });
+
     it(`${name}: stream states in shared buffers are updated in place by the worker and equal states that travel`, async () => {
       const model = engine!.model(name);
       const g = model.streaming!;
