@@ -48,7 +48,7 @@ export interface StreamingOptions extends Partial<StreamLimits> {
   bundle?: number;
   /** Hand-overs a stream engine's worker may hold at once (default 2; 1: a worker waits for the main thread between calls, as before session 50). */
   depth?: number;
-  /** Queue wait over which the stream engine is behind and the provisional heads call every other group of steps, ms (default 8; Infinity: never, as before session 51). */
+  /** Queue wait over which the stream engine is behind and speech's provisional head calls every other step, ms (default 8; Infinity: never, as before session 51). */
   behindWaitMs?: number;
   /** On close(): how long open streams may take to end, ms (default 5000). */
   shutdownGraceMs?: number;

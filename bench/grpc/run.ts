@@ -240,7 +240,7 @@ async function runLevel(transport: Transport, address: string, url: string, serv
     calls,
     windowsPerCall: Math.round((windows / Math.max(1, calls)) * 10) / 10,
     stepsPerWindow: Math.round(((u1.pool.steps - u0.pool.steps) / Math.max(1, windows)) * 10) / 10,
-    // the share of windows handed over while the pool was behind (the provisional heads then call every other group)
+    // the share of windows handed over while the pool was behind (speech's provisional head then calls every other step)
     behindPercent: Math.round((((u1.pool.windowsBehind ?? 0) - (u0.pool.windowsBehind ?? 0)) / Math.max(1, windows)) * 100),
     workerBusyPercent: Math.round(((u1.pool.busyMs - u0.pool.busyMs) / 1000 / wall) * 100),
     // the pretrained encoders' share (gender's view): windows embedded per second and their worker time

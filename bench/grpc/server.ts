@@ -4,7 +4,7 @@
  * job workers. Prints {"port", "url", "pid"} as one JSON line once listening (port: gRPC, url:
  * REST/WebSocket); on stdin "cpu\n" reports its CPU time, inference round trips, event-loop delay, worker
  * messages and main-thread GCs since the last report ("mem\n": memory); exits on SIGTERM after a clean shutdown.
- * Options from the environment: AURIS_INFERENCE_THREADS (engine workers), GRPC_MAX_BATCH, GRPC_DISPATCH_INTERVAL_MS, GRPC_DEPTH (hand-overs a worker may hold), GRPC_BUNDLE (batches per hand-over), GRPC_BEHIND_WAIT_MS (queue wait over which the provisional heads slow down; Infinity: never),
+ * Options from the environment: AURIS_INFERENCE_THREADS (engine workers), GRPC_MAX_BATCH, GRPC_DISPATCH_INTERVAL_MS, GRPC_DEPTH (hand-overs a worker may hold), GRPC_BUNDLE (batches per hand-over), GRPC_BEHIND_WAIT_MS (queue wait over which speech's provisional head calls every other step; Infinity: never),
  * GRPC_STATEFUL=0 (windowed calls only, no stateful streaming graphs: the reference).
  */
 import * as fs from 'node:fs';

@@ -60,7 +60,7 @@ export interface InferencePoolOptions {
   depth?: number;
   /**
    * The pool is `behind` while the jobs handed over lately waited longer than this in the queue, ms (default: never).
-   * The stream engine's provisional heads then call every other group of steps (src/pipeline/provisional-results.ts).
+   * The stream engine's speech head then calls every other step (src/pipeline/provisional-results.ts).
    */
   behindWaitMs?: number;
 }

@@ -7,9 +7,9 @@
  *
  * Same contract as ProvisionalRunner for ProvisionalResults: outputs in increasing step order, one call in flight (the
  * steps that arrive meanwhile join the next call), whole groups of `stride` steps per call (a head that may wait for
- * its group, as arousal's: a quarter of the calls; calls ending on every other group while the inference pool is behind), nothing after
- * end(). Every step is fed (the state must see it), so
- * there is no skipping of silent steps; outputs of steps whose final went out first are dropped by the caller.
+ * its group, as arousal's: a quarter of the calls; `groupsPerCall`: calls that end on every other group while the
+ * inference pool is behind), nothing after end(). Every step is fed (the state must see it), so there is no skipping
+ * of silent steps; outputs of steps whose final went out first are dropped by the caller.
  */
 import { AurisError } from '../errors';
 import { EarlyRunner, type StatefulInferFn } from './live-runner';

@@ -182,9 +182,11 @@ export class ProvisionalResults {
           stateSize: head.stateSize,
           delaySteps: head.delaySteps,
           stride: plan.stride,
-          // while the workers are behind, calls end on every other group: about half the calls at little more cost each,
-          // so the finals keep up; these answers come up to a group later then (docs/streaming.md, session 51)
-          groupsPerCall: () => (this.o.engine.pool.behind ? 2 : 1),
+          // the fastest tier's head (speech's: a call every step, the costliest head) ends its calls on every other
+          // step while the workers are behind: about half its calls at little more cost each, so the finals keep up,
+          // its answers up to a step later then. The slower tiers keep their cadence: a group later would take gender's
+          // answers past 400 ms when 100 streams start at once (docs/streaming.md, session 51)
+          ...(urgent ? { groupsPerCall: () => (this.o.engine.pool.behind ? 2 : 1) } : {}),
           infer: (_first, features, steps, state) => this.o.engine.inferHead(m, features, steps, state, urgent),
           onOutput: (start, probs) => {
             this.store(store, start, probs);

@@ -23,7 +23,7 @@ export interface StreamEngineOptions {
   bundle?: number;
   /** Hand-overs a worker may hold at once (default STREAM_DEPTH). */
   depth?: number;
-  /** The queue wait over which the pool is behind and the provisional heads slow their cadence, ms (default STREAM_BEHIND_WAIT_MS; Infinity: never). */
+  /** The queue wait over which the pool is behind and speech's provisional head calls every other step, ms (default STREAM_BEHIND_WAIT_MS; Infinity: never). */
   behindWaitMs?: number;
 }
 

@@ -89,10 +89,11 @@ export const STREAM_BUNDLE = 4;
 export const STREAM_DEPTH = 2;
 
 /**
- * The stream engine's pool is behind (InferencePool `behindWaitMs`) while its jobs wait longer than this in the queue (8 and 15 ms measured alike):
- * 3-5 ms at 100 streams of speech + arousal + gender, 30 ms and more at 300 with provisional results. The provisional
- * heads then call every other group of steps, at two or four times the steps per call for about the same cost per
- * call (src/pipeline/provisional-results.ts; docs/streaming.md, session 51).
+ * The stream engine's pool is behind (InferencePool `behindWaitMs`) while its jobs wait longer than this in the queue
+ * (8 and 15 ms measured alike): 3-5 ms at 100 streams of speech + arousal + gender spread over 10 s, 30 ms and more at
+ * 300 with provisional results. Speech's provisional head then ends its calls on every other step, at about the same
+ * cost per call (src/pipeline/provisional-results.ts): 300 streams p99 211-273 ms against 307-396 (docs/streaming.md,
+ * session 51).
  */
 export const STREAM_BEHIND_WAIT_MS = 8;
 
