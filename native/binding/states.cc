@@ -12,7 +12,7 @@
 namespace auris::binding {
 namespace {
 
-/** The Float32Arrays of `arr` (each `per` floats long, `count` of them), or a TypeError-coded failure. */
+/** The elements of the array `v`, each a Float32Array (else an INVALID_ARGUMENT failure naming `fn`). */
 std::vector<Napi::Float32Array> views(const Napi::Value& v, const char* fn) {
   if (!v.IsArray()) badArg(std::string(fn) + "() expects an array of Float32Arrays");
   Napi::Array arr = v.As<Napi::Array>();

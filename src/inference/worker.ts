@@ -164,21 +164,20 @@ function runBatch(msg: RunMessage): Promise<void> {
 
 /** The addon's memcpy of shared states (a typed array's set() copies a shared buffer element by element: 3-4x slower). */
 let stateCopy: StateCopy | undefined;
+const states = (): StateCopy => (stateCopy ??= nativeStateCopy());
 
 /** The streams' states side by side ([batch][stateSize]), the graph's state input. */
-function gather(states: SharedArrayBuffer[]): Float32Array {
-  stateCopy ??= nativeStateCopy();
-  const bytes = states.reduce((n, sab) => n + sab.byteLength, 0);
+function gather(shared: SharedArrayBuffer[]): Float32Array {
+  const bytes = shared.reduce((n, sab) => n + sab.byteLength, 0);
   // not zero-filled: every float is written below
   const out = new Float32Array(Buffer.allocUnsafeSlow(bytes).buffer, 0, bytes / Float32Array.BYTES_PER_ELEMENT);
-  stateCopy.gather(states.map((sab) => new Float32Array(sab)), out);
+  states().gather(shared.map((sab) => new Float32Array(sab)), out);
   return out;
 }
 
 /** Writes each stream's new state back into its own shared buffer. */
-function scatter(next: Float32Array, states: SharedArrayBuffer[]): void {
-  stateCopy ??= nativeStateCopy();
-  stateCopy.scatter(next, states.map((sab) => new Float32Array(sab)));
+function scatter(next: Float32Array, shared: SharedArrayBuffer[]): void {
+  states().scatter(next, shared.map((sab) => new Float32Array(sab)));
 }
 
 /** The array itself when it owns its whole buffer (so it can be transferred), else a copy. */

@@ -134,7 +134,7 @@ def train(task: str, examples: int, epochs: int, lookahead: int, dil, lr: float,
     table = r.clip_table(clips)
     if task == "emotions":  # never a clip of the provisional validation (its held-out speakers), whatever the split says
         from training.validate import provisional as PV
-        held = {row["path"] for row in PV._rows(task)}
+        held = {row["path"] for row in PV.validation_rows(task)}
         table = [c for c in table if c.path not in held]
     X, Y, W = L.feature_cache(r.task, table, store, examples, r.seed, workers=threads,
                               use_variants=r.variants, high_p=r.gender_high_p)
@@ -185,7 +185,7 @@ def evaluate(task: str, model: CausalNet) -> dict:
     store, store_clips = PV.validation_store([task])
     sess = ort.InferenceSession(os.path.join(ROOT, "models", task, "model.onnx"))
     clips = {c.path: c for c in store_clips}
-    items = [(clips[r["path"]], PV.classes(task).index(r["label"])) for r in PV._rows(task) if r["path"] in clips]
+    items = [(clips[r["path"]], PV.classes(task).index(r["label"])) for r in PV.validation_rows(task) if r["path"] in clips]
     P, stride, left = PV.SHIPPED[task]
     truth_all, final_all, causal_all, shipped_all = [], [], [], []
     for x, truth in PV.sequences(task, store, items):

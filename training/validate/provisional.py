@@ -114,14 +114,15 @@ def score(task: str, truth: np.ndarray, pred: np.ndarray) -> dict:
     return r
 
 
-def _rows(task: str) -> list[dict]:
+def validation_rows(task: str) -> list[dict]:
+    """The task's provisional validation clips (training/validation/<task>.csv rows: path, label, ...)."""
     import csv
     return list(csv.DictReader(open(os.path.join(ROOT, "training", "validation", f"{task}.csv"))))
 
 
 def validation_store(tasks) -> tuple[D.AudioStore, list]:
     """The validation clips of all the tasks, decoded once (cached under training/cache/audio)."""
-    paths = {r["path"] for t in tasks for r in _rows(t)}
+    paths = {r["path"] for t in tasks for r in validation_rows(t)}
     wanted = [c for c in D.load_clips() if c.path in paths]
     return D.AudioStore(wanted), wanted
 
@@ -135,7 +136,7 @@ def evaluate(task: str, plans, models_dir: str, store: D.AudioStore, store_clips
     so.intra_op_num_threads = 2
     sess = ort.InferenceSession(os.path.join(models_dir, task, "model.onnx"), so)
     clips = {c.path: c for c in store_clips}
-    rows = [r for r in _rows(task) if r["path"] in clips]
+    rows = [r for r in validation_rows(task) if r["path"] in clips]
     items = [(clips[r["path"]], classes(task).index(r["label"])) for r in rows]
     truth_all, final_all, prov_all = [], [], {pl: [] for pl in plans}
     for x, truth in sequences(task, store, items):
