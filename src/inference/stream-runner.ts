@@ -21,7 +21,8 @@
  * `right` steps back (the same lookahead: the first `right` outputs, before the signal start,
  * are dropped) plus the next state. One call in flight and output-step alignment as above.
  * The graphs cannot see the signal end, so after end() the last `right` steps are run
- * windowed (their right context is the end). Both give the whole-file model's numbers.
+ * windowed (their right context is the end). Both give the whole-file model's numbers. The first
+ * call waits until it can give an output (`right` + 1 steps): the steps before give none.
  */
 import { AurisError } from '../errors';
 import { LiveRunner, type StatefulInferFn } from './live-runner';
@@ -139,6 +140,10 @@ export class StreamRunner extends LiveRunner {
 
   /** Feeds the graph the steps not yet fed, ending (until end()) where an output step ends. */
   private pumpStateful(st: StatefulGraphOptions): void {
+    // Until more than `delaySteps` steps are in, every output the graph would give lies before the signal start and
+    // is dropped: the first call waits for them (one start-graph call per stream instead of one per step, and the
+    // first results come exactly as soon).
+    if (!this.ended && this.receivedSteps <= st.delaySteps) return;
     const a = this.fed;
     const b = this.callEnd(a, this.receivedSteps, st.delaySteps);
     if (b <= a) return;

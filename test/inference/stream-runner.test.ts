@@ -129,6 +129,7 @@ describe('StreamRunner', () => {
     const source: string[] = [];
     const values: number[] = [];
     const fed: number[] = [];
+    const feeds: number[] = [];
     const runner = new StreamRunner({
       model,
       maxWindowSteps: 8,
@@ -145,6 +146,7 @@ describe('StreamRunner', () => {
         infer: (first, f, steps, state) => {
           assert.equal(state.length, RIGHT);
           assert.equal(first, fed.length, 'firstStep = steps fed before');
+          feeds.push(steps);
           const probs = new Float32Array(steps * 2);
           const q = [...state];
           for (let i = 0; i < steps; i++) {
@@ -179,6 +181,8 @@ describe('StreamRunner', () => {
     assert.deepEqual(values, Array.from({ length: N }, (_, i) => i));
     assert.deepEqual(source, Array.from({ length: N }, (_, i) => (i >= N - RIGHT ? 'window' : 'graph')));
     assert.deepEqual(fed, Array.from({ length: N }, (_, i) => i), 'the graph is fed every step once, in order');
+    // the steps before the first output are fed in one call (they give no output of their own)
+    assert.deepEqual(feeds.slice(0, 2), [RIGHT + 1, 1]);
   });
 
   it('stateful graph: a stream shorter than the lookahead is answered by the end window alone', async () => {
